@@ -1,0 +1,410 @@
+/*
+ * The C predict API over the executor.
+ *
+ * Each entry point runs its body inside MXL_API_BEGIN/MXL_API_END: a failed
+ * Status, or any C++ exception (std::bad_alloc included), becomes return
+ * value -1 and a thread-local message for MXGetLastError. Handles are plain
+ * heap objects; a predictor holds its executor and shares the Model (graph
+ * and parameters) with the predictors made from it by MXPredReshape and
+ * MXPredCreateMultiThread.
+ */
+#include "../include/c_predict_api.h"
+
+#include <cstring>
+#include <exception>
+#include <map>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "../executor/executor.h"
+#include "../ndarray/ndarray_io.h"
+
+namespace mxlite {
+namespace c_api_cc {
+
+std::string& LastError() {
+  thread_local std::string message;
+  return message;
+}
+
+int Fail(const std::string& message) {
+  LastError() = message;
+  return -1;
+}
+
+struct Predictor {
+  std::shared_ptr<const Model> model;
+  std::unique_ptr<Executor> executor;
+  std::vector<mx_uint> shape_buffer;  // for MXPredGetOutputShape
+};
+
+struct NDList {
+  std::vector<std::string> keys;
+  std::vector<NDArray> arrays;        // float32
+  std::vector<std::vector<mx_uint>> shapes;
+};
+
+Status ReadInputShapes(mx_uint num_input_nodes, const char** input_keys,
+                       const mx_uint* input_shape_indptr, const mx_uint* input_shape_data,
+                       std::map<std::string, Shape>* shapes) {
+  if (num_input_nodes == 0) return Status();
+  MXL_CHECK(input_keys != nullptr && input_shape_indptr != nullptr,
+            "input_keys and input_shape_indptr must not be NULL");
+  MXL_CHECK(input_shape_indptr[num_input_nodes] == input_shape_indptr[0] ||
+                input_shape_data != nullptr,
+            "input_shape_data must not be NULL");
+  for (mx_uint i = 0; i < num_input_nodes; ++i) {
+    MXL_CHECK(input_keys[i] != nullptr, "input key ", i, " is NULL");
+    mx_uint begin = input_shape_indptr[i], end = input_shape_indptr[i + 1];
+    MXL_CHECK(begin <= end && end - begin <= 32, "input '", input_keys[i],
+              "': invalid input_shape_indptr [", begin, ", ", end, ")");
+    std::vector<int64_t> dims(input_shape_data + begin, input_shape_data + end);
+    for (int64_t d : dims) {
+      MXL_CHECK(d > 0, "input '", input_keys[i], "': dimensions must be positive, got ",
+                Shape(dims).ToString());
+    }
+    MXL_CHECK(!dims.empty(), "input '", input_keys[i], "': the shape has no dimensions");
+    MXL_CHECK(shapes->emplace(input_keys[i], Shape(std::move(dims))).second, "input '",
+              input_keys[i], "' is given twice");
+  }
+  return Status();
+}
+
+// Loads the parameters that the graph uses, keyed by variable name. Names
+// may carry MXNet's "arg:"/"aux:" prefixes or none (Gluon save_parameters).
+Status LoadParams(const void* bytes, int size, const Graph& graph,
+                  std::map<std::string, NDArray>* params) {
+  MXL_CHECK(size >= 0, "param_size must not be negative (got ", size, ")");
+  if (size == 0) return Status();
+  MXL_CHECK(bytes != nullptr, "param_bytes is NULL but param_size is ", size);
+  std::vector<NDArray> arrays;
+  std::vector<std::string> names;
+  MXL_RETURN_IF_ERROR(LoadNDArrayList(bytes, static_cast<size_t>(size), "params", &arrays, &names));
+  for (size_t i = 0; i < names.size(); ++i) {
+    std::string name = names[i];
+    if (name.compare(0, 4, "arg:") == 0 || name.compare(0, 4, "aux:") == 0) name = name.substr(4);
+    int node = graph.FindNode(name);
+    if (node < 0 || !graph.nodes[node].is_variable()) continue;  // unused entries are fine
+    MXL_CHECK(!arrays[i].is_none(), "params: '", names[i], "' is an empty (none) array");
+    MXL_CHECK(params->count(name) == 0, "params: '", name, "' appears twice");
+    NDArray array = arrays[i];
+    if (array.dtype() != kFloat32) {
+      // Graphs run in float32 for now: convert stored float16/float64/...
+      MXL_RETURN_IF_ERROR(arrays[i].ToFloat32(&array));
+    }
+    (*params)[name] = array;
+  }
+  return Status();
+}
+
+Status CreatePredictors(const char* symbol_json, const void* param_bytes, int param_size,
+                        int dev_type, mx_uint num_input_nodes, const char** input_keys,
+                        const mx_uint* input_shape_indptr, const mx_uint* input_shape_data,
+                        mx_uint num_dtypes, const char** dtype_names, const int* dtype_flags,
+                        mx_uint num_output_nodes, const char** output_keys, int count,
+                        PredictorHandle* out) {
+  MXL_CHECK(symbol_json != nullptr, "symbol_json_str is NULL");
+  MXL_CHECK(out != nullptr, "the output handle pointer is NULL");
+  MXL_CHECK(dev_type == 1 || dev_type == 3 || dev_type == 5, "dev_type ", dev_type,
+            " is not available: mxlite runs on the CPU (dev_type 1)");
+  MXL_CHECK(count >= 1, "num_threads must be at least 1 (got ", count, ")");
+
+  auto model = std::make_shared<Model>();
+  MXL_RETURN_IF_ERROR(LoadSymbolJson(symbol_json, std::strlen(symbol_json), &model->graph));
+  if (num_output_nodes > 0) {
+    MXL_CHECK(output_keys != nullptr, "output_keys is NULL");
+    std::vector<std::string> keys;
+    for (mx_uint i = 0; i < num_output_nodes; ++i) {
+      MXL_CHECK(output_keys[i] != nullptr, "output key ", i, " is NULL");
+      keys.push_back(output_keys[i]);
+    }
+    MXL_RETURN_IF_ERROR(SelectOutputs(keys, &model->graph));
+  }
+  PruneToOutputs(&model->graph);
+
+  std::map<std::string, Shape> shapes;
+  MXL_RETURN_IF_ERROR(ReadInputShapes(num_input_nodes, input_keys, input_shape_indptr,
+                                      input_shape_data, &shapes));
+  MXL_RETURN_IF_ERROR(LoadParams(param_bytes, param_size, model->graph, &model->params));
+
+  std::map<std::string, int> dtypes;
+  if (num_dtypes > 0) {
+    MXL_CHECK(dtype_names != nullptr && dtype_flags != nullptr,
+              "provided_arg_dtype_names and provided_arg_dtypes must not be NULL");
+  }
+  for (mx_uint i = 0; i < num_dtypes; ++i) {
+    MXL_CHECK(dtype_names[i] != nullptr, "dtype name ", i, " is NULL");
+    MXL_CHECK(IsValidDType(dtype_flags[i]), "argument '", dtype_names[i],
+              "': unknown dtype flag ", dtype_flags[i]);
+    // A type from the params file wins, as in MXNet.
+    if (!model->params.count(dtype_names[i])) dtypes[dtype_names[i]] = dtype_flags[i];
+  }
+
+  std::shared_ptr<const Model> shared = model;
+  std::vector<std::unique_ptr<Predictor>> made;
+  for (int i = 0; i < count; ++i) {
+    std::unique_ptr<Predictor> predictor(new Predictor());
+    predictor->model = shared;
+    MXL_RETURN_IF_ERROR(Executor::Create(shared, shapes, dtypes, &predictor->executor));
+    made.push_back(std::move(predictor));
+  }
+  for (int i = 0; i < count; ++i) out[i] = made[i].release();
+  return Status();
+}
+
+Predictor* AsPredictor(PredictorHandle handle) { return static_cast<Predictor*>(handle); }
+
+}  // namespace c_api_cc
+}  // namespace mxlite
+
+// Runs a body that returns a Status; exceptions become errors too.
+#define MXL_API_BEGIN() try {
+#define MXL_API_END()                                                          \
+  }                                                                            \
+  catch (const std::bad_alloc&) {                                              \
+    return ::mxlite::c_api_cc::Fail("out of memory");                          \
+  }                                                                            \
+  catch (const std::exception& error) {                                        \
+    return ::mxlite::c_api_cc::Fail(std::string("internal error: ") + error.what()); \
+  }                                                                            \
+  catch (...) {                                                                \
+    return ::mxlite::c_api_cc::Fail("internal error: unknown exception");      \
+  }
+#define MXL_API_CALL(expr)                                            \
+  do {                                                                \
+    ::mxlite::Status mxl_api_status_ = (expr);                        \
+    if (!mxl_api_status_.ok()) {                                      \
+      return ::mxlite::c_api_cc::Fail(mxl_api_status_.message());     \
+    }                                                                 \
+  } while (0)
+#define MXL_API_REQUIRE(cond, ...)                                              \
+  do {                                                                          \
+    if (!(cond)) return ::mxlite::c_api_cc::Fail(::mxlite::StrCat(__VA_ARGS__)); \
+  } while (0)
+
+using mxlite::c_api_cc::AsPredictor;
+using mxlite::c_api_cc::CreatePredictors;
+
+const char* MXGetLastError(void) { return mxlite::c_api_cc::LastError().c_str(); }
+
+int MXPredCreate(const char* symbol_json_str, const void* param_bytes, int param_size,
+                 int dev_type, int dev_id, mx_uint num_input_nodes, const char** input_keys,
+                 const mx_uint* input_shape_indptr, const mx_uint* input_shape_data,
+                 PredictorHandle* out) {
+  (void)dev_id;
+  MXL_API_BEGIN();
+  MXL_API_CALL(CreatePredictors(symbol_json_str, param_bytes, param_size, dev_type,
+                                num_input_nodes, input_keys, input_shape_indptr,
+                                input_shape_data, 0, nullptr, nullptr, 0, nullptr, 1, out));
+  MXL_API_END();
+  return 0;
+}
+
+int MXPredCreateEx(const char* symbol_json_str, const void* param_bytes, int param_size,
+                   int dev_type, int dev_id, const mx_uint num_input_nodes,
+                   const char** input_keys, const mx_uint* input_shape_indptr,
+                   const mx_uint* input_shape_data, const mx_uint num_provided_arg_dtypes,
+                   const char** provided_arg_dtype_names, const int* provided_arg_dtypes,
+                   PredictorHandle* out) {
+  (void)dev_id;
+  MXL_API_BEGIN();
+  MXL_API_CALL(CreatePredictors(symbol_json_str, param_bytes, param_size, dev_type,
+                                num_input_nodes, input_keys, input_shape_indptr,
+                                input_shape_data, num_provided_arg_dtypes,
+                                provided_arg_dtype_names, provided_arg_dtypes, 0, nullptr, 1,
+                                out));
+  MXL_API_END();
+  return 0;
+}
+
+int MXPredCreatePartialOut(const char* symbol_json_str, const void* param_bytes, int param_size,
+                           int dev_type, int dev_id, mx_uint num_input_nodes,
+                           const char** input_keys, const mx_uint* input_shape_indptr,
+                           const mx_uint* input_shape_data, mx_uint num_output_nodes,
+                           const char** output_keys, PredictorHandle* out) {
+  (void)dev_id;
+  MXL_API_BEGIN();
+  MXL_API_CALL(CreatePredictors(symbol_json_str, param_bytes, param_size, dev_type,
+                                num_input_nodes, input_keys, input_shape_indptr,
+                                input_shape_data, 0, nullptr, nullptr, num_output_nodes,
+                                output_keys, 1, out));
+  MXL_API_END();
+  return 0;
+}
+
+int MXPredCreateMultiThread(const char* symbol_json_str, const void* param_bytes, int param_size,
+                            int dev_type, int dev_id, mx_uint num_input_nodes,
+                            const char** input_keys, const mx_uint* input_shape_indptr,
+                            const mx_uint* input_shape_data, int num_threads,
+                            PredictorHandle* out) {
+  (void)dev_id;
+  MXL_API_BEGIN();
+  MXL_API_CALL(CreatePredictors(symbol_json_str, param_bytes, param_size, dev_type,
+                                num_input_nodes, input_keys, input_shape_indptr,
+                                input_shape_data, 0, nullptr, nullptr, 0, nullptr, num_threads,
+                                out));
+  MXL_API_END();
+  return 0;
+}
+
+int MXPredReshape(mx_uint num_input_nodes, const char** input_keys,
+                  const mx_uint* input_shape_indptr, const mx_uint* input_shape_data,
+                  PredictorHandle handle, PredictorHandle* out) {
+  MXL_API_BEGIN();
+  MXL_API_REQUIRE(handle != nullptr, "MXPredReshape: the predictor handle is NULL");
+  MXL_API_REQUIRE(out != nullptr, "MXPredReshape: the output handle pointer is NULL");
+  std::map<std::string, mxlite::Shape> shapes;
+  MXL_API_CALL(mxlite::c_api_cc::ReadInputShapes(num_input_nodes, input_keys,
+                                                 input_shape_indptr, input_shape_data, &shapes));
+  mxlite::c_api_cc::Predictor* old = AsPredictor(handle);
+  std::unique_ptr<mxlite::c_api_cc::Predictor> fresh(new mxlite::c_api_cc::Predictor());
+  fresh->model = old->model;
+  MXL_API_CALL(old->executor->Reshape(shapes, &fresh->executor));
+  *out = fresh.release();
+  MXL_API_END();
+  return 0;
+}
+
+int MXPredGetOutputShape(PredictorHandle handle, mx_uint index, mx_uint** shape_data,
+                         mx_uint* shape_ndim) {
+  MXL_API_BEGIN();
+  MXL_API_REQUIRE(handle != nullptr, "MXPredGetOutputShape: the predictor handle is NULL");
+  MXL_API_REQUIRE(shape_data != nullptr && shape_ndim != nullptr,
+                  "MXPredGetOutputShape: output pointers must not be NULL");
+  mxlite::c_api_cc::Predictor* predictor = AsPredictor(handle);
+  const int count = predictor->executor->num_outputs();
+  MXL_API_REQUIRE(index < static_cast<mx_uint>(count), "output index ", index,
+                  " is out of range: the predictor has ", count, " output(s)");
+  const mxlite::Shape& shape = predictor->executor->output(index).shape();
+  predictor->shape_buffer.assign(shape.dims().begin(), shape.dims().end());
+  *shape_data = predictor->shape_buffer.data();
+  *shape_ndim = static_cast<mx_uint>(shape.ndim());
+  MXL_API_END();
+  return 0;
+}
+
+int MXPredGetOutputType(PredictorHandle handle, mx_uint out_index, int* out_dtype) {
+  MXL_API_BEGIN();
+  MXL_API_REQUIRE(handle != nullptr, "MXPredGetOutputType: the predictor handle is NULL");
+  MXL_API_REQUIRE(out_dtype != nullptr, "MXPredGetOutputType: out_dtype is NULL");
+  mxlite::c_api_cc::Predictor* predictor = AsPredictor(handle);
+  const int count = predictor->executor->num_outputs();
+  MXL_API_REQUIRE(out_index < static_cast<mx_uint>(count), "output index ", out_index,
+                  " is out of range: the predictor has ", count, " output(s)");
+  *out_dtype = predictor->executor->output(out_index).dtype();
+  MXL_API_END();
+  return 0;
+}
+
+int MXPredSetInput(PredictorHandle handle, const char* key, const mx_float* data, mx_uint size) {
+  MXL_API_BEGIN();
+  MXL_API_REQUIRE(handle != nullptr, "MXPredSetInput: the predictor handle is NULL");
+  MXL_API_REQUIRE(key != nullptr, "MXPredSetInput: key is NULL");
+  MXL_API_REQUIRE(data != nullptr || size == 0, "MXPredSetInput: data is NULL");
+  MXL_API_CALL(AsPredictor(handle)->executor->SetInput(key, data, size));
+  MXL_API_END();
+  return 0;
+}
+
+int MXPredForward(PredictorHandle handle) {
+  MXL_API_BEGIN();
+  MXL_API_REQUIRE(handle != nullptr, "MXPredForward: the predictor handle is NULL");
+  MXL_API_CALL(AsPredictor(handle)->executor->Forward());
+  MXL_API_END();
+  return 0;
+}
+
+int MXPredPartialForward(PredictorHandle handle, int step, int* step_left) {
+  MXL_API_BEGIN();
+  MXL_API_REQUIRE(handle != nullptr, "MXPredPartialForward: the predictor handle is NULL");
+  MXL_API_REQUIRE(step_left != nullptr, "MXPredPartialForward: step_left is NULL");
+  MXL_API_CALL(AsPredictor(handle)->executor->PartialForward(step, step_left));
+  MXL_API_END();
+  return 0;
+}
+
+int MXPredGetOutput(PredictorHandle handle, mx_uint index, mx_float* data, mx_uint size) {
+  MXL_API_BEGIN();
+  MXL_API_REQUIRE(handle != nullptr, "MXPredGetOutput: the predictor handle is NULL");
+  mxlite::c_api_cc::Predictor* predictor = AsPredictor(handle);
+  const int count = predictor->executor->num_outputs();
+  MXL_API_REQUIRE(index < static_cast<mx_uint>(count), "output index ", index,
+                  " is out of range: the predictor has ", count, " output(s)");
+  const mxlite::NDArray& output = predictor->executor->output(index);
+  MXL_API_REQUIRE(static_cast<int64_t>(size) == output.Size(), "output ", index, " ('",
+                  predictor->executor->output_name(index), "') has shape ",
+                  output.shape().ToString(), " (", output.Size(), " elements) but size is ",
+                  size);
+  MXL_API_REQUIRE(data != nullptr || size == 0, "MXPredGetOutput: data is NULL");
+  if (size != 0) std::memcpy(data, output.data(), output.bytes());
+  MXL_API_END();
+  return 0;
+}
+
+int MXPredFree(PredictorHandle handle) {
+  MXL_API_BEGIN();
+  delete AsPredictor(handle);
+  MXL_API_END();
+  return 0;
+}
+
+int MXPredSetMonitorCallback(PredictorHandle handle, PredMonitorCallback callback,
+                             void* callback_handle, bool monitor_all) {
+  MXL_API_BEGIN();
+  MXL_API_REQUIRE(handle != nullptr, "MXPredSetMonitorCallback: the predictor handle is NULL");
+  AsPredictor(handle)->executor->SetMonitor(callback, callback_handle, monitor_all);
+  MXL_API_END();
+  return 0;
+}
+
+int MXNDListCreate(const char* nd_file_bytes, int nd_file_size, NDListHandle* out,
+                   mx_uint* out_length) {
+  MXL_API_BEGIN();
+  MXL_API_REQUIRE(out != nullptr && out_length != nullptr,
+                  "MXNDListCreate: output pointers must not be NULL");
+  MXL_API_REQUIRE(nd_file_size >= 0, "MXNDListCreate: negative size ", nd_file_size);
+  MXL_API_REQUIRE(nd_file_bytes != nullptr || nd_file_size == 0, "MXNDListCreate: bytes are NULL");
+  std::vector<mxlite::NDArray> arrays;
+  std::vector<std::string> names;
+  MXL_API_CALL(mxlite::LoadNDArrayList(nd_file_bytes, static_cast<size_t>(nd_file_size),
+                                       "NDArray file", &arrays, &names));
+  std::unique_ptr<mxlite::c_api_cc::NDList> list(new mxlite::c_api_cc::NDList());
+  for (size_t i = 0; i < arrays.size(); ++i) {
+    mxlite::NDArray converted;
+    if (!arrays[i].is_none()) MXL_API_CALL(arrays[i].ToFloat32(&converted));
+    list->arrays.push_back(converted);
+    list->keys.push_back(names.empty() ? std::string() : names[i]);
+    const std::vector<int64_t>& dims = arrays[i].shape().dims();
+    list->shapes.emplace_back(dims.begin(), dims.end());
+  }
+  *out_length = static_cast<mx_uint>(list->arrays.size());
+  *out = list.release();
+  MXL_API_END();
+  return 0;
+}
+
+int MXNDListGet(NDListHandle handle, mx_uint index, const char** out_key,
+                const mx_float** out_data, const mx_uint** out_shape, mx_uint* out_ndim) {
+  MXL_API_BEGIN();
+  MXL_API_REQUIRE(handle != nullptr, "MXNDListGet: the list handle is NULL");
+  MXL_API_REQUIRE(out_key && out_data && out_shape && out_ndim,
+                  "MXNDListGet: output pointers must not be NULL");
+  mxlite::c_api_cc::NDList* list = static_cast<mxlite::c_api_cc::NDList*>(handle);
+  MXL_API_REQUIRE(index < list->arrays.size(), "MXNDListGet: index ", index,
+                  " is out of range: the list has ", list->arrays.size(), " arrays");
+  *out_key = list->keys[index].c_str();
+  *out_data = list->arrays[index].fdata();
+  *out_shape = list->shapes[index].data();
+  *out_ndim = static_cast<mx_uint>(list->shapes[index].size());
+  MXL_API_END();
+  return 0;
+}
+
+int MXNDListFree(NDListHandle handle) {
+  MXL_API_BEGIN();
+  delete static_cast<mxlite::c_api_cc::NDList*>(handle);
+  MXL_API_END();
+  return 0;
+}

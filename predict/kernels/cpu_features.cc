@@ -1,0 +1,101 @@
+#include "cpu_features.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
+#define MXLITE_X86 1
+#if defined(_MSC_VER)
+#include <intrin.h>
+#else
+#include <cpuid.h>
+#endif
+#endif  // x86
+
+namespace mxlite {
+
+namespace cpu_features_cc {
+
+#if defined(MXLITE_X86)
+void Cpuid(unsigned leaf, unsigned subleaf, unsigned regs[4]) {
+#if defined(_MSC_VER)
+  int out[4];
+  __cpuidex(out, static_cast<int>(leaf), static_cast<int>(subleaf));
+  for (int i = 0; i < 4; ++i) regs[i] = static_cast<unsigned>(out[i]);
+#else
+  __cpuid_count(leaf, subleaf, regs[0], regs[1], regs[2], regs[3]);
+#endif
+}
+
+unsigned long long ReadXcr0() {
+#if defined(_MSC_VER)
+  return _xgetbv(0);
+#else
+  unsigned eax = 0, edx = 0;
+  __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
+  return (static_cast<unsigned long long>(edx) << 32) | eax;
+#endif
+}
+#endif  // MXLITE_X86
+
+CpuFeatures Detect() {
+  CpuFeatures features;
+#if defined(MXLITE_X86)
+  // Feature bits only, never family/model tables: new processors must get
+  // the kernels their bits allow.
+  unsigned regs[4];
+  Cpuid(0, 0, regs);
+  unsigned max_leaf = regs[0];
+  Cpuid(1, 0, regs);
+  bool osxsave = (regs[2] >> 27) & 1;
+  bool fma = (regs[2] >> 12) & 1;
+  bool avx = (regs[2] >> 28) & 1;
+  if (!osxsave || !avx || max_leaf < 7) return features;
+  unsigned long long xcr0 = ReadXcr0();
+  bool ymm_state = (xcr0 & 0x6) == 0x6;     // SSE + AVX state saved by the OS
+  bool zmm_state = (xcr0 & 0xe6) == 0xe6;   // plus opmask and ZMM state
+  Cpuid(7, 0, regs);
+  bool avx2 = (regs[1] >> 5) & 1;
+  bool avx512f = (regs[1] >> 16) & 1;
+  features.avx2_fma = ymm_state && avx2 && fma;
+  features.avx512f = features.avx2_fma && zmm_state && avx512f;
+#elif defined(__ARM_NEON) || defined(__aarch64__)
+  features.neon = true;
+#endif
+  return features;
+}
+
+}  // namespace cpu_features_cc
+
+const CpuFeatures& GetCpuFeatures() {
+  static const CpuFeatures features = cpu_features_cc::Detect();
+  return features;
+}
+
+Isa SelectedIsa() {
+  static const Isa isa = [] {
+    const CpuFeatures& features = GetCpuFeatures();
+    Isa best = features.avx512f ? Isa::kAvx512
+               : features.avx2_fma ? Isa::kAvx2
+               : features.neon ? Isa::kNeon
+                               : Isa::kGeneric;
+    const char* cap = std::getenv("MXLITE_ISA");
+    if (cap == nullptr) return best;
+    if (std::strcmp(cap, "scalar") == 0 || std::strcmp(cap, "generic") == 0) return Isa::kGeneric;
+    if (std::strcmp(cap, "avx2") == 0 && best == Isa::kAvx512) return Isa::kAvx2;
+    return best;
+  }();
+  return isa;
+}
+
+const char* IsaName(Isa isa) {
+  switch (isa) {
+    case Isa::kGeneric: return "generic";
+    case Isa::kAvx2: return "avx2";
+    case Isa::kAvx512: return "avx512";
+    case Isa::kNeon: return "neon";
+  }
+  return "?";
+}
+
+}  // namespace mxlite

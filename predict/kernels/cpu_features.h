@@ -1,0 +1,28 @@
+/*
+ * What the processor can do, read once from CPUID (x86) or fixed by the
+ * target (ARM, WebAssembly). Kernel families pick their variant from this;
+ * MXLITE_ISA=scalar|avx2|avx512 in the environment caps the choice so tests
+ * can force every path on one machine.
+ */
+#ifndef MXLITE_KERNELS_CPU_FEATURES_H_
+#define MXLITE_KERNELS_CPU_FEATURES_H_
+
+namespace mxlite {
+
+enum class Isa { kGeneric = 0, kAvx2 = 1, kAvx512 = 2, kNeon = 3 };
+
+struct CpuFeatures {
+  bool avx2_fma = false;  // AVX2 + FMA3, with OS support for the YMM state
+  bool avx512f = false;   // AVX-512F, with OS support for the ZMM state
+  bool neon = false;
+};
+
+// Features of this processor (computed once, thread-safe).
+const CpuFeatures& GetCpuFeatures();
+// The widest ISA that kernels may use: the processor's, capped by MXLITE_ISA.
+Isa SelectedIsa();
+const char* IsaName(Isa isa);
+
+}  // namespace mxlite
+
+#endif  // MXLITE_KERNELS_CPU_FEATURES_H_

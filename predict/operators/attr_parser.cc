@@ -1,0 +1,216 @@
+#include "attr_parser.h"
+
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+
+namespace mxlite {
+
+namespace attr_parser_cc {
+
+std::string Trim(const std::string& text) {
+  size_t begin = 0, end = text.size();
+  while (begin < end && std::isspace(static_cast<unsigned char>(text[begin]))) ++begin;
+  while (end > begin && std::isspace(static_cast<unsigned char>(text[end - 1]))) --end;
+  return text.substr(begin, end - begin);
+}
+
+bool ParseInt(const std::string& raw, int64_t* out) {
+  std::string text = Trim(raw);
+  // MXNet writes some ints with a long suffix in old files ("3L").
+  if (!text.empty() && (text.back() == 'L' || text.back() == 'l')) text.pop_back();
+  if (text.empty()) return false;
+  errno = 0;
+  char* end = nullptr;
+  long long value = std::strtoll(text.c_str(), &end, 10);
+  if (errno != 0 || end == nullptr || *end != '\0') return false;
+  *out = value;
+  return true;
+}
+
+bool ParseFloat(const std::string& raw, double* out) {
+  std::string text = Trim(raw);
+  if (text.empty()) return false;
+  char* end = nullptr;
+  double value = std::strtod(text.c_str(), &end);
+  if (end == nullptr || *end != '\0') return false;
+  *out = value;
+  return true;
+}
+
+bool ParseBool(const std::string& raw, bool* out) {
+  std::string text = Trim(raw);
+  if (text == "True" || text == "true" || text == "1") {
+    *out = true;
+  } else if (text == "False" || text == "false" || text == "0") {
+    *out = false;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+bool ParseTuple(const std::string& raw, std::vector<int64_t>* out) {
+  std::string text = Trim(raw);
+  out->clear();
+  if (!text.empty() && (text.front() == '(' || text.front() == '[')) {
+    char close = text.front() == '(' ? ')' : ']';
+    if (text.size() < 2 || text.back() != close) return false;
+    text = text.substr(1, text.size() - 2);
+  }
+  text = Trim(text);
+  if (text.empty()) return true;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    std::string item = Trim(text.substr(start, comma == std::string::npos ? std::string::npos
+                                                                          : comma - start));
+    if (item.empty()) {
+      // Python writes 1-tuples as "(3,)": a trailing comma is fine.
+      if (comma == std::string::npos) break;
+      return false;
+    }
+    int64_t value = 0;
+    if (item == "None") {
+      value = kNoneInt;
+    } else if (!ParseInt(item, &value)) {
+      return false;
+    }
+    out->push_back(value);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return true;
+}
+
+}  // namespace attr_parser_cc
+
+bool IsHiddenAttr(const std::string& key) {
+  if (key.size() >= 4 && key.compare(0, 2, "__") == 0 &&
+      key.compare(key.size() - 2, 2, "__") == 0) {
+    return true;
+  }
+  static const char* const kHiddenKeys[] = {"ctx_group", "lr_mult", "wd_mult",
+                                            "force_mirroring", "mirror_stage"};
+  for (const char* hidden : kHiddenKeys) {
+    std::string name(hidden);
+    if (key == name) return true;
+    if (key.size() > name.size() + 1 &&
+        key.compare(key.size() - name.size() - 1, std::string::npos, "_" + name) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+const std::string* AttrParser::Lookup(const char* key, bool required) {
+  used_.insert(key);
+  auto it = attrs_.find(key);
+  if (it == attrs_.end()) {
+    if (required && error_.empty()) {
+      error_ = StrCat("node '", node_name_, "' (", op_name_, "): required attribute '", key,
+                      "' is missing");
+    }
+    return nullptr;
+  }
+  return &it->second;
+}
+
+void AttrParser::Bad(const char* key, const std::string& value, const char* expected) {
+  Fail(key, StrCat("value '", value, "' is not ", expected));
+}
+
+void AttrParser::Fail(const char* key, const std::string& problem) {
+  if (error_.empty()) {
+    error_ = StrCat("node '", node_name_, "' (", op_name_, "): attribute '", key, "': ", problem);
+  }
+}
+
+int64_t AttrParser::Int(const char* key) {
+  const std::string* raw = Lookup(key, true);
+  int64_t value = 0;
+  if (raw && !attr_parser_cc::ParseInt(*raw, &value)) Bad(key, *raw, "an integer");
+  return value;
+}
+
+int64_t AttrParser::Int(const char* key, int64_t default_value) {
+  const std::string* raw = Lookup(key, false);
+  if (!raw) return default_value;
+  int64_t value = default_value;
+  if (!attr_parser_cc::ParseInt(*raw, &value)) Bad(key, *raw, "an integer");
+  return value;
+}
+
+double AttrParser::Float(const char* key) {
+  const std::string* raw = Lookup(key, true);
+  double value = 0;
+  if (raw && !attr_parser_cc::ParseFloat(*raw, &value)) Bad(key, *raw, "a number");
+  return value;
+}
+
+double AttrParser::Float(const char* key, double default_value) {
+  const std::string* raw = Lookup(key, false);
+  if (!raw) return default_value;
+  double value = default_value;
+  if (!attr_parser_cc::ParseFloat(*raw, &value)) Bad(key, *raw, "a number");
+  return value;
+}
+
+bool AttrParser::Bool(const char* key, bool default_value) {
+  const std::string* raw = Lookup(key, false);
+  if (!raw) return default_value;
+  bool value = default_value;
+  if (!attr_parser_cc::ParseBool(*raw, &value)) Bad(key, *raw, "a boolean (True/False/1/0)");
+  return value;
+}
+
+std::vector<int64_t> AttrParser::Tuple(const char* key, const std::vector<int64_t>& default_value) {
+  const std::string* raw = Lookup(key, false);
+  if (!raw) return default_value;
+  std::vector<int64_t> value;
+  if (!attr_parser_cc::ParseTuple(*raw, &value)) {
+    Bad(key, *raw, "a tuple of integers such as (3, 3)");
+    return default_value;
+  }
+  return value;
+}
+
+std::vector<int64_t> AttrParser::Tuple(const char* key) {
+  const std::string* raw = Lookup(key, true);
+  std::vector<int64_t> value;
+  if (raw && !attr_parser_cc::ParseTuple(*raw, &value)) {
+    Bad(key, *raw, "a tuple of integers such as (3, 3)");
+  }
+  return value;
+}
+
+int AttrParser::Enum(const char* key, const std::vector<std::string>& choices, int default_index) {
+  const std::string* raw = Lookup(key, default_index < 0);
+  if (!raw) return default_index;
+  std::string text = attr_parser_cc::Trim(*raw);
+  for (size_t i = 0; i < choices.size(); ++i) {
+    if (choices[i] == text) return static_cast<int>(i);
+  }
+  std::string allowed;
+  for (size_t i = 0; i < choices.size(); ++i) allowed += (i ? ", " : "") + choices[i];
+  Fail(key, StrCat("value '", text, "' is not supported (expected one of: ", allowed, ")"));
+  return default_index < 0 ? 0 : default_index;
+}
+
+std::string AttrParser::String(const char* key, const std::string& default_value) {
+  const std::string* raw = Lookup(key, false);
+  return raw ? *raw : default_value;
+}
+
+Status AttrParser::Finish() const {
+  if (!error_.empty()) return Status::Error(error_);
+  for (const auto& attr : attrs_) {
+    if (used_.count(attr.first) == 0 && !IsHiddenAttr(attr.first)) {
+      return Status::Error(StrCat("node '", node_name_, "' (", op_name_, "): unknown attribute '",
+                                  attr.first, "' = '", attr.second, "'"));
+    }
+  }
+  return Status();
+}
+
+}  // namespace mxlite

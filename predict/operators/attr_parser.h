@@ -1,0 +1,76 @@
+/*
+ * AttrParser: typed reading of one node's string attributes.
+ *
+ * MXNet stores attributes as strings: ints "3", floats "1e-05", booleans
+ * "True"/"False"/"1"/"0", tuples "(3, 3)" or "[3,3]" (entries may be None),
+ * enums by name. An operator factory asks for each attribute it knows with a
+ * default or as required; the first problem is remembered and returned by
+ * Finish(), which also rejects attributes the operator does not know. Hidden
+ * attributes ("__shape__", "lr_mult", ...) never reach the parser.
+ */
+#ifndef MXLITE_OPERATORS_ATTR_PARSER_H_
+#define MXLITE_OPERATORS_ATTR_PARSER_H_
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "../base/status.h"
+
+namespace mxlite {
+
+using AttrMap = std::map<std::string, std::string>;
+
+// An optional integer tuple entry ("None" in MXNet's notation).
+constexpr int64_t kNoneInt = INT64_MIN;
+
+class AttrParser {
+ public:
+  AttrParser(const std::string& node_name, const std::string& op_name, const AttrMap& attrs)
+      : node_name_(node_name), op_name_(op_name), attrs_(attrs) {}
+
+  bool Has(const char* key) const { return attrs_.count(key) != 0; }
+  int64_t Int(const char* key);  // required
+  int64_t Int(const char* key, int64_t default_value);
+  double Float(const char* key);  // required
+  double Float(const char* key, double default_value);
+  bool Bool(const char* key, bool default_value);
+  // Tuple of ints; a bare "3" is a 1-tuple. "None" entries give kNoneInt.
+  std::vector<int64_t> Tuple(const char* key, const std::vector<int64_t>& default_value);
+  std::vector<int64_t> Tuple(const char* key);  // required
+  // Index of the value in `choices`; `default_index` when absent.
+  int Enum(const char* key, const std::vector<std::string>& choices, int default_index);
+  std::string String(const char* key, const std::string& default_value);
+  // Marks an attribute as known but without effect on inference (cudnn_tune,
+  // workspace, momentum, ...).
+  void Ignore(const char* key) { used_.insert(key); }
+
+  // Records a semantic problem with an attribute found by the factory.
+  void Fail(const char* key, const std::string& problem);
+  // The first problem, or an unknown-attribute error, or success.
+  Status Finish() const;
+
+  const std::string& node_name() const { return node_name_; }
+  const std::string& op_name() const { return op_name_; }
+
+ private:
+  const std::string* Lookup(const char* key, bool required);
+  void Bad(const char* key, const std::string& value, const char* expected);
+
+  std::string node_name_;
+  std::string op_name_;
+  const AttrMap& attrs_;
+  std::set<std::string> used_;
+  std::string error_;
+};
+
+// True for attributes that carry no operator meaning: "__x__" hints and the
+// training-time keys MXNet hides (ctx_group, lr_mult, wd_mult,
+// force_mirroring, mirror_stage), also in their "<input>_<key>" form.
+bool IsHiddenAttr(const std::string& key);
+
+}  // namespace mxlite
+
+#endif  // MXLITE_OPERATORS_ATTR_PARSER_H_

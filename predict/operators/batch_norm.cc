@@ -1,0 +1,143 @@
+/*
+ * BatchNorm at inference: every channel c (the dim `axis`, default 1,
+ * negative counting from the end) is normalised with the moving statistics
+ *
+ *   y = (x - moving_mean[c]) * invstd[c] * gamma[c] + beta[c],
+ *   invstd[c] = 1 / sqrt(moving_var[c] + eps),
+ *
+ * with gamma taken as 1 when fix_gamma is set, which is MXNet's default (the
+ * stored gamma is then ignored). eps defaults to 1e-3. The expression and its
+ * float rounding are those of MXNet's CPU kernel (batch_norm.cc): invstd is
+ * computed from the float sum var + eps, and each element is evaluated as
+ * ((x - mean) * invstd) * gamma + beta, so results match it bit for bit
+ * where the compiler does not fuse the multiply-adds.
+ *
+ * Inputs: data, gamma, beta, moving_mean, moving_var; the last two are
+ * auxiliary states (MXNet's FMutateInputs {3, 4}), all of shape (C,).
+ * Outputs: output, mean, var; mean and var are visible only with
+ * output_mean_var. At inference MXNet 1.9.1's CPU kernel returns the moving
+ * mean in `mean` and the inverse standard deviation invstd (not a variance)
+ * in `var`, and so does this one.
+ */
+#include <cmath>
+#include <cstring>
+
+#include "operator.h"
+
+namespace mxlite {
+namespace batch_norm_op {
+
+class BatchNorm : public Operator {
+ public:
+  BatchNorm(double eps, bool fix_gamma, bool output_mean_var, int64_t axis)
+      : eps_(eps), fix_gamma_(fix_gamma), output_mean_var_(output_mean_var), axis_(axis) {}
+
+  std::vector<std::string> InputNames() const override {
+    return {"data", "gamma", "beta", "moving_mean", "moving_var"};
+  }
+  std::vector<std::string> OutputNames() const override { return {"output", "mean", "var"}; }
+  int NumVisibleOutputs() const override { return output_mean_var_ ? 3 : 1; }
+  std::vector<int> MutatedInputs() const override { return {3, 4}; }
+
+  Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
+    const std::vector<std::string> names = InputNames();
+    // The data and the output have one shape.
+    Shape data = (*in)[0];
+    MXL_CHECK(MergeShape(&data, (*out)[0]), "input 'data' has shape ", (*in)[0].ToString(),
+              " but output 'output' has shape ", (*out)[0].ToString());
+    if (!data.rank_known()) return Status();
+    const int ndim = data.ndim();
+    const int64_t axis = axis_ < 0 ? axis_ + ndim : axis_;
+    MXL_CHECK(axis >= 0 && axis < ndim, "attribute axis=", axis_,
+              " is out of range for input 'data' of shape ", data.ToString());
+    // The channel count: from the data, else from any parameter that knows it.
+    int64_t channels = data[static_cast<int>(axis)];
+    for (int i = 1; i < 5 && channels < 0; ++i) {
+      const Shape& param = (*in)[i];
+      if (param.rank_known() && param.ndim() == 1 && param[0] >= 0) channels = param[0];
+    }
+    data[static_cast<int>(axis)] = channels;
+    const Shape param_shape({channels});
+    for (int i = 1; i < 5; ++i) {
+      MXL_RETURN_IF_ERROR(AssignShape(in, i, param_shape, "input", names));
+    }
+    MXL_RETURN_IF_ERROR(AssignShape(in, 0, data, "input", names));
+    MXL_RETURN_IF_ERROR(AssignShape(out, 0, data, "output", OutputNames()));
+    MXL_RETURN_IF_ERROR(AssignShape(out, 1, param_shape, "output", OutputNames()));
+    return AssignShape(out, 2, param_shape, "output", OutputNames());
+  }
+
+  Status Forward(const OpContext&, const std::vector<NDArray>& in,
+                 const std::vector<NDArray>& out) override {
+    const Shape& shape = in[0].shape();
+    const int ndim = shape.ndim();
+    const int axis = static_cast<int>(axis_ < 0 ? axis_ + ndim : axis_);
+    const int64_t channels = shape[axis];
+    const int64_t outer = shape.ProdRange(0, axis);
+    const int64_t inner = shape.ProdRange(axis + 1, ndim);
+    const float* gamma = in[1].fdata();
+    const float* beta = in[2].fdata();
+    const float* mean = in[3].fdata();
+    const float* var = in[4].fdata();
+    const float eps = static_cast<float>(eps_);
+
+    invstd_.resize(static_cast<size_t>(channels));
+    for (int64_t c = 0; c < channels; ++c) {
+      // As MXNet: 1.0 / std::sqrt(float var + float eps), stored as float.
+      invstd_[c] = static_cast<float>(1.0 / std::sqrt(var[c] + eps));
+    }
+
+    const float* x = in[0].fdata();
+    float* y = out[0].fdata();
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t c = 0; c < channels; ++c) {
+        const int64_t offset = (o * channels + c) * inner;
+        const float* src = x + offset;
+        float* dst = y + offset;
+        const float m = mean[c], s = invstd_[c], b = beta[c];
+        if (fix_gamma_) {
+          for (int64_t i = 0; i < inner; ++i) dst[i] = ((src[i] - m) * s) + b;
+        } else {
+          const float w = gamma[c];
+          for (int64_t i = 0; i < inner; ++i) dst[i] = ((src[i] - m) * s) * w + b;
+        }
+      }
+    }
+
+    // The other outputs, as MXNet fills them: the mean used and invstd.
+    const size_t param_bytes = static_cast<size_t>(channels) * sizeof(float);
+    if (out.size() > 1 && !out[1].is_none() && out[1].data() != in[3].data()) {
+      std::memcpy(out[1].data(), in[3].data(), param_bytes);
+    }
+    if (out.size() > 2 && !out[2].is_none()) {
+      std::memcpy(out[2].data(), invstd_.data(), param_bytes);
+    }
+    return Status();
+  }
+
+ private:
+  double eps_;
+  bool fix_gamma_;
+  bool output_mean_var_;
+  int64_t axis_;
+  std::vector<float> invstd_;  // per-channel scratch of Forward
+};
+
+Status CreateBatchNorm(AttrParser* attrs, std::unique_ptr<Operator>* out) {
+  // MXNet declares the default as the float literal 1e-3f.
+  double eps = attrs->Float("eps", static_cast<double>(1e-3f));
+  bool fix_gamma = attrs->Bool("fix_gamma", true);
+  bool output_mean_var = attrs->Bool("output_mean_var", false);
+  int64_t axis = attrs->Int("axis", 1);
+  attrs->Ignore("momentum");
+  attrs->Ignore("use_global_stats");  // inference always uses the moving statistics
+  attrs->Ignore("cudnn_off");
+  attrs->Ignore("min_calib_range");  // only read by the quantized operator
+  attrs->Ignore("max_calib_range");
+  MXL_RETURN_IF_ERROR(attrs->Finish());
+  out->reset(new BatchNorm(eps, fix_gamma, output_mean_var, axis));
+  return Status();
+}
+
+}  // namespace batch_norm_op
+}  // namespace mxlite

@@ -1,0 +1,42 @@
+/*
+ * clip: y = min(max(x, a_min), a_max). mobilenetv2's relu6 is clip(0, 6).
+ */
+#include <algorithm>
+
+#include "operator.h"
+
+namespace mxlite {
+namespace clip_op {
+
+class Clip : public Operator {
+ public:
+  Clip(float low, float high) : low_(low), high_(high) {}
+
+  Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
+    MXL_RETURN_IF_ERROR(AssignShape(out, 0, (*in)[0], "output", OutputNames()));
+    return AssignShape(in, 0, (*out)[0], "input", InputNames());
+  }
+
+  Status Forward(const OpContext&, const std::vector<NDArray>& in,
+                 const std::vector<NDArray>& out) override {
+    const float* x = in[0].fdata();
+    float* y = out[0].fdata();
+    const int64_t size = in[0].Size();
+    for (int64_t i = 0; i < size; ++i) y[i] = std::min(std::max(x[i], low_), high_);
+    return Status();
+  }
+
+ private:
+  float low_, high_;
+};
+
+Status CreateClip(AttrParser* attrs, std::unique_ptr<Operator>* out) {
+  double low = attrs->Float("a_min");
+  double high = attrs->Float("a_max");
+  MXL_RETURN_IF_ERROR(attrs->Finish());
+  out->reset(new Clip(static_cast<float>(low), static_cast<float>(high)));
+  return Status();
+}
+
+}  // namespace clip_op
+}  // namespace mxlite

@@ -1,0 +1,129 @@
+/*
+ * Concat: joins num_args inputs (named arg0, arg1, ... as in MXNet) along
+ * `dim` (default 1, negative counting from the end). The shapes must agree
+ * on every other dim; the output's extent along dim is the sum.
+ *
+ * Shape inference also runs backwards: the output and the other inputs
+ * complete each input's other dims, and when exactly one input's extent
+ * along dim is unknown it is the output's minus the rest.
+ *
+ * Forward views every array as (outer, extent * inner), outer being the
+ * product of the dims before `dim`, and copies each input's row block into
+ * its column range of the output with memcpy.
+ */
+#include <cstdint>
+#include <cstring>
+
+#include "operator.h"
+
+namespace mxlite {
+namespace concat_op {
+
+class Concat : public Operator {
+ public:
+  Concat(int num_args, int64_t dim) : num_args_(num_args), dim_(dim) {}
+
+  std::vector<std::string> InputNames() const override {
+    std::vector<std::string> names;
+    for (int i = 0; i < num_args_; ++i) names.push_back("arg" + std::to_string(i));
+    return names;
+  }
+
+  Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
+    const std::vector<std::string> names = InputNames();
+    // Everything but the concatenated dim, gathered from all shapes.
+    Shape common;
+    std::string common_from;
+    int axis = -1;
+    auto gather = [&](const Shape& shape, const std::string& what) -> Status {
+      if (!shape.rank_known()) return Status();
+      MXL_CHECK(shape.ndim() > 0, what, " is zero-dimensional and cannot be concatenated");
+      const int64_t real = dim_ < 0 ? dim_ + shape.ndim() : dim_;
+      MXL_CHECK(real >= 0 && real < shape.ndim(), "attribute dim=", dim_, " is out of range for ",
+                what, " of shape ", shape.ToString());
+      axis = static_cast<int>(real);
+      Shape rest = shape;
+      rest[axis] = -1;
+      Shape before = common;
+      MXL_CHECK(MergeShape(&common, rest), what, " has shape ", shape.ToString(),
+                " which differs from ", common_from, " (", before.ToString(),
+                ") outside dim ", dim_);
+      if (common_from.empty()) common_from = what;
+      return Status();
+    };
+    for (int i = 0; i < num_args_; ++i) {
+      MXL_RETURN_IF_ERROR(gather((*in)[i], "input '" + names[i] + "'"));
+    }
+    MXL_RETURN_IF_ERROR(gather((*out)[0], "output 'output'"));
+    if (!common.rank_known()) return Status();
+
+    for (int i = 0; i < num_args_; ++i) {
+      MXL_RETURN_IF_ERROR(AssignShape(in, i, common, "input", names));
+    }
+    // The output's extent along the axis, and back to a single unknown input.
+    int64_t total = 0;
+    int unknown = 0, unknown_index = -1;
+    for (int i = 0; i < num_args_; ++i) {
+      const int64_t extent = (*in)[i][axis];
+      if (extent < 0) {
+        ++unknown;
+        unknown_index = i;
+      } else {
+        total += extent;
+      }
+    }
+    Shape oshape = common;
+    if (unknown == 0) oshape[axis] = total;
+    MXL_RETURN_IF_ERROR(AssignShape(out, 0, oshape, "output", OutputNames()));
+    const int64_t out_extent = (*out)[0][axis];
+    if (unknown == 1 && out_extent >= 0) {
+      MXL_CHECK(out_extent >= total, "output 'output' has ", out_extent, " along dim ", dim_,
+                " but the known inputs already have ", total);
+      Shape want = common;
+      want[axis] = out_extent - total;
+      MXL_RETURN_IF_ERROR(AssignShape(in, unknown_index, want, "input", names));
+    }
+    return Status();
+  }
+
+  Status Forward(const OpContext&, const std::vector<NDArray>& in,
+                 const std::vector<NDArray>& out) override {
+    const Shape& oshape = out[0].shape();
+    const int axis = static_cast<int>(dim_ < 0 ? dim_ + oshape.ndim() : dim_);
+    const int64_t outer = oshape.ProdRange(0, axis);
+    const int64_t out_row = oshape.ProdRange(axis, oshape.ndim());
+    char* y = static_cast<char*>(out[0].data());
+    int64_t column = 0;  // where this input's block starts within an output row
+    for (const NDArray& input : in) {
+      const int64_t row = input.Size() / (outer > 0 ? outer : 1);
+      const char* x = static_cast<const char*>(input.data());
+      const size_t row_bytes = static_cast<size_t>(row) * sizeof(float);
+      if (row_bytes > 0) {
+        for (int64_t o = 0; o < outer; ++o) {
+          std::memcpy(y + (o * out_row + column) * sizeof(float), x + o * row_bytes, row_bytes);
+        }
+      }
+      column += row;
+    }
+    return Status();
+  }
+
+ private:
+  int num_args_;
+  int64_t dim_;
+};
+
+Status CreateConcat(AttrParser* attrs, std::unique_ptr<Operator>* out) {
+  int64_t num_args = attrs->Int("num_args");
+  int64_t dim = attrs->Int("dim", 1);
+  MXL_RETURN_IF_ERROR(attrs->Finish());
+  if (num_args < 1 || num_args > INT32_MAX) {
+    attrs->Fail("num_args", StrCat(num_args, " is not a valid number of inputs"));
+    return attrs->Finish();
+  }
+  out->reset(new Concat(static_cast<int>(num_args), dim));
+  return Status();
+}
+
+}  // namespace concat_op
+}  // namespace mxlite

@@ -1,0 +1,409 @@
+/*
+ * Convolution: 1-D, 2-D and 3-D, channel-first layouts (NCW, NCHW, NCDHW),
+ * with groups, dilation, per-axis kernel/stride/pad and an optional bias.
+ *
+ * Every case is computed in one three-spatial-dims form: a 1-D or 2-D
+ * convolution gets unit dims in front (kernel 1, stride 1, pad 0), which
+ * changes neither the arithmetic nor the memory layout.
+ *
+ * Three kernels, chosen in Prepare from the final shapes:
+ *   - depthwise (num_group == C == num_filter): a direct loop. Each input
+ *     plane meets a single small filter, so a GEMM would have M = 1 and do
+ *     nothing useful; instead every filter tap adds a shifted, clipped row of
+ *     the input into the output plane (unit-stride and vectorisable when the
+ *     stride is 1);
+ *   - pointwise (kernel all 1, stride all 1, pad all 0): the input plane of a
+ *     group already is the GEMM's right-hand matrix [C/g, D*H*W], so the
+ *     GEMM runs on it directly;
+ *   - everything else: im2col then GEMM. For each image and group, the
+ *     columns matrix holds one row per (input channel, kd, kh, kw) and one
+ *     column per output position (zeros where a tap falls in the padding),
+ *     and out_g[F/g, OD*OH*OW] = W_g[F/g, C/g*KD*KH*KW] * col. The columns
+ *     are built a band of output rows at a time so the scratch stays bounded
+ *     (kColumnBytes) and warm in cache while the GEMM consumes it.
+ * The output is first filled with the bias (or zeros) and the GEMM adds to it.
+ *
+ * Shapes follow MXNet's ConvolutionShape: out = (in + 2*pad - dk) / stride + 1
+ * with dk = dilate*(k-1)+1 (floor), weight (num_filter, C/num_group, *kernel),
+ * bias (num_filter,). Like MXNet, inference also fills the batch size and,
+ * where the stride is 1, an unknown input extent back from the output.
+ */
+#include <algorithm>
+#include <cstring>
+
+#include "../kernels/gemm.h"
+#include "operator.h"
+
+namespace mxlite {
+namespace convolution_op {
+
+// Upper bound of the im2col scratch; a band is never less than one output row.
+constexpr int64_t kColumnBytes = int64_t{8} << 20;
+
+// ceil(a / b) for b > 0 and any sign of a.
+inline int64_t CeilDiv(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
+
+std::string TupleString(const std::vector<int64_t>& values) {
+  std::string text = "(";
+  for (size_t i = 0; i < values.size(); ++i) text += (i ? ", " : "") + std::to_string(values[i]);
+  return text + ")";
+}
+
+// All sizes in the three-spatial-dims form.
+struct Geometry {
+  int64_t batch = 0, channels = 0, filters = 0, groups = 1;
+  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1};
+  int64_t kernel[3] = {1, 1, 1}, stride[3] = {1, 1, 1}, pad[3] = {0, 0, 0},
+          dilate[3] = {1, 1, 1};
+
+  int64_t InSpatial() const { return in[0] * in[1] * in[2]; }
+  int64_t OutSpatial() const { return out[0] * out[1] * out[2]; }
+  int64_t KernelSize() const { return kernel[0] * kernel[1] * kernel[2]; }
+};
+
+// Output positions ow in [*lo, *hi) whose input iw = ow*s + offset lies in
+// [0, in), where offset = k*d - p; an empty range comes back as lo == hi.
+inline void ValidRange(int64_t in, int64_t out, int64_t stride, int64_t offset, int64_t* lo,
+                       int64_t* hi) {
+  *lo = std::min<int64_t>(out, std::max<int64_t>(0, CeilDiv(-offset, stride)));
+  *hi = std::max<int64_t>(*lo, std::min<int64_t>(out, CeilDiv(in - offset, stride)));
+}
+
+// Writes the columns for output rows [row_begin, row_end) (a row is one
+// (od, oh) pair) of `channels` input planes into col, which has
+// (row_end - row_begin) * OW columns.
+void Im2Col(const Geometry& g, const float* in, int64_t channels, int64_t row_begin,
+            int64_t row_end, float* col) {
+  const int64_t ow_count = g.out[2];
+  const int64_t columns = (row_end - row_begin) * ow_count;
+  const int64_t in_plane = g.InSpatial();
+  for (int64_t c = 0; c < channels; ++c) {
+    const float* plane = in + c * in_plane;
+    for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+      for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+        for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+          const int64_t offset_w = kw * g.dilate[2] - g.pad[2];
+          int64_t lo = 0, hi = 0;
+          ValidRange(g.in[2], ow_count, g.stride[2], offset_w, &lo, &hi);
+          float* dst = col;
+          col += columns;
+          for (int64_t row = row_begin; row < row_end; ++row, dst += ow_count) {
+            const int64_t od = row / g.out[1], oh = row % g.out[1];
+            const int64_t id = od * g.stride[0] - g.pad[0] + kd * g.dilate[0];
+            const int64_t ih = oh * g.stride[1] - g.pad[1] + kh * g.dilate[1];
+            if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1] || lo == hi) {
+              std::fill(dst, dst + ow_count, 0.f);
+              continue;
+            }
+            std::fill(dst, dst + lo, 0.f);
+            const float* src = plane + (id * g.in[1] + ih) * g.in[2] + lo * g.stride[2] + offset_w;
+            if (g.stride[2] == 1) {
+              std::memcpy(dst + lo, src, sizeof(float) * (hi - lo));
+            } else {
+              for (int64_t ow = lo; ow < hi; ++ow) dst[ow] = src[(ow - lo) * g.stride[2]];
+            }
+            std::fill(dst + hi, dst + ow_count, 0.f);
+          }
+        }
+      }
+    }
+  }
+}
+
+// One channel of a depthwise convolution: out += filter (*) in, the output
+// plane already holding the bias.
+void DepthwisePlane(const Geometry& g, const float* in, const float* filter, float* out) {
+  const int64_t ow_count = g.out[2];
+  for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+    for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+      for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+        const float tap = *filter++;
+        const int64_t offset_w = kw * g.dilate[2] - g.pad[2];
+        int64_t lo = 0, hi = 0;
+        ValidRange(g.in[2], ow_count, g.stride[2], offset_w, &lo, &hi);
+        if (lo == hi) continue;
+        for (int64_t od = 0; od < g.out[0]; ++od) {
+          const int64_t id = od * g.stride[0] - g.pad[0] + kd * g.dilate[0];
+          if (id < 0 || id >= g.in[0]) continue;
+          for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+            const int64_t ih = oh * g.stride[1] - g.pad[1] + kh * g.dilate[1];
+            if (ih < 0 || ih >= g.in[1]) continue;
+            const float* src = in + (id * g.in[1] + ih) * g.in[2] + lo * g.stride[2] + offset_w;
+            float* dst = out + (od * g.out[1] + oh) * ow_count + lo;
+            const int64_t count = hi - lo;
+            if (g.stride[2] == 1) {
+              for (int64_t i = 0; i < count; ++i) dst[i] += tap * src[i];
+            } else {
+              const int64_t step = g.stride[2];
+              for (int64_t i = 0; i < count; ++i) dst[i] += tap * src[i * step];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+enum Method { kIm2col, kPointwise, kDepthwise };
+
+class Convolution : public Operator {
+ public:
+  Convolution(std::vector<int64_t> kernel, std::vector<int64_t> stride,
+               std::vector<int64_t> dilate, std::vector<int64_t> pad, int64_t num_filter,
+               int64_t num_group, bool no_bias)
+      : kernel_(std::move(kernel)),
+        stride_(std::move(stride)),
+        dilate_(std::move(dilate)),
+        pad_(std::move(pad)),
+        num_filter_(num_filter),
+        num_group_(num_group),
+        no_bias_(no_bias) {}
+
+  std::vector<std::string> InputNames() const override {
+    if (no_bias_) return {"data", "weight"};
+    return {"data", "weight", "bias"};
+  }
+
+  Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
+    const int nk = static_cast<int>(kernel_.size());
+    const std::vector<std::string> names = InputNames();
+    Shape data = (*in)[0];
+    if (!data.rank_known()) return Status();
+    MXL_CHECK(data.ndim() == nk + 2, "input 'data' has shape ", data.ToString(), " but a ", nk,
+              "-D convolution needs ", nk + 2, "-D input (batch, channel, ",
+              nk == 1 ? "width" : nk == 2 ? "height, width" : "depth, height, width", ")");
+
+    // Channels: from the data, else from a known weight.
+    int64_t channels = data[1];
+    const Shape& weight = (*in)[1];
+    if (channels < 0 && weight.rank_known() && weight.ndim() == nk + 2 && weight[1] >= 0) {
+      channels = weight[1] * num_group_;
+    }
+    if (channels >= 0) {
+      MXL_CHECK(channels % num_group_ == 0, "input 'data' has shape ", data.ToString(), ": its ",
+                channels, " channels are not divisible by num_group=", num_group_);
+    }
+    std::vector<int64_t> wdims = {num_filter_, channels >= 0 ? channels / num_group_ : -1};
+    wdims.insert(wdims.end(), kernel_.begin(), kernel_.end());
+    MXL_RETURN_IF_ERROR(AssignShape(in, 1, Shape(wdims), "input", names));
+    if (!no_bias_) MXL_RETURN_IF_ERROR(AssignShape(in, 2, Shape({num_filter_}), "input", names));
+
+    std::vector<int64_t> odims = {data[0], num_filter_};
+    for (int i = 0; i < nk; ++i) {
+      const int64_t extent = data[2 + i];
+      if (extent < 0) {
+        odims.push_back(-1);
+        continue;
+      }
+      const int64_t padded = extent + 2 * pad_[i];
+      const int64_t dk = dilate_[i] * (kernel_[i] - 1) + 1;
+      MXL_CHECK(padded >= dk, "input 'data' has shape ", data.ToString(), ": spatial dim ", i,
+                " is ", extent, " (", padded, " with padding) but the dilated kernel spans ", dk);
+      odims.push_back((padded - dk) / stride_[i] + 1);
+    }
+    MXL_RETURN_IF_ERROR(AssignShape(out, 0, Shape(odims), "output", OutputNames()));
+
+    // Back-fill the data: batch size always, extents where the stride is 1.
+    const Shape& oshape = (*out)[0];
+    if (oshape.rank_known() && oshape.ndim() == nk + 2) {
+      data[0] = oshape[0];
+      for (int i = 0; i < nk; ++i) {
+        if (data[2 + i] < 0 && oshape[2 + i] >= 0 && stride_[i] == 1) {
+          data[2 + i] = oshape[2 + i] + dilate_[i] * (kernel_[i] - 1) - 2 * pad_[i];
+        }
+      }
+    }
+    if (data[1] < 0) data[1] = channels;
+    return AssignShape(in, 0, data, "input", names);
+  }
+
+  Status Prepare(const std::vector<NDArray>& in, const std::vector<NDArray>& out,
+                 size_t* workspace_bytes) override {
+    const int nk = static_cast<int>(kernel_.size());
+    const Shape& data = in[0].shape();
+    const Shape& oshape = out[0].shape();
+    MXL_CHECK(data.ndim() == nk + 2 && oshape.ndim() == nk + 2, "input 'data' has shape ",
+              data.ToString(), " and output ", oshape.ToString(), "; expected rank ", nk + 2);
+    Geometry& g = geometry_;
+    g = Geometry();
+    g.batch = data[0];
+    g.channels = data[1];
+    g.filters = num_filter_;
+    g.groups = num_group_;
+    for (int i = 0; i < nk; ++i) {
+      const int d = 3 - nk + i;
+      g.in[d] = data[2 + i];
+      g.out[d] = oshape[2 + i];
+      g.kernel[d] = kernel_[i];
+      g.stride[d] = stride_[i];
+      g.pad[d] = pad_[i];
+      g.dilate[d] = dilate_[i];
+    }
+    MXL_CHECK(g.channels % g.groups == 0, "input 'data' has ", g.channels,
+              " channels, not divisible by num_group=", g.groups);
+
+    bool pointwise = true;
+    for (int d = 0; d < 3; ++d) {
+      if (g.kernel[d] != 1 || g.stride[d] != 1 || g.pad[d] != 0) pointwise = false;
+    }
+    rows_per_band_ = 0;
+    if (g.groups == g.channels && g.groups == g.filters && g.groups > 1) {
+      method_ = kDepthwise;
+    } else if (pointwise) {
+      method_ = kPointwise;
+    } else {
+      method_ = kIm2col;
+    }
+    *workspace_bytes = 0;
+    if (method_ == kIm2col) {
+      const int64_t depth = g.channels / g.groups * g.KernelSize();
+      const int64_t rows = g.out[0] * g.out[1];
+      const int64_t row_bytes = std::max<int64_t>(1, depth * g.out[2] * int64_t{sizeof(float)});
+      rows_per_band_ = std::max<int64_t>(1, std::min<int64_t>(rows, kColumnBytes / row_bytes));
+      *workspace_bytes = static_cast<size_t>(rows_per_band_ * g.out[2] * depth) * sizeof(float);
+    }
+    return Status();
+  }
+
+  Status Forward(const OpContext& ctx, const std::vector<NDArray>& in,
+                 const std::vector<NDArray>& out) override {
+    const Geometry& g = geometry_;
+    const float* data = in[0].fdata();
+    const float* weight = in[1].fdata();
+    const float* bias = no_bias_ ? nullptr : in[2].fdata();
+    float* output = out[0].fdata();
+    const int64_t in_plane = g.InSpatial(), out_plane = g.OutSpatial();
+
+    // Start from the bias; the kernels add the products.
+    for (int64_t n = 0; n < g.batch; ++n) {
+      for (int64_t f = 0; f < g.filters; ++f) {
+        float* plane = output + (n * g.filters + f) * out_plane;
+        std::fill(plane, plane + out_plane, bias ? bias[f] : 0.f);
+      }
+    }
+    if (g.batch == 0 || out_plane == 0) return Status();
+
+    if (method_ == kDepthwise) {
+      const int64_t taps = g.KernelSize();
+      for (int64_t n = 0; n < g.batch; ++n) {
+        for (int64_t c = 0; c < g.channels; ++c) {
+          DepthwisePlane(g, data + (n * g.channels + c) * in_plane, weight + c * taps,
+                         output + (n * g.channels + c) * out_plane);
+        }
+      }
+      return Status();
+    }
+
+    const int64_t group_in = g.channels / g.groups;
+    const int64_t group_out = g.filters / g.groups;
+    const int64_t depth = group_in * g.KernelSize();
+    float* col = static_cast<float*>(ctx.workspace);
+    if (method_ == kIm2col) {
+      MXL_CHECK(col != nullptr && ctx.workspace_bytes >= static_cast<size_t>(rows_per_band_ *
+                                                                              g.out[2] * depth) *
+                                                             sizeof(float),
+                "convolution needs ", rows_per_band_ * g.out[2] * depth * 4,
+                " bytes of workspace but got ", ctx.workspace_bytes);
+    }
+    const int64_t rows = g.out[0] * g.out[1];
+    for (int64_t n = 0; n < g.batch; ++n) {
+      for (int64_t grp = 0; grp < g.groups; ++grp) {
+        const float* in_g = data + (n * g.channels + grp * group_in) * in_plane;
+        const float* w_g = weight + grp * group_out * depth;
+        float* out_g = output + (n * g.filters + grp * group_out) * out_plane;
+        if (method_ == kPointwise) {
+          Sgemm(false, false, group_out, out_plane, group_in, w_g, group_in, in_g, in_plane, 1.f,
+                out_g, out_plane);
+          continue;
+        }
+        for (int64_t row = 0; row < rows; row += rows_per_band_) {
+          const int64_t row_end = std::min(rows, row + rows_per_band_);
+          const int64_t columns = (row_end - row) * g.out[2];
+          Im2Col(g, in_g, group_in, row, row_end, col);
+          Sgemm(false, false, group_out, columns, depth, w_g, depth, col, columns, 1.f,
+                out_g + row * g.out[2], out_plane);
+        }
+      }
+    }
+    return Status();
+  }
+
+ private:
+  std::vector<int64_t> kernel_, stride_, dilate_, pad_;
+  int64_t num_filter_, num_group_;
+  bool no_bias_;
+  // Set by Prepare.
+  Geometry geometry_;
+  Method method_ = kIm2col;
+  int64_t rows_per_band_ = 0;
+};
+
+Status CreateConvolution(AttrParser* attrs, std::unique_ptr<Operator>* out) {
+  std::vector<int64_t> kernel = attrs->Tuple("kernel");
+  std::vector<int64_t> stride = attrs->Tuple("stride", {});
+  std::vector<int64_t> dilate = attrs->Tuple("dilate", {});
+  std::vector<int64_t> pad = attrs->Tuple("pad", {});
+  int64_t num_filter = attrs->Int("num_filter");
+  int64_t num_group = attrs->Int("num_group", 1);
+  bool no_bias = attrs->Bool("no_bias", false);
+  std::string layout = attrs->String("layout", "None");
+  attrs->Ignore("workspace");
+  attrs->Ignore("cudnn_tune");
+  attrs->Ignore("cudnn_off");
+  MXL_RETURN_IF_ERROR(attrs->Finish());
+
+  const size_t nk = kernel.size();
+  if (nk < 1 || nk > 3) {
+    attrs->Fail("kernel", StrCat(TupleString(kernel), ": only 1-D, 2-D and 3-D kernels exist"));
+    return attrs->Finish();
+  }
+  // Unset tuples default to 1 (stride, dilate) and 0 (pad) per dim.
+  if (stride.empty()) stride.assign(nk, 1);
+  if (dilate.empty()) dilate.assign(nk, 1);
+  if (pad.empty()) pad.assign(nk, 0);
+  struct Check {
+    const char* key;
+    const std::vector<int64_t>* values;
+    int64_t minimum;
+  };
+  const Check checks[] = {{"kernel", &kernel, 1}, {"stride", &stride, 1},
+                          {"dilate", &dilate, 1}, {"pad", &pad, 0}};
+  for (const Check& check : checks) {
+    if (check.values->size() != nk) {
+      attrs->Fail(check.key, StrCat(TupleString(*check.values), " has ", check.values->size(),
+                                    " entries but kernel ", TupleString(kernel), " has ", nk));
+      return attrs->Finish();
+    }
+    for (int64_t value : *check.values) {
+      if (value < check.minimum) {
+        attrs->Fail(check.key, StrCat(TupleString(*check.values), ": entries must be >= ",
+                                      check.minimum));
+        return attrs->Finish();
+      }
+    }
+  }
+  if (num_filter < 1) {
+    attrs->Fail("num_filter", StrCat(num_filter, " must be at least 1"));
+    return attrs->Finish();
+  }
+  if (num_group < 1 || num_filter % num_group != 0) {
+    attrs->Fail("num_group", StrCat(num_group, " must be positive and divide num_filter=",
+                                    num_filter));
+    return attrs->Finish();
+  }
+  static const char* const kLayouts[] = {"NCW", "NCHW", "NCDHW"};
+  if (layout != "None" && layout != kLayouts[nk - 1]) {
+    bool channel_first = layout == "NCW" || layout == "NCHW" || layout == "NCDHW";
+    attrs->Fail("layout", channel_first
+                              ? StrCat("layout ", layout, " does not match the ", nk,
+                                       "-D kernel (expected ", kLayouts[nk - 1], ")")
+                              : StrCat("layout ", layout, " is not supported (mxlite runs ",
+                                       kLayouts[nk - 1], " only)"));
+    return attrs->Finish();
+  }
+  out->reset(new Convolution(kernel, stride, dilate, pad, num_filter, num_group, no_bias));
+  return Status();
+}
+
+}  // namespace convolution_op
+}  // namespace mxlite

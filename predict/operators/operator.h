@@ -1,0 +1,98 @@
+/*
+ * The operator interface.
+ *
+ * An operator is created from one graph node's attributes by its family's
+ * factory (see op_list.inc). Creation parses and validates every attribute,
+ * so an unknown attribute or a bad value is reported at load time, naming the
+ * node, the op and the attribute. After that an operator answers three kinds
+ * of question:
+ *   - structure: input and output names, which inputs it mutates (those are
+ *     auxiliary states, e.g. BatchNorm's moving statistics), which inputs the
+ *     forward pass never reads (SoftmaxOutput's label);
+ *   - inference: output shapes and dtypes from input shapes, filling in the
+ *     shapes of weights that the attributes determine;
+ *   - execution: Prepare once the shapes are final (choose kernels, size the
+ *     scratch space), then Forward any number of times.
+ * Each executor owns its own operator instances, so Prepare may keep state
+ * (packed weights, chosen kernels) and Forward needs no locking.
+ */
+#ifndef MXLITE_OPERATORS_OPERATOR_H_
+#define MXLITE_OPERATORS_OPERATOR_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../base/shape.h"
+#include "../base/status.h"
+#include "../ndarray/ndarray.h"
+#include "attr_parser.h"
+
+namespace mxlite {
+
+// What Forward may use besides its inputs and outputs.
+struct OpContext {
+  void* workspace = nullptr;  // scratch of the size Prepare asked for
+  size_t workspace_bytes = 0;
+};
+
+// An output that may take over an input's buffer (see the memory planner).
+struct InplacePair {
+  int input;
+  int output;
+  bool identity;  // the output is the input's data unchanged (a view)
+};
+
+class Operator {
+ public:
+  virtual ~Operator() = default;
+
+  // Inputs in order, as MXNet names them ("data", "weight", "bias").
+  virtual std::vector<std::string> InputNames() const { return {"data"}; }
+  // All outputs, hidden ones included (BatchNorm: output, mean, var).
+  virtual std::vector<std::string> OutputNames() const { return {"output"}; }
+  // How many leading outputs a symbol exposes.
+  virtual int NumVisibleOutputs() const { return 1; }
+  // Inputs the operator writes: they are auxiliary states, not arguments.
+  virtual std::vector<int> MutatedInputs() const { return {}; }
+  // Inputs the inference forward pass never reads (they need no value).
+  virtual std::vector<int> UnreadInputs() const { return {}; }
+  // (input, output) pairs that may share a buffer.
+  virtual std::vector<InplacePair> InplaceOptions() const { return {}; }
+
+  // Completes the shapes it can: outputs from inputs, and inputs (weights)
+  // that the attributes determine. Unknown shapes are Shape() or carry -1
+  // dims; a contradiction is an error naming the input.
+  virtual Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const = 0;
+  // Default: every input and output has the same dtype, and that is float32.
+  virtual Status InferType(std::vector<int>* in, std::vector<int>* out) const;
+
+  // Called once the shapes are final and the weights are in place.
+  virtual Status Prepare(const std::vector<NDArray>& in, const std::vector<NDArray>& out,
+                         size_t* workspace_bytes) {
+    (void)in;
+    (void)out;
+    *workspace_bytes = 0;
+    return Status();
+  }
+  virtual Status Forward(const OpContext& ctx, const std::vector<NDArray>& in,
+                         const std::vector<NDArray>& out) = 0;
+};
+
+// Creates the operator for a node. `op_name` may be an alias; an unknown
+// name or a bad attribute is an error naming the node.
+Status CreateOperator(const std::string& op_name, const std::string& node_name,
+                      const AttrMap& attrs, std::unique_ptr<Operator>* out);
+
+// The canonical name of an operator or alias, or "" when unknown.
+std::string CanonicalOpName(const std::string& op_name);
+
+// Helpers for shape inference code.
+// Merges `want` into (*shapes)[index]; on conflict names the input/output.
+Status AssignShape(std::vector<Shape>* shapes, int index, const Shape& want, const char* what,
+                   const std::vector<std::string>& names);
+
+}  // namespace mxlite
+
+#endif  // MXLITE_OPERATORS_OPERATOR_H_

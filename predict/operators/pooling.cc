@@ -1,0 +1,320 @@
+/*
+ * Pooling: max, avg, sum and lp (p = 1, 2, 3) over 1-D, 2-D and 3-D windows
+ * in channel-first layouts (NCW, NCHW, NCDHW), or over the whole spatial
+ * extent with global_pool.
+ *
+ * As in convolution.cc, every case runs in a three-spatial-dims form where
+ * 1-D and 2-D pooling get unit dims in front. The arithmetic reproduces
+ * MXNet's CPU kernels (src/operator/nn/pool.h) exactly:
+ *   - a window starts at o*stride - pad and spans kernel taps;
+ *   - max: the window clipped to the input (padding never wins), the running
+ *     maximum starting from -FLT_MAX;
+ *   - avg: the divisor is the window clipped to [-pad, in + pad) when
+ *     count_include_pad (the default), else the window clipped to the input;
+ *     each element is divided by it before it is added, as MXNet does;
+ *   - sum: the plain sum over the clipped window; lp: (sum x^p)^(1/p), with
+ *     x^1 = x (no absolute value), sqrt for p = 2 and cbrt for p = 3.
+ * Output extents (MXNet's PoolingShape): valid 1 + floor((in + 2p - k) / s),
+ * full 1 + ceil((in + 2p - k) / s), whose last window may hang past the
+ * padding and is clipped; same (1-D only, pad 0) ceil(in / s); global 1.
+ * The window must fit the padded input (k <= in + 2p).
+ */
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+
+#include "operator.h"
+
+namespace mxlite {
+namespace pooling_op {
+
+enum PoolType { kMax, kAvg, kSum, kLp };
+enum Convention { kValid, kFull, kSame };
+
+std::string TupleString(const std::vector<int64_t>& values) {
+  std::string text = "(";
+  for (size_t i = 0; i < values.size(); ++i) text += (i ? ", " : "") + std::to_string(values[i]);
+  return text + ")";
+}
+
+// All sizes in the three-spatial-dims form.
+struct Geometry {
+  int64_t planes = 0;  // batch * channels
+  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1};
+  int64_t kernel[3] = {1, 1, 1}, stride[3] = {1, 1, 1}, pad[3] = {0, 0, 0};
+};
+
+// One window's clipped bounds along one axis.
+struct Span {
+  int64_t begin, end;      // clipped to the input
+  int64_t padded_extent;   // end clipped to in + pad, minus the unclipped start
+};
+
+inline Span WindowSpan(int64_t o, int64_t in, int64_t kernel, int64_t stride, int64_t pad) {
+  const int64_t start = o * stride - pad;
+  const int64_t padded_end = std::min(start + kernel, in + pad);
+  Span span;
+  span.padded_extent = padded_end - start;
+  span.begin = std::max<int64_t>(start, 0);
+  span.end = std::min(padded_end, in);
+  return span;
+}
+
+class Pooling : public Operator {
+ public:
+  Pooling(PoolType type, Convention convention, bool global, std::vector<int64_t> kernel,
+          std::vector<int64_t> stride, std::vector<int64_t> pad, int p_value,
+          bool count_include_pad, int layout_rank)
+      : type_(type),
+        convention_(convention),
+        global_(global),
+        kernel_(std::move(kernel)),
+        stride_(std::move(stride)),
+        pad_(std::move(pad)),
+        p_value_(p_value),
+        count_include_pad_(count_include_pad),
+        layout_rank_(layout_rank) {}
+
+  Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
+    const Shape& data = (*in)[0];
+    if (!data.rank_known()) return Status();
+    if (global_) {
+      MXL_CHECK(data.ndim() >= 3 && data.ndim() <= 5, "input 'data' has shape ",
+                data.ToString(), " but pooling needs 3-D, 4-D or 5-D input (batch, channel, ",
+                "spatial...)");
+      MXL_CHECK(layout_rank_ == 0 || layout_rank_ == data.ndim() - 2, "input 'data' has shape ",
+                data.ToString(), " which does not match the ", layout_rank_, "-D layout");
+      Shape oshape = data;
+      for (int i = 2; i < data.ndim(); ++i) oshape[i] = 1;
+      MXL_RETURN_IF_ERROR(AssignShape(out, 0, oshape, "output", OutputNames()));
+      Shape back = data;
+      back[0] = (*out)[0][0];
+      back[1] = (*out)[0][1];
+      return AssignShape(in, 0, back, "input", InputNames());
+    }
+    const int nk = static_cast<int>(kernel_.size());
+    MXL_CHECK(data.ndim() == nk + 2, "input 'data' has shape ", data.ToString(), " but ", nk,
+              "-D pooling needs ", nk + 2, "-D input (batch, channel, ",
+              nk == 1 ? "width" : nk == 2 ? "height, width" : "depth, height, width", ")");
+    Shape oshape = data;
+    for (int i = 0; i < nk; ++i) {
+      const int64_t extent = data[2 + i];
+      if (extent < 0) continue;
+      const int64_t padded = extent + 2 * pad_[i];
+      MXL_CHECK(kernel_[i] <= padded, "input 'data' has shape ", data.ToString(),
+                ": kernel size ", kernel_[i], " exceeds spatial dim ", i, " (", extent,
+                " padded to ", padded, ")");
+      const int64_t span = padded - kernel_[i];
+      if (convention_ == kValid) {
+        oshape[2 + i] = 1 + span / stride_[i];
+      } else if (convention_ == kFull) {
+        oshape[2 + i] = 1 + (span + stride_[i] - 1) / stride_[i];
+      } else {
+        oshape[2 + i] = (padded + stride_[i] - 1) / stride_[i];
+      }
+    }
+    MXL_RETURN_IF_ERROR(AssignShape(out, 0, oshape, "output", OutputNames()));
+    Shape back = data;
+    back[0] = (*out)[0][0];
+    back[1] = (*out)[0][1];
+    return AssignShape(in, 0, back, "input", InputNames());
+  }
+
+  Status Prepare(const std::vector<NDArray>& in, const std::vector<NDArray>& out,
+                 size_t* workspace_bytes) override {
+    *workspace_bytes = 0;
+    const Shape& data = in[0].shape();
+    const Shape& oshape = out[0].shape();
+    const int nk = data.ndim() - 2;
+    MXL_CHECK(nk >= 1 && nk <= 3 && oshape.ndim() == data.ndim(), "input 'data' has shape ",
+              data.ToString(), " and output ", oshape.ToString(), "; pooling needs 3-D to 5-D");
+    Geometry& g = geometry_;
+    g = Geometry();
+    g.planes = data[0] * data[1];
+    for (int i = 0; i < nk; ++i) {
+      const int d = 3 - nk + i;
+      g.in[d] = data[2 + i];
+      g.out[d] = oshape[2 + i];
+      g.kernel[d] = global_ ? data[2 + i] : kernel_[i];
+      g.stride[d] = global_ ? 1 : stride_[i];
+      g.pad[d] = global_ ? 0 : pad_[i];
+    }
+    // Window bounds per output index, per axis, shared by every plane.
+    for (int d = 0; d < 3; ++d) {
+      spans_[d].resize(static_cast<size_t>(g.out[d]));
+      for (int64_t o = 0; o < g.out[d]; ++o) {
+        spans_[d][o] = WindowSpan(o, g.in[d], g.kernel[d], g.stride[d], g.pad[d]);
+      }
+    }
+    // MXNet's 3-D sum kernel writes NaN for a window with no elements; the
+    // 1-D and 2-D kernels write the empty sum.
+    nan_on_empty_ = nk == 3;
+    return Status();
+  }
+
+  Status Forward(const OpContext&, const std::vector<NDArray>& in,
+                 const std::vector<NDArray>& out) override {
+    const Geometry& g = geometry_;
+    const float* x = in[0].fdata();
+    float* y = out[0].fdata();
+    const int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
+    const int64_t out_plane = g.out[0] * g.out[1] * g.out[2];
+    const std::vector<Span>* spans = spans_;
+    for (int64_t plane = 0; plane < g.planes; ++plane) {
+      const float* src = x + plane * in_plane;
+      float* dst = y + plane * out_plane;
+      for (int64_t od = 0; od < g.out[0]; ++od) {
+        const Span& sd = spans[0][od];
+        for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+          const Span& sh = spans[1][oh];
+          for (int64_t ow = 0; ow < g.out[2]; ++ow) {
+            const Span& sw = spans[2][ow];
+            *dst++ = Window(src, g, sd, sh, sw);
+          }
+        }
+      }
+    }
+    return Status();
+  }
+
+ private:
+  float Window(const float* src, const Geometry& g, const Span& sd, const Span& sh,
+               const Span& sw) const {
+    if (type_ == kMax) {
+      float best = -FLT_MAX;
+      for (int64_t d = sd.begin; d < sd.end; ++d) {
+        for (int64_t h = sh.begin; h < sh.end; ++h) {
+          const float* row = src + (d * g.in[1] + h) * g.in[2];
+          for (int64_t w = sw.begin; w < sw.end; ++w) {
+            if (row[w] > best) best = row[w];
+          }
+        }
+      }
+      return best;
+    }
+    int64_t pool_size = 1;
+    if (type_ == kAvg) {
+      pool_size = count_include_pad_
+                      ? sd.padded_extent * sh.padded_extent * sw.padded_extent
+                      : (sd.end - sd.begin) * (sh.end - sh.begin) * (sw.end - sw.begin);
+    }
+    if (pool_size == 0 && nan_on_empty_) return std::nanf("");
+    const float divisor = static_cast<float>(pool_size);
+    const int p = type_ == kLp ? p_value_ : 1;
+    float sum = 0.f;
+    for (int64_t d = sd.begin; d < sd.end; ++d) {
+      for (int64_t h = sh.begin; h < sh.end; ++h) {
+        const float* row = src + (d * g.in[1] + h) * g.in[2];
+        for (int64_t w = sw.begin; w < sw.end; ++w) {
+          const float v = row[w];
+          const float term = p == 1 ? v : p == 2 ? v * v : v * v * v;
+          sum += term / divisor;
+        }
+      }
+    }
+    if (p == 2) return std::sqrt(sum);
+    if (p == 3) return std::cbrt(sum);
+    return sum;
+  }
+
+  PoolType type_;
+  Convention convention_;
+  bool global_;
+  std::vector<int64_t> kernel_, stride_, pad_;
+  int p_value_;
+  bool count_include_pad_;
+  int layout_rank_;  // spatial rank the layout attribute names, 0 when unset
+  // Set by Prepare.
+  Geometry geometry_;
+  std::vector<Span> spans_[3];
+  bool nan_on_empty_ = false;
+};
+
+Status CreatePooling(AttrParser* attrs, std::unique_ptr<Operator>* out) {
+  std::vector<int64_t> kernel = attrs->Tuple("kernel", {});
+  int type = attrs->Enum("pool_type", {"max", "avg", "sum", "lp"}, kMax);
+  bool global = attrs->Bool("global_pool", false);
+  int convention = attrs->Enum("pooling_convention", {"valid", "full", "same"}, kValid);
+  std::vector<int64_t> stride = attrs->Tuple("stride", {});
+  std::vector<int64_t> pad = attrs->Tuple("pad", {});
+  std::string p_text = attrs->String("p_value", "None");
+  int64_t p_value = p_text == "None" ? 0 : attrs->Int("p_value", 0);
+  std::string include_text = attrs->String("count_include_pad", "None");
+  bool count_include_pad = include_text == "None" ? true : attrs->Bool("count_include_pad", true);
+  int layout = attrs->Enum("layout", {"None", "NCW", "NCHW", "NCDHW", "NWC", "NHWC", "NDHWC"}, 0);
+  attrs->Ignore("cudnn_off");
+  MXL_RETURN_IF_ERROR(attrs->Finish());
+
+  static const char* const kLayoutNames[] = {"None", "NCW", "NCHW", "NCDHW",
+                                             "NWC",  "NHWC", "NDHWC"};
+  if (layout >= 4) {
+    attrs->Fail("layout", StrCat("layout ", kLayoutNames[layout],
+                                 " is not supported (mxlite runs NCW, NCHW and NCDHW only)"));
+    return attrs->Finish();
+  }
+  const int layout_rank = layout;  // NCW 1, NCHW 2, NCDHW 3, unset 0
+  if (type == kLp && (p_value < 1 || p_value > 3)) {
+    attrs->Fail("p_value", p_value == 0 ? std::string("is required for pool_type 'lp' (1, 2 or 3)")
+                                        : StrCat(p_value, " is not supported (1, 2 or 3)"));
+    return attrs->Finish();
+  }
+  if (!global) {
+    const size_t nk = kernel.size();
+    if (nk < 1 || nk > 3) {
+      attrs->Fail("kernel", StrCat(TupleString(kernel), ": pooling needs a 1-D, 2-D or 3-D kernel",
+                                   " unless global_pool is set"));
+      return attrs->Finish();
+    }
+    if (stride.empty()) stride.assign(nk, 1);
+    if (pad.empty()) pad.assign(nk, 0);
+    struct Check {
+      const char* key;
+      const std::vector<int64_t>* values;
+      int64_t minimum;
+    };
+    const Check checks[] = {{"kernel", &kernel, 1}, {"stride", &stride, 1}, {"pad", &pad, 0}};
+    for (const Check& check : checks) {
+      // Like MXNet, entries past the kernel's rank are not used.
+      if (check.values->size() < nk) {
+        attrs->Fail(check.key, StrCat(TupleString(*check.values), " has ", check.values->size(),
+                                      " entries but kernel ", TupleString(kernel), " has ", nk));
+        return attrs->Finish();
+      }
+      for (int64_t value : *check.values) {
+        if (value < check.minimum) {
+          attrs->Fail(check.key, StrCat(TupleString(*check.values), ": entries must be >= ",
+                                        check.minimum));
+          return attrs->Finish();
+        }
+      }
+    }
+    if (layout_rank != 0 && layout_rank != static_cast<int>(nk)) {
+      attrs->Fail("layout", StrCat("layout ", kLayoutNames[layout], " does not match the ", nk,
+                                   "-D kernel ", TupleString(kernel)));
+      return attrs->Finish();
+    }
+    if (convention == kSame) {
+      if (nk != 1) {
+        attrs->Fail("pooling_convention", "'same' is supported for 1-D pooling only");
+        return attrs->Finish();
+      }
+      // MXNet 1.9.1 checks pad[0..2] here, so a working 'same' node carries
+      // pad (0, 0, 0).
+      for (int64_t value : pad) {
+        if (value != 0) {
+          attrs->Fail("pooling_convention", "'same' does not allow padding");
+          return attrs->Finish();
+        }
+      }
+    }
+    stride.resize(nk);
+    pad.resize(nk);
+  }
+  out->reset(new Pooling(static_cast<PoolType>(type), static_cast<Convention>(convention), global,
+                         kernel, stride, pad, static_cast<int>(p_value), count_include_pad,
+                         layout_rank));
+  return Status();
+}
+
+}  // namespace pooling_op
+}  // namespace mxlite

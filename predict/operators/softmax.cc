@@ -1,0 +1,298 @@
+/*
+ * The softmax family: softmax, SoftmaxOutput (alias Softmax) and
+ * SoftmaxActivation. All three reduce to one kernel: the data seen as
+ * (outer, extent, inner), softmax over the extent for every (outer, inner)
+ * pair, computed stably as
+ *
+ *   m = max_j x_j,  e_j = exp((x_j - m) / T),  y_j = e_j / sum_j e_j.
+ *
+ * The arithmetic is MXNet's CPU code: float exp, the sum accumulated in
+ * float in index order, a true division per element, and no division at
+ * all when the temperature T is 1 (MXNet's softmax without
+ * MXNET_SAFE_ACCUMULATION and mshadow's Softmax used by the other two). The
+ * kernel reads each x_j before writing y_j, so it runs in place.
+ *
+ * How each operator picks the axis:
+ *   - softmax: `axis` (default -1), temperature optional ("None" is 1). The
+ *     dtype attribute may only ask for float32, and use_length (the extra
+ *     `length` input) is not supported;
+ *   - SoftmaxOutput: inputs data and label; the label only matters for the
+ *     gradient, so inference never reads it, but its shape is inferred as
+ *     MXNet does (data's shape without the last axis; with multi_output
+ *     (d0, size/d0/d1); a label equal to the data shape is accepted too).
+ *     Default: over all but the first axis, data viewed as (d0, size/d0);
+ *     multi_output: over axis 1 of (d0, d1, rest); preserve_shape: over the
+ *     last axis. The training attributes are accepted and have no effect;
+ *   - SoftmaxActivation: mode instance (the default) is over the last axis
+ *     (MXNet flattens the data to 2-D keeping the last axis), mode channel
+ *     over axis 1 of (d0, d1, rest) and needs at least 3-D data.
+ * softmax and SoftmaxOutput declare MXNet's in-place option {0, 0};
+ * SoftmaxActivation has none in MXNet and none here.
+ */
+#include <cmath>
+
+#include "operator.h"
+
+namespace mxlite {
+namespace softmax_op {
+
+// Softmax over the middle dim of x viewed as (outer, extent, inner). `scratch`
+// is grown to 2 * inner floats when inner > 1.
+void SoftmaxAxis(const float* x, float* y, int64_t outer, int64_t extent, int64_t inner,
+                 float temperature, std::vector<float>* scratch) {
+  if (extent <= 0 || inner <= 0) return;
+  const bool scaled = temperature != 1.f;
+  if (inner == 1) {
+    for (int64_t o = 0; o < outer; ++o) {
+      const float* src = x + o * extent;
+      float* dst = y + o * extent;
+      float mmax = src[0];
+      for (int64_t j = 1; j < extent; ++j) {
+        if (mmax < src[j]) mmax = src[j];
+      }
+      float sum = 0.f;
+      for (int64_t j = 0; j < extent; ++j) {
+        const float e = scaled ? std::exp((src[j] - mmax) / temperature) : std::exp(src[j] - mmax);
+        dst[j] = e;
+        sum += e;
+      }
+      for (int64_t j = 0; j < extent; ++j) dst[j] /= sum;
+    }
+    return;
+  }
+  scratch->resize(static_cast<size_t>(2 * inner));
+  float* mmax = scratch->data();
+  float* sum = mmax + inner;
+  for (int64_t o = 0; o < outer; ++o) {
+    const float* src = x + o * extent * inner;
+    float* dst = y + o * extent * inner;
+    for (int64_t i = 0; i < inner; ++i) mmax[i] = src[i];
+    for (int64_t j = 1; j < extent; ++j) {
+      const float* row = src + j * inner;
+      for (int64_t i = 0; i < inner; ++i) {
+        if (mmax[i] < row[i]) mmax[i] = row[i];
+      }
+    }
+    for (int64_t i = 0; i < inner; ++i) sum[i] = 0.f;
+    for (int64_t j = 0; j < extent; ++j) {
+      const float* row = src + j * inner;
+      float* out_row = dst + j * inner;
+      for (int64_t i = 0; i < inner; ++i) {
+        const float e =
+            scaled ? std::exp((row[i] - mmax[i]) / temperature) : std::exp(row[i] - mmax[i]);
+        out_row[i] = e;
+        sum[i] += e;
+      }
+    }
+    for (int64_t j = 0; j < extent; ++j) {
+      float* out_row = dst + j * inner;
+      for (int64_t i = 0; i < inner; ++i) out_row[i] /= sum[i];
+    }
+  }
+}
+
+bool Compatible(const Shape& a, const Shape& b) {
+  Shape merged = a;
+  return MergeShape(&merged, b);
+}
+
+// Output shape = input shape, known from either side.
+Status SameShape(const Operator& op, std::vector<Shape>* in, std::vector<Shape>* out) {
+  MXL_RETURN_IF_ERROR(AssignShape(out, 0, (*in)[0], "output", op.OutputNames()));
+  return AssignShape(in, 0, (*out)[0], "input", op.InputNames());
+}
+
+// ---------------------------------------------------------------------------
+// softmax
+
+class Softmax : public Operator {
+ public:
+  Softmax(int64_t axis, float temperature) : axis_(axis), temperature_(temperature) {}
+
+  std::vector<InplacePair> InplaceOptions() const override { return {{0, 0, false}}; }
+
+  Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
+    MXL_RETURN_IF_ERROR(SameShape(*this, in, out));
+    const Shape& data = (*in)[0];
+    if (data.rank_known()) {
+      const int64_t axis = axis_ < 0 ? axis_ + data.ndim() : axis_;
+      MXL_CHECK(axis >= 0 && axis < data.ndim(), "attribute axis=", axis_,
+                " is out of range for input 'data' of shape ", data.ToString());
+    }
+    return Status();
+  }
+
+  Status Forward(const OpContext&, const std::vector<NDArray>& in,
+                 const std::vector<NDArray>& out) override {
+    const Shape& shape = in[0].shape();
+    const int axis = static_cast<int>(axis_ < 0 ? axis_ + shape.ndim() : axis_);
+    SoftmaxAxis(in[0].fdata(), out[0].fdata(), shape.ProdRange(0, axis), shape[axis],
+                shape.ProdRange(axis + 1, shape.ndim()), temperature_, &scratch_);
+    return Status();
+  }
+
+ private:
+  int64_t axis_;
+  float temperature_;
+  std::vector<float> scratch_;
+};
+
+Status CreateSoftmax(AttrParser* attrs, std::unique_ptr<Operator>* out) {
+  int64_t axis = attrs->Int("axis", -1);
+  std::string temperature_text = attrs->String("temperature", "None");
+  double temperature = temperature_text == "None" ? 1.0 : attrs->Float("temperature", 1.0);
+  int dtype = attrs->Enum("dtype", {"None", "float16", "float32", "float64"}, 0);
+  std::string use_length_text = attrs->String("use_length", "None");
+  bool use_length = use_length_text == "None" ? false : attrs->Bool("use_length", false);
+  MXL_RETURN_IF_ERROR(attrs->Finish());
+  if (dtype == 1 || dtype == 3) {
+    attrs->Fail("dtype", StrCat("output dtype ", dtype == 1 ? "float16" : "float64",
+                                " is not supported (mxlite computes softmax in float32)"));
+    return attrs->Finish();
+  }
+  if (use_length) {
+    attrs->Fail("use_length", "softmax with a length input is not supported");
+    return attrs->Finish();
+  }
+  // MXNet casts the temperature to the data type before using it.
+  out->reset(new Softmax(axis, static_cast<float>(temperature)));
+  return Status();
+}
+
+// ---------------------------------------------------------------------------
+// SoftmaxOutput
+
+class SoftmaxOutput : public Operator {
+ public:
+  SoftmaxOutput(bool multi_output, bool preserve_shape)
+      : multi_output_(multi_output), preserve_shape_(preserve_shape) {}
+
+  std::vector<std::string> InputNames() const override { return {"data", "label"}; }
+  std::vector<int> UnreadInputs() const override { return {1}; }
+  std::vector<InplacePair> InplaceOptions() const override { return {{0, 0, false}}; }
+
+  Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
+    MXL_RETURN_IF_ERROR(SameShape(*this, in, out));
+    const Shape& data = (*in)[0];
+    if (!data.rank_known()) return Status();
+    const int ndim = data.ndim();
+    const Shape& label = (*in)[1];
+    // A label of the data's shape holds probabilities: always accepted.
+    if (label.rank_known() && label.ndim() == ndim && Compatible(label, data)) return Status();
+
+    if (!multi_output_) {
+      MXL_CHECK(ndim >= 1, "input 'data' is zero-dimensional; SoftmaxOutput needs an axis");
+      std::vector<int64_t> dims(data.dims().begin(), data.dims().end() - 1);
+      return AssignShape(in, 1, Shape(dims), "input", InputNames());
+    }
+    MXL_CHECK(ndim >= 2, "input 'data' has shape ", data.ToString(),
+              " but SoftmaxOutput with multi_output needs at least 2 dims");
+    // (d0, size/d0/d1), (d0, d2, d3, ...) or the data shape with d1 = 1.
+    int64_t rest = 1;
+    for (int i = 2; i < ndim && rest >= 0; ++i) rest = data[i] < 0 ? -1 : rest * data[i];
+    const Shape flat({data[0], rest});
+    std::vector<int64_t> dims = {data[0]};
+    dims.insert(dims.end(), data.dims().begin() + 2, data.dims().end());
+    const Shape spatial(dims);
+    Shape single = data;
+    single[1] = 1;
+    if (!label.rank_known()) return AssignShape(in, 1, flat, "input", InputNames());
+    for (const Shape& candidate : {flat, spatial, single}) {
+      if (label.ndim() == candidate.ndim() && Compatible(label, candidate)) {
+        return AssignShape(in, 1, candidate, "input", InputNames());
+      }
+    }
+    return Status::Error(StrCat("input 'label' has shape ", label.ToString(),
+                                " but SoftmaxOutput with multi_output needs ", flat.ToString(),
+                                " or ", spatial.ToString(), " for data ", data.ToString()));
+  }
+
+  Status Forward(const OpContext&, const std::vector<NDArray>& in,
+                 const std::vector<NDArray>& out) override {
+    const Shape& shape = in[0].shape();
+    const int ndim = shape.ndim();
+    const int64_t size = shape.Size();
+    int64_t outer = 0, extent = 0, inner = 1;
+    if (multi_output_) {
+      outer = shape[0];
+      extent = shape[1];
+      inner = shape.ProdRange(2, ndim);
+    } else if (preserve_shape_) {
+      extent = ndim > 0 ? shape[ndim - 1] : 1;
+      outer = ndim > 0 ? shape.ProdRange(0, ndim - 1) : 1;
+    } else {
+      outer = ndim > 0 ? shape[0] : 1;
+      extent = outer > 0 ? size / outer : 0;
+    }
+    SoftmaxAxis(in[0].fdata(), out[0].fdata(), outer, extent, inner, 1.f, &scratch_);
+    return Status();
+  }
+
+ private:
+  bool multi_output_, preserve_shape_;
+  std::vector<float> scratch_;
+};
+
+Status CreateSoftmaxOutput(AttrParser* attrs, std::unique_ptr<Operator>* out) {
+  bool multi_output = attrs->Bool("multi_output", false);
+  bool preserve_shape = attrs->Bool("preserve_shape", false);
+  // Training-only: they shape the gradient, not the output.
+  attrs->Float("grad_scale", 1.0);
+  attrs->Float("ignore_label", -1.0);
+  attrs->Bool("use_ignore", false);
+  attrs->Enum("normalization", {"null", "batch", "valid"}, 0);
+  attrs->Bool("out_grad", false);
+  attrs->Float("smooth_alpha", 0.0);
+  MXL_RETURN_IF_ERROR(attrs->Finish());
+  out->reset(new SoftmaxOutput(multi_output, preserve_shape));
+  return Status();
+}
+
+// ---------------------------------------------------------------------------
+// SoftmaxActivation
+
+class SoftmaxActivation : public Operator {
+ public:
+  explicit SoftmaxActivation(bool channel) : channel_(channel) {}
+
+  Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
+    MXL_RETURN_IF_ERROR(SameShape(*this, in, out));
+    const Shape& data = (*in)[0];
+    if (channel_ && data.rank_known()) {
+      MXL_CHECK(data.ndim() >= 3, "input 'data' has shape ", data.ToString(),
+                " but mode 'channel' needs at least 3 dims");
+    }
+    return Status();
+  }
+
+  Status Forward(const OpContext&, const std::vector<NDArray>& in,
+                 const std::vector<NDArray>& out) override {
+    const Shape& shape = in[0].shape();
+    const int ndim = shape.ndim();
+    int64_t outer = 1, extent = 1, inner = 1;
+    if (channel_) {
+      outer = shape[0];
+      extent = shape[1];
+      inner = shape.ProdRange(2, ndim);
+    } else if (ndim > 0) {
+      extent = shape[ndim - 1];
+      outer = shape.ProdRange(0, ndim - 1);
+    }
+    SoftmaxAxis(in[0].fdata(), out[0].fdata(), outer, extent, inner, 1.f, &scratch_);
+    return Status();
+  }
+
+ private:
+  bool channel_;
+  std::vector<float> scratch_;
+};
+
+Status CreateSoftmaxActivation(AttrParser* attrs, std::unique_ptr<Operator>* out) {
+  int mode = attrs->Enum("mode", {"instance", "channel"}, 0);
+  MXL_RETURN_IF_ERROR(attrs->Finish());
+  out->reset(new SoftmaxActivation(mode == 1));
+  return Status();
+}
+
+}  // namespace softmax_op
+}  // namespace mxlite

@@ -1,0 +1,998 @@
+#!/usr/bin/env python3
+"""Generate MXNet 1.9.1 oracle fixtures for the mxlite test-suite.
+
+Runs inside the MXNet oracle venv (see scripts/setup_oracle.sh).  The product
+tests run under a different Python (numpy 2.x, no mxnet) and only *read* what
+this script writes, so every expected value is computed here by MXNet itself.
+
+Usage::
+
+    make_fixtures.py ops     OUTDIR               # committed: tests/fixtures/ops
+    make_fixtures.py formats OUTDIR               # committed: tests/fixtures/formats
+    make_fixtures.py zoo     OUTDIR [--models a,b] # not committed: build/fixtures/zoo
+
+A *case* is one checkpoint plus oracle I/O, laid out in OUTDIR as
+
+* ``NAME-symbol.json`` / ``NAME-0000.params`` -- exactly as MXNet writes them
+  (``Symbol.save`` + ``mx.nd.save`` with ``arg:``/``aux:`` prefixes, or Gluon
+  ``HybridBlock.export``);
+* ``NAME-io.npz`` -- ``input:<name>`` (float32) and ``output:<i>`` arrays; the
+  outputs are MXNet's classic executor results (``Symbol.bind``,
+  ``grad_req='null'``, ``is_train=False``) for the symbol and params *re-loaded
+  from those files*, in head order;
+* an entry in ``OUTDIR/manifest.json``::
+
+      {"generated_by": "scripts/make_fixtures.py", ...,
+       "cases": {NAME: {"inputs": {name: shape}, "outputs": [shape, ...],
+                        "rtol": float, "notes": str, "ops": [op, ...],
+                        "mxnet_err_vs_fp64": float | null}}}
+
+  A test loads the checkpoint, feeds the inputs and checks, per output,
+  ``max|ours - mxnet| <= rtol * max|mxnet|``.  ``mxnet_err_vs_fp64`` is the
+  same relative error measured between MXNet's float32 run and a float64 run
+  of the same graph: it shows how much of the tolerance MXNet's own rounding
+  already uses.
+
+Modes:
+
+* ``ops``: one small case per operator configuration (random inputs/params,
+  awkward sizes, batch 2), rtol 1e-5.
+* ``formats``: NDArray container files in every on-disk version (V2 dict and
+  list, V3/np, V1 and legacy written by hand, a GPU-context record, sparse)
+  with ``NAME-expected.npz`` holding the arrays as ``mx.nd.load`` returns them,
+  plus pre-1.0 symbol JSON cases (``legacy_0800``, ``legacy_0900``) that
+  MXNet's legacy upgrader must accept.
+* ``zoo``: Gluon model-zoo networks (random weights, randomised BatchNorm
+  statistics) exported as checkpoints, batch 1, rtol 1e-4.  Each model is
+  skipped when its files exist and were made by an identical copy of this
+  script (sha256 recorded per case).
+
+Everything is seeded (per case, from a CRC of the case name), and the npz
+files are written with fixed zip timestamps, so re-running produces
+byte-identical committed fixtures.
+"""
+
+import os
+
+# Must be set before mxnet is imported: use MXNet's reference CPU kernels
+# (no oneDNN/MKLDNN fusion or subgraph rewriting), which is what the runtime
+# is compared against, and keep the storage-fallback warnings quiet.
+os.environ["MXNET_MKLDNN_ENABLED"] = "0"
+os.environ["MXNET_SUBGRAPH_BACKEND"] = "NONE"
+os.environ["MXNET_STORAGE_FALLBACK_LOG_VERBOSE"] = "0"
+
+import argparse  # noqa: E402
+import hashlib  # noqa: E402
+import json  # noqa: E402
+import struct  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import zipfile  # noqa: E402
+import zlib  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
+from typing import Callable, Dict, List, Optional, Tuple  # noqa: E402
+
+import numpy as np  # noqa: E402
+import mxnet as mx  # noqa: E402
+
+GENERATED_BY = "scripts/make_fixtures.py"
+OPS_RTOL = 1e-5
+ZOO_RTOL = 1e-4
+# If MXNet's own float32 result is further than this from its float64 result,
+# a 1e-5 tolerance would leave a correct runtime almost no room: such cases
+# get rtol 1e-4 and say so in their notes.
+FP32_ERR_BUDGET = OPS_RTOL / 4
+
+CTX = mx.cpu()
+
+
+# --------------------------------------------------------------------------
+# Small utilities
+# --------------------------------------------------------------------------
+
+def case_seed(name: str) -> int:
+    """Stable per-case seed, so adding or reordering cases changes nothing else."""
+    return zlib.crc32(name.encode("utf-8")) & 0x7FFFFFFF
+
+
+def seed_all(name: str) -> np.random.RandomState:
+    """Seed numpy's and MXNet's global generators and return a per-case RNG."""
+    seed = case_seed(name)
+    np.random.seed(seed)
+    mx.random.seed(seed)
+    return np.random.RandomState(seed)
+
+
+def script_sha256() -> str:
+    with open(os.path.abspath(__file__), "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def save_npz(path: str, arrays: Dict[str, np.ndarray]) -> None:
+    """np.savez equivalent with fixed zip timestamps (byte-reproducible output)."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as zf:
+        for key, arr in arrays.items():
+            info = zipfile.ZipInfo(key + ".npy", date_time=(1980, 1, 1, 0, 0, 0))
+            info.external_attr = 0o644 << 16
+            with zf.open(info, "w", force_zip64=True) as fid:
+                np.lib.format.write_array(fid, np.asarray(arr), allow_pickle=False)
+
+
+def to_json(obj, indent: int = 0) -> str:
+    """Indented JSON that keeps short values (shapes, name lists, small dicts) on one line."""
+    pad = " " * indent
+    flat = json.dumps(obj)
+    if indent > 0 and len(flat) <= 100:
+        return flat
+    if isinstance(obj, dict) and obj:
+        items = ["%s %s: %s" % (pad, json.dumps(k), to_json(v, indent + 1)) for k, v in obj.items()]
+        return "{\n" + ",\n".join(items) + "\n" + pad + "}"
+    if isinstance(obj, list) and any(isinstance(v, dict) for v in obj):
+        items = ["%s %s" % (pad, to_json(v, indent + 1)) for v in obj]
+        return "[\n" + ",\n".join(items) + "\n" + pad + "]"
+    return json.dumps(obj)
+
+
+def write_manifest(outdir: str, mode: str, body: dict) -> None:
+    """Write OUTDIR/manifest.json; its first line says it is generated, and how."""
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    where = os.path.relpath(os.path.abspath(outdir), repo)
+    if where.startswith(".."):  # outside the repo: no machine-specific path
+        where = "OUTDIR"
+    head = {"generated_by": GENERATED_BY,
+            "note": "GENERATED FILE, do not edit; regenerate with: %s %s %s" % (GENERATED_BY, mode, where)}
+    first = json.dumps(head)[:-1]  # '{"generated_by": ..., "note": ...' on line 1
+    rest = to_json(body)
+    text = first + ("," + rest[1:] if body else "}")
+    json.loads(text)  # paranoia: must stay valid JSON
+    with open(os.path.join(outdir, "manifest.json"), "w") as f:
+        f.write(text + "\n")
+
+
+def error_summary(e: Exception) -> str:
+    """The informative last line of an MXNetError (the first is 'Traceback ...')."""
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    return lines[-1] if lines else repr(e)
+
+
+def shape_list(shape) -> List[int]:
+    return [int(d) for d in shape]
+
+
+def rel_err(got: np.ndarray, ref: np.ndarray) -> float:
+    """max|got - ref| / max|ref| -- the metric the tests use."""
+    scale = float(np.max(np.abs(ref))) if ref.size else 0.0
+    diff = float(np.max(np.abs(got.astype(np.float64) - ref.astype(np.float64)))) if ref.size else 0.0
+    return diff / scale if scale > 0 else diff
+
+
+def graph_ops(sym: mx.sym.Symbol) -> List[str]:
+    """Distinct operator names in a symbol, in first-use order."""
+    ops: List[str] = []
+    for node in json.loads(sym.tojson())["nodes"]:
+        if node["op"] != "null" and node["op"] not in ops:
+            ops.append(node["op"])
+    return ops
+
+
+# --------------------------------------------------------------------------
+# Running the oracle
+# --------------------------------------------------------------------------
+
+def run_symbol(sym: mx.sym.Symbol, inputs: Dict[str, np.ndarray],
+               args: Dict[str, np.ndarray], auxs: Dict[str, np.ndarray],
+               dtype=np.float32) -> List[np.ndarray]:
+    """Forward `sym` with MXNet's classic executor in inference mode.
+
+    Arguments that are neither inputs nor params (e.g. SoftmaxOutput's
+    `<name>_label`) are unused at inference; they get zeros of the inferred
+    shape, as MXPredCreate does.
+    """
+    arg_shapes, _, _ = sym.infer_shape(**{k: v.shape for k, v in inputs.items()})
+    arg_arrays = []
+    for name, shape in zip(sym.list_arguments(), arg_shapes):
+        if name in inputs:
+            value = inputs[name]
+        elif name in args:
+            value = args[name]
+        else:
+            assert name.endswith("_label"), "no value for argument %r" % name
+            value = np.zeros(shape)
+        arg_arrays.append(mx.nd.array(value, ctx=CTX, dtype=dtype))
+    aux_arrays = [mx.nd.array(auxs[n], ctx=CTX, dtype=dtype)
+                  for n in sym.list_auxiliary_states()]
+    exe = sym.bind(CTX, args=arg_arrays, aux_states=aux_arrays, grad_req="null")
+    outs = [o.asnumpy() for o in exe.forward(is_train=False)]
+    mx.nd.waitall()
+    return outs
+
+
+def load_checkpoint(prefix: str) -> Tuple[mx.sym.Symbol, dict, dict]:
+    """Load NAME-symbol.json / NAME-0000.params the way MXPredCreate does."""
+    sym = mx.sym.load(prefix + "-symbol.json")
+    saved = mx.nd.load(prefix + "-0000.params")
+    if isinstance(saved, list):  # a param-less graph: an empty file loads as []
+        assert not saved, "params file without names"
+        saved = {}
+    args = {k[4:]: v.asnumpy() for k, v in saved.items() if k.startswith("arg:")}
+    auxs = {k[4:]: v.asnumpy() for k, v in saved.items() if k.startswith("aux:")}
+    assert len(args) + len(auxs) == len(saved), "unprefixed names in params file"
+    return sym, args, auxs
+
+
+def oracle_from_files(prefix: str, inputs: Dict[str, np.ndarray]):
+    """Outputs from the files on disk (float32), plus float64 cross-check error."""
+    sym, args, auxs = load_checkpoint(prefix)
+    outs = run_symbol(sym, inputs, args, auxs)
+    try:
+        outs64 = run_symbol(sym, inputs, args, auxs, dtype=np.float64)
+        err64: Optional[float] = max(rel_err(a, b) for a, b in zip(outs, outs64))
+    except mx.base.MXNetError as e:  # an op without a float64 CPU kernel
+        print("    (no float64 cross-check: %s)" % error_summary(e))
+        err64 = None
+    return sym, outs, err64
+
+
+def write_case(outdir: str, name: str, sym: mx.sym.Symbol,
+               inputs: Dict[str, np.ndarray], params: Dict[str, np.ndarray],
+               rtol: float, notes: str, symbol_json: Optional[str] = None) -> dict:
+    """Write one checkpoint case and return its manifest entry.
+
+    `params` maps argument/aux names to values; they are split into arg:/aux:
+    by asking the symbol.  `symbol_json`, if given, is written instead of
+    sym.tojson() (used for the hand-made legacy files).
+    """
+    prefix = os.path.join(outdir, name)
+    if symbol_json is None:
+        sym.save(prefix + "-symbol.json")
+    else:
+        with open(prefix + "-symbol.json", "w") as f:
+            f.write(symbol_json)
+
+    arg_names = set(sym.list_arguments())
+    aux_names = set(sym.list_auxiliary_states())
+    saved = {}
+    for pname, value in params.items():
+        assert pname not in inputs
+        if pname in aux_names:
+            saved["aux:" + pname] = mx.nd.array(value, ctx=CTX, dtype=value.dtype)
+        else:
+            assert pname in arg_names, "%s: unknown param %r" % (name, pname)
+            saved["arg:" + pname] = mx.nd.array(value, ctx=CTX, dtype=value.dtype)
+    mx.nd.save(prefix + "-0000.params", saved)
+
+    loaded_sym, outs, err64 = oracle_from_files(prefix, inputs)
+    for i, o in enumerate(outs):
+        if not np.all(np.isfinite(o)):
+            raise RuntimeError("%s: output %d is not finite" % (name, i))
+    if err64 is not None and err64 > FP32_ERR_BUDGET and rtol < 1e-4:
+        rtol = 1e-4
+        notes += (" rtol raised to 1e-4: MXNet's own float32 result is %.1e (relative) "
+                  "away from its float64 result, so 1e-5 would leave no margin." % err64)
+
+    io = {"input:" + k: v.astype(np.float32) for k, v in inputs.items()}
+    io.update({"output:%d" % i: o for i, o in enumerate(outs)})
+    save_npz(prefix + "-io.npz", io)
+    return {
+        "inputs": {k: shape_list(v.shape) for k, v in inputs.items()},
+        "outputs": [shape_list(o.shape) for o in outs],
+        "rtol": rtol,
+        "notes": notes,
+        "ops": graph_ops(loaded_sym),
+        "max_abs_output": [float(np.max(np.abs(o))) for o in outs],
+        "mxnet_err_vs_fp64": err64,
+    }
+
+
+# --------------------------------------------------------------------------
+# Random parameters
+# --------------------------------------------------------------------------
+
+def random_param(name: str, shape, rng: np.random.RandomState) -> np.ndarray:
+    """Initialise a parameter by its conventional name suffix.
+
+    Weights are fan-in scaled so activations stay O(1); BN statistics are
+    deliberately far from the identity (var in [0.5, 2], gamma != 1) so that
+    eps, fix_gamma and the moving stats all visibly matter.
+    """
+    shape = tuple(int(d) for d in shape)
+    if name.endswith("_weight"):
+        fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else 1
+        value = rng.normal(0.0, 1.0 / np.sqrt(fan_in), shape)
+    elif name.endswith("_bias"):
+        value = rng.uniform(-0.5, 0.5, shape)
+    elif name.endswith("_gamma"):
+        value = rng.uniform(0.5, 1.5, shape)
+    elif name.endswith("_beta"):
+        value = rng.uniform(-0.5, 0.5, shape)
+    elif name.endswith("_moving_mean"):
+        value = rng.normal(0.0, 0.5, shape)
+    elif name.endswith("_moving_var"):
+        value = rng.uniform(0.5, 2.0, shape)
+    else:
+        raise ValueError("no init rule for parameter %r" % name)
+    return value.astype(np.float32)
+
+
+def random_params(sym: mx.sym.Symbol, input_shapes: Dict[str, tuple],
+                  rng: np.random.RandomState) -> Dict[str, np.ndarray]:
+    """Random values for every argument that is not an input/label, and every aux."""
+    arg_shapes, _, aux_shapes = sym.infer_shape(**input_shapes)
+    params = {}
+    for pname, shape in zip(sym.list_arguments(), arg_shapes):
+        if pname in input_shapes or pname.endswith("_label"):
+            continue  # inputs go to the npz; labels are unused at inference
+        params[pname] = random_param(pname, shape, rng)
+    for pname, shape in zip(sym.list_auxiliary_states(), aux_shapes):
+        params[pname] = random_param(pname, shape, rng)
+    return params
+
+
+# --------------------------------------------------------------------------
+# ops
+# --------------------------------------------------------------------------
+
+InputFn = Callable[[np.random.RandomState, tuple], np.ndarray]
+
+
+def normal(scale: float = 1.0, shift: float = 0.0) -> InputFn:
+    return lambda rng, shape: rng.normal(shift, scale, shape)
+
+
+def softrelu_input(rng: np.random.RandomState, shape: tuple) -> np.ndarray:
+    """Wide inputs plus exact values around softrelu's x > 20 switch-over."""
+    x = rng.normal(0.0, 12.0, shape)
+    flat = x.reshape(-1)
+    flat[:8] = [20.0, 20.5, 19.5, 25.0, 40.0, -25.0, -40.0, 0.0]
+    return x
+
+
+@dataclass
+class OpCase:
+    name: str
+    sym: mx.sym.Symbol
+    inputs: Dict[str, tuple]          # input name -> shape
+    notes: str
+    make_input: InputFn = field(default_factory=normal)
+    rtol: float = OPS_RTOL
+
+
+def define_op_cases() -> List[OpCase]:
+    data = mx.sym.var("data")
+    cases: List[OpCase] = []
+
+    def add(name, sym, inputs, notes, **kw):
+        cases.append(OpCase(name, sym, inputs, notes, **kw))
+
+    # ---- Convolution -----------------------------------------------------
+    def conv(name, shape, notes, **attrs):
+        add(name, mx.sym.Convolution(data, name="conv0", **attrs), {"data": shape}, notes)
+
+    conv("conv_3x3_pad1", (2, 3, 13, 13), "Convolution 3x3, pad 1, C=3 -> F=5.",
+         kernel=(3, 3), pad=(1, 1), num_filter=5)
+    conv("conv_stride2", (2, 3, 13, 13), "Convolution 3x3 stride 2 pad 1 on odd input (13 -> 7).",
+         kernel=(3, 3), stride=(2, 2), pad=(1, 1), num_filter=5)
+    conv("conv_dilate2", (2, 3, 13, 13), "Convolution 3x3 dilate 2 pad 2.",
+         kernel=(3, 3), dilate=(2, 2), pad=(2, 2), num_filter=5)
+    conv("conv_k1x7", (2, 5, 9, 13), "Asymmetric kernel (1,7) with pad (0,3) (inceptionv3 style).",
+         kernel=(1, 7), pad=(0, 3), num_filter=4)
+    conv("conv_k7x1", (2, 5, 13, 9), "Asymmetric kernel (7,1) with pad (3,0) (inceptionv3 style).",
+         kernel=(7, 1), pad=(3, 0), num_filter=4)
+    conv("conv_group2", (2, 6, 11, 11), "Grouped convolution num_group=2, C=6 -> F=4.",
+         kernel=(3, 3), pad=(1, 1), num_filter=4, num_group=2)
+    conv("conv_depthwise", (2, 5, 13, 13), "Depthwise convolution C=F=num_group=5, stride 2.",
+         kernel=(3, 3), pad=(1, 1), stride=(2, 2), num_filter=5, num_group=5)
+    conv("conv_1x1", (2, 13, 7, 7), "Pointwise 1x1 convolution, C=13 -> F=5.",
+         kernel=(1, 1), num_filter=5)
+    conv("conv_no_bias", (2, 3, 13, 13), "Convolution with no_bias=True (no bias param).",
+         kernel=(3, 3), pad=(1, 1), num_filter=5, no_bias=True)
+    conv("conv_nonsquare", (2, 3, 13, 7), "Non-square odd input 13x7, per-axis stride (2,1) and pad (0,1).",
+         kernel=(3, 3), stride=(2, 1), pad=(0, 1), num_filter=5)
+    conv("conv_11x11_s4", (2, 3, 35, 35), "AlexNet-style 11x11 stride 4 pad 2 (35 -> 8).",
+         kernel=(11, 11), stride=(4, 4), pad=(2, 2), num_filter=5)
+    conv("conv1d_k3", (2, 3, 13), "1-D convolution (NCW), kernel (3,), pad (1,).",
+         kernel=(3,), pad=(1,), num_filter=5)
+
+    # ---- BatchNorm -------------------------------------------------------
+    bn_in = normal(2.0, 0.3)
+
+    def bn(name, shape, notes, **attrs):
+        add(name, mx.sym.BatchNorm(data, name="bn0", **attrs), {"data": shape}, notes,
+            make_input=bn_in)
+
+    bn("bn_default_4d", (2, 5, 7, 13),
+       "BatchNorm with no attrs: fix_gamma defaults to True (stored gamma is random and must "
+       "be ignored) and eps to 1e-3.")
+    bn("bn_fix_gamma_false_eps1e5_4d", (2, 5, 7, 13),
+       "BatchNorm fix_gamma=False, eps=1e-5, random moving stats.", fix_gamma=False, eps=1e-5)
+    bn("bn_fix_gamma_true_eps1e5_4d", (2, 13, 5, 3),
+       "BatchNorm explicit fix_gamma=True (random stored gamma ignored), eps=1e-5.",
+       fix_gamma=True, eps=1e-5)
+    bn("bn_fix_gamma_false_2d", (2, 13),
+       "BatchNorm on 2-D (N,C) input, fix_gamma=False, eps default (1e-3).", fix_gamma=False)
+    bn("bn_fix_gamma_true_2d", (2, 5),
+       "BatchNorm on 2-D (N,C) input, explicit fix_gamma=True, eps=1e-5.",
+       fix_gamma=True, eps=1e-5)
+
+    # ---- Activation ------------------------------------------------------
+    for act in ("relu", "sigmoid", "tanh", "softsign"):
+        add("act_" + act, mx.sym.Activation(data, act_type=act, name="act0"),
+            {"data": (2, 5, 7, 13)}, "Activation act_type=%s, inputs ~ N(0, 4^2)." % act,
+            make_input=normal(4.0))
+    add("act_softrelu", mx.sym.Activation(data, act_type="softrelu", name="act0"),
+        {"data": (2, 5, 7, 13)},
+        "Activation softrelu; inputs ~ N(0, 12^2) plus exact 20, 20.5, 19.5, 25, 40, -25, -40, 0 "
+        "(MXNet returns x itself for x > 20).", make_input=softrelu_input)
+
+    # ---- Pooling ---------------------------------------------------------
+    def pool(name, shape, notes, **attrs):
+        add(name, mx.sym.Pooling(data, name="pool0", **attrs), {"data": shape}, notes)
+
+    k3s2 = dict(kernel=(3, 3), stride=(2, 2))
+    pool("pool_max_valid", (2, 3, 14, 13), "Max pool k3 s2 valid; H=14 gives 6 (full would give 7).",
+         pool_type="max", **k3s2)
+    pool("pool_max_full", (2, 3, 14, 13), "Max pool k3 s2 full (ceil); H=14 -> 7, W=13 -> 6.",
+         pool_type="max", pooling_convention="full", **k3s2)
+    pool("pool_max_full_56", (2, 2, 56, 15), "Max pool k3 s2 full, H=56 -> 28 (valid: 27).",
+         pool_type="max", pooling_convention="full", **k3s2)
+    pool("pool_max_pad1", (2, 3, 13, 13), "Max pool k3 s2 pad 1 (ResNet stem); padding never wins.",
+         pool_type="max", pad=(1, 1), **k3s2)
+    pool("pool_avg_valid_pad1_incl", (2, 3, 14, 13),
+         "Avg pool k3 s2 pad 1 valid, count_include_pad omitted (defaults to True).",
+         pool_type="avg", pad=(1, 1), **k3s2)
+    pool("pool_avg_valid_pad1_excl", (2, 3, 14, 13),
+         "Avg pool k3 s2 pad 1 valid, count_include_pad=False.",
+         pool_type="avg", pad=(1, 1), count_include_pad=False, **k3s2)
+    pool("pool_avg_full_pad1_incl", (2, 3, 14, 13),
+         "Avg pool k3 s2 pad 1 full, count_include_pad=True: H=14 -> 8 (valid 7); the last window "
+         "reaches past the padding and its divisor is clipped to in+pad.",
+         pool_type="avg", pad=(1, 1), pooling_convention="full", count_include_pad=True, **k3s2)
+    pool("pool_avg_full_pad1_excl", (2, 3, 14, 13),
+         "Avg pool k3 s2 pad 1 full, count_include_pad=False.",
+         pool_type="avg", pad=(1, 1), pooling_convention="full", count_include_pad=False, **k3s2)
+    pool("pool_avg_full_nopad", (2, 3, 14, 13),
+         "Avg pool k3 s2 full without pad: last window hangs off the input (H=14 -> 7).",
+         pool_type="avg", pooling_convention="full", **k3s2)
+    pool("pool_global_max", (2, 5, 7, 13), "Global max pool (kernel omitted).",
+         pool_type="max", global_pool=True)
+    pool("pool_global_avg", (2, 5, 7, 13),
+         "Global avg pool written the Gluon way: kernel (1,1), pooling_convention full (no effect).",
+         pool_type="avg", global_pool=True, kernel=(1, 1), pooling_convention="full")
+    pool("pool_sum", (2, 3, 13, 13), "Sum pool k3 s2 pad 1.", pool_type="sum", pad=(1, 1), **k3s2)
+    pool("pool_lp2", (2, 3, 13, 13), "Lp pool p_value=2 k3 s2: sqrt(sum x^2).",
+         pool_type="lp", p_value=2, **k3s2)
+
+    # ---- FullyConnected, Flatten ----------------------------------------
+    add("fc_flatten_4d", mx.sym.FullyConnected(data, num_hidden=7, name="fc0"),
+        {"data": (2, 5, 3, 3)}, "FullyConnected flatten=True (default) on 4-D input.")
+    add("fc_no_flatten_3d", mx.sym.FullyConnected(data, num_hidden=7, flatten=False, name="fc0"),
+        {"data": (2, 5, 13)}, "FullyConnected flatten=False on 3-D input: acts on the last axis.")
+    add("fc_no_bias", mx.sym.FullyConnected(data, num_hidden=7, no_bias=True, name="fc0"),
+        {"data": (2, 13)}, "FullyConnected no_bias=True.")
+    add("flatten", mx.sym.Flatten(data, name="flatten0"), {"data": (2, 5, 3, 7)},
+        "Flatten (2,5,3,7) -> (2,105).")
+
+    # ---- Concat, elemwise_add, Dropout, clip ----------------------------
+    d0, d1, d2 = (mx.sym.var("data%d" % i) for i in range(3))
+    add("concat_dim1", mx.sym.Concat(d0, d1, d2, dim=1, name="concat0"),
+        {"data0": (2, 3, 5, 7), "data1": (2, 5, 5, 7), "data2": (2, 1, 5, 7)},
+        "Concat of 3 inputs on the channel axis (default dim=1).")
+    add("concat_dim0", mx.sym.Concat(d0, d1, dim=0, name="concat0"),
+        {"data0": (2, 3, 5), "data1": (1, 3, 5)}, "Concat on dim 0 (batch).")
+    add("concat_dim2", mx.sym.Concat(d0, d1, dim=2, name="concat0"),
+        {"data0": (2, 3, 5, 7), "data1": (2, 3, 2, 7)}, "Concat on dim 2 (height).")
+    add("elemwise_add", mx.sym.elemwise_add(d0, d1, name="add0"),
+        {"data0": (2, 5, 7, 13), "data1": (2, 5, 7, 13)}, "elemwise_add of two inputs.")
+    add("dropout", mx.sym.Dropout(data, p=0.5, name="drop0"), {"data": (2, 5, 7, 7)},
+        "Dropout p=0.5: identity at inference.")
+    add("clip_relu6", mx.sym.clip(data, a_min=0.0, a_max=6.0, name="clip0"),
+        {"data": (2, 5, 7, 7)}, "clip(0, 6) as MobileNetV2's relu6; inputs ~ N(0, 5^2).",
+        make_input=normal(5.0))
+    add("clip_asym", mx.sym.clip(data, a_min=-0.5, a_max=0.75, name="clip0"),
+        {"data": (2, 5, 7)}, "clip(-0.5, 0.75).")
+
+    # ---- softmax family --------------------------------------------------
+    add("softmax_last_axis", mx.sym.softmax(data, name="softmax0"), {"data": (2, 5, 13)},
+        "softmax with axis omitted (-1); inputs ~ N(0, 3^2).", make_input=normal(3.0))
+    add("softmax_axis1_temp", mx.sym.softmax(data, axis=1, temperature=2.5, name="softmax0"),
+        {"data": (2, 5, 3, 7)}, "softmax axis=1, temperature=2.5.", make_input=normal(3.0))
+    add("softmax_last_axis_temp", mx.sym.softmax(data, axis=-1, temperature=0.5, name="softmax0"),
+        {"data": (2, 3, 13)}, "softmax axis=-1, temperature=0.5.", make_input=normal(3.0))
+    add("softmax_output_2d", mx.sym.SoftmaxOutput(data, name="softmax"), {"data": (2, 13)},
+        "SoftmaxOutput on 2-D input. Its `softmax_label` argument is unused at inference: it is "
+        "neither in the params file nor among the inputs, the runtime must supply it itself.",
+        make_input=normal(3.0))
+    add("softmax_activation_instance",
+        mx.sym.SoftmaxActivation(data, mode="instance", name="sact0"), {"data": (2, 5, 3, 3)},
+        "SoftmaxActivation mode=instance: softmax over all non-batch dims flattened.",
+        make_input=normal(2.0))
+    add("softmax_activation_channel",
+        mx.sym.SoftmaxActivation(data, mode="channel", name="sact0"), {"data": (2, 5, 3, 3)},
+        "SoftmaxActivation mode=channel: softmax along axis 1.", make_input=normal(2.0))
+
+    # ---- graphs ----------------------------------------------------------
+    shared = mx.sym.Convolution(data, kernel=(3, 3), pad=(1, 1), num_filter=5, name="conv0")
+    add("multi_head", mx.sym.Group([mx.sym.Activation(shared, act_type="relu", name="relu0"),
+                                    mx.sym.Activation(shared, act_type="sigmoid", name="sig0")]),
+        {"data": (2, 3, 7, 9)}, "Two heads (Group) sharing one convolution: output:0 relu, output:1 sigmoid.")
+    add("composite_net", composite_net(data), {"data": (2, 3, 13, 13)},
+        "conv-bn-relu-maxpool-conv-bn(defaults)-residual add-relu-global avg pool-flatten-fc-softmax.")
+    return cases
+
+
+def composite_net(data: mx.sym.Symbol) -> mx.sym.Symbol:
+    """A miniature ResNet: exercises op chaining, in-place ops and the residual join."""
+    c1 = mx.sym.Convolution(data, kernel=(3, 3), pad=(1, 1), num_filter=5, name="c1")
+    b1 = mx.sym.BatchNorm(c1, fix_gamma=False, eps=1e-5, name="b1")
+    r1 = mx.sym.Activation(b1, act_type="relu", name="r1")
+    p1 = mx.sym.Pooling(r1, kernel=(3, 3), stride=(2, 2), pad=(1, 1), pool_type="max", name="p1")
+    c2 = mx.sym.Convolution(p1, kernel=(3, 3), pad=(1, 1), num_filter=5, name="c2")
+    b2 = mx.sym.BatchNorm(c2, name="b2")
+    s = mx.sym.elemwise_add(b2, p1, name="add0")
+    r2 = mx.sym.Activation(s, act_type="relu", name="r2")
+    g = mx.sym.Pooling(r2, global_pool=True, kernel=(1, 1), pool_type="avg", name="gp")
+    f = mx.sym.Flatten(g, name="flat")
+    fc = mx.sym.FullyConnected(f, num_hidden=7, name="fc")
+    return mx.sym.softmax(fc, name="prob")
+
+
+def cmd_ops(outdir: str) -> None:
+    os.makedirs(outdir, exist_ok=True)
+    cases = {}
+    for c in define_op_cases():
+        rng = seed_all(c.name)
+        inputs = {k: c.make_input(rng, shape).astype(np.float32) for k, shape in c.inputs.items()}
+        params = random_params(c.sym, c.inputs, rng)
+        entry = write_case(outdir, c.name, c.sym, inputs, params, c.rtol, c.notes)
+        cases[c.name] = entry
+        print("  %-32s out %-22s max|out| %-9.3g fp32-vs-fp64 %s" % (
+            c.name, entry["outputs"], max(entry["max_abs_output"]),
+            "n/a" if entry["mxnet_err_vs_fp64"] is None else "%.1e" % entry["mxnet_err_vs_fp64"]))
+    write_manifest(outdir, "ops", {"cases": cases})
+
+
+# --------------------------------------------------------------------------
+# formats
+# --------------------------------------------------------------------------
+
+LIST_MAGIC = 0x112
+V1_MAGIC = 0xF993FAC8
+TYPE_FLAGS = {np.dtype(np.float32): 0, np.dtype(np.float64): 1, np.dtype(np.float16): 2,
+              np.dtype(np.uint8): 3, np.dtype(np.int32): 4, np.dtype(np.int8): 5,
+              np.dtype(np.int64): 6, np.dtype(np.bool_): 7}
+
+
+def pack_container(records: List[bytes], names: List[str]) -> bytes:
+    """NDArray list container (reference doc section 2.1)."""
+    out = struct.pack("<QQQ", LIST_MAGIC, 0, len(records)) + b"".join(records)
+    out += struct.pack("<Q", len(names))
+    for n in names:
+        raw = n.encode("utf-8")
+        out += struct.pack("<Q", len(raw)) + raw
+    return out
+
+
+def pack_v1_record(arr: np.ndarray, dev_type: int = 1, dev_id: int = 0) -> bytes:
+    """V1 record: magic, TShape (i32 ndim + i64 dims), ctx, type flag, data."""
+    return (struct.pack("<Ii", V1_MAGIC, arr.ndim) + struct.pack("<%dq" % arr.ndim, *arr.shape)
+            + struct.pack("<iii", dev_type, dev_id, TYPE_FLAGS[arr.dtype])
+            + np.ascontiguousarray(arr).tobytes())
+
+
+def pack_legacy_record(arr: np.ndarray) -> bytes:
+    """Pre-V1 record: no magic, u32 ndim, u32 dims, ctx, type flag, data."""
+    return (struct.pack("<I", arr.ndim) + struct.pack("<%dI" % arr.ndim, *arr.shape)
+            + struct.pack("<iii", 1, 0, TYPE_FLAGS[arr.dtype])
+            + np.ascontiguousarray(arr).tobytes())
+
+
+def pack_v2_dense_record(arr: np.ndarray, dev_type: int, dev_id: int) -> bytes:
+    """V2 dense record, as NDArray::Save writes it (used to fake a GPU context)."""
+    return (struct.pack("<Iii", 0xF993FAC9, 0, arr.ndim) + struct.pack("<%dq" % arr.ndim, *arr.shape)
+            + struct.pack("<iii", dev_type, dev_id, TYPE_FLAGS[arr.dtype])
+            + np.ascontiguousarray(arr).tobytes())
+
+
+def sample_arrays(rng: np.random.RandomState) -> Dict[str, np.ndarray]:
+    """One array per classic dtype, in assorted ranks (1-D .. 4-D)."""
+    return {
+        "arg:f32_4d": rng.normal(0, 1, (2, 3, 4, 5)).astype(np.float32),
+        "arg:f64_1d": rng.normal(0, 1, (7,)).astype(np.float64),
+        "aux:f16_2d": rng.normal(0, 1, (3, 5)).astype(np.float16),
+        "u8_3d": rng.randint(0, 256, (2, 3, 4)).astype(np.uint8),
+        "i32_1d": rng.randint(-2**31, 2**31 - 1, (5,)).astype(np.int32),
+        "i8_2d": rng.randint(-128, 128, (4, 3)).astype(np.int8),
+        "i64_2d": rng.randint(-2**62, 2**62, (2, 3), dtype=np.int64),
+        "bool_1d": rng.rand(9) > 0.5,
+        "f32_single": np.array([3.25], dtype=np.float32),
+        "name with spaces ü": rng.normal(0, 1, (1, 1, 1, 2)).astype(np.float32),
+    }
+
+
+def to_nd(arr: np.ndarray) -> mx.nd.NDArray:
+    return mx.nd.array(arr, ctx=CTX, dtype=arr.dtype)
+
+
+def record_expected(outdir: str, fname: str, loaded, source, notes: str, version: str,
+                    load_mode: str = "classic") -> dict:
+    """Check `loaded` (what MXNet read back) against `source`, save it, describe it."""
+    stem = fname[:-len(".params")]
+    if isinstance(loaded, dict):
+        names = list(loaded.keys())
+        arrays = [loaded[n] for n in names]
+        keys = ["name:" + n for n in names]
+        src = [source[n] for n in names]
+    else:
+        names = []
+        arrays = list(loaded)
+        keys = ["index:%d" % i for i in range(len(arrays))]
+        src = list(source)
+    # mx.nd.load gives NDArrays; the V3 path passes numpy arrays already.
+    np_arrays = [a if isinstance(a, np.ndarray) else a.asnumpy() for a in arrays]
+    for k, got, want in zip(keys, np_arrays, src):
+        assert got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want), \
+            "%s %s: MXNet read back something else" % (fname, k)
+    save_npz(os.path.join(outdir, stem + "-expected.npz"), dict(zip(keys, np_arrays)))
+    return {
+        "expected": stem + "-expected.npz",
+        "record_version": version,
+        "load_mode": load_mode,
+        "keyed_by": "name" if isinstance(loaded, dict) else "index",
+        "names": names,
+        "arrays": [{"key": k, "dtype": a.dtype.name, "shape": shape_list(a.shape)}
+                   for k, a in zip(keys, np_arrays)],
+        "notes": notes,
+    }
+
+
+def make_params_files(outdir: str) -> dict:
+    rng = seed_all("formats")
+    files = {}
+
+    # V2, named and unnamed -- what mx.nd.save writes in 1.9.1.
+    arrays = sample_arrays(rng)
+    path = os.path.join(outdir, "v2_dict.params")
+    mx.nd.save(path, {k: to_nd(v) for k, v in arrays.items()})
+    files["v2_dict.params"] = record_expected(
+        outdir, "v2_dict.params", mx.nd.load(path), arrays, version="V2",
+        notes="mx.nd.save of a dict: all 8 classic dtypes (float32/64/16, uint8, int32, int8, int64, "
+              "bool), ranks 1-4, arg:/aux:/unprefixed names, a UTF-8 name with spaces.")
+
+    listed = [v for k, v in arrays.items() if k in ("arg:f32_4d", "i64_2d", "bool_1d", "aux:f16_2d")]
+    path = os.path.join(outdir, "v2_list.params")
+    mx.nd.save(path, [to_nd(v) for v in listed])
+    files["v2_list.params"] = record_expected(
+        outdir, "v2_list.params", mx.nd.load(path), listed, version="V2",
+        notes="mx.nd.save of a list: name count K=0.")
+
+    # V3: numpy-shape semantics, where ndim 0 is a real scalar and 0-size dims are legal.
+    from mxnet import npx
+    v3 = {"scalar_0d": np.array(2.5, dtype=np.float32),
+          "f32_2d": rng.normal(0, 1, (3, 4)).astype(np.float32),
+          "i64_1d": np.arange(-3, 4, dtype=np.int64),
+          "empty_0x3": np.zeros((0, 3), dtype=np.float32)}
+    path = os.path.join(outdir, "v3_np.params")
+    npx.set_np()
+    try:
+        npx.save(path, {k: mx.np.array(v, dtype=v.dtype) for k, v in v3.items()})
+        loaded = {k: v.asnumpy() for k, v in npx.load(path).items()}
+    finally:
+        npx.reset_np()
+    files["v3_np.params"] = record_expected(
+        outdir, "v3_np.params", loaded, v3, version="V3", load_mode="numpy (npx.set_np)",
+        notes="npx.save in numpy mode: V3 records; includes a 0-d scalar (ndim 0 = one element) "
+              "and a (0,3) zero-size array. Loading needs np-shape mode in MXNet.")
+    try:  # document the quirk the runtime may choose not to copy
+        mx.nd.load(path)
+        files["v3_np.params"]["classic_mode_load"] = "ok"
+    except mx.base.MXNetError as e:
+        files["v3_np.params"]["classic_mode_load"] = "error: " + error_summary(e)
+
+    # V1 and legacy records, written by hand from the reference doc section 2.2.
+    hand = {"arg:w_f32_4d": rng.normal(0, 1, (2, 3, 2, 2)).astype(np.float32),
+            "arg:b_f64_1d": rng.normal(0, 1, (3,)).astype(np.float64),
+            "aux:i32_2d": rng.randint(-1000, 1000, (2, 5)).astype(np.int32),
+            "u8_1d": rng.randint(0, 256, (6,)).astype(np.uint8)}
+    for fname, pack, version in (("v1.params", pack_v1_record, "V1"),
+                                 ("legacy.params", pack_legacy_record, "legacy")):
+        path = os.path.join(outdir, fname)
+        with open(path, "wb") as f:
+            f.write(pack_container([pack(v) for v in hand.values()], list(hand)))
+        files[fname] = record_expected(
+            outdir, fname, mx.nd.load(path), hand, version=version,
+            notes="Written by hand with struct: %s" % (
+                "V1 records (magic 0xF993FAC8, i32 ndim + i64 dims, no stype)." if version == "V1"
+                else "legacy records (no magic: u32 ndim then u32 dims)."))
+
+    # A V2 file as saved from a GPU: ctx (2, 1).  MXNet loads it onto the CPU.
+    gpu = {"arg:gpu_w": rng.normal(0, 1, (4, 3)).astype(np.float32)}
+    path = os.path.join(outdir, "v2_gpu_ctx.params")
+    # First prove the hand packer right: with a CPU ctx it must match mx.nd.save byte for byte.
+    mx.nd.save(path, {k: to_nd(v) for k, v in gpu.items()})
+    with open(path, "rb") as f:
+        assert f.read() == pack_container([pack_v2_dense_record(v, 1, 0) for v in gpu.values()],
+                                          list(gpu)), "V2 layout differs from the reference doc"
+    with open(path, "wb") as f:
+        f.write(pack_container([pack_v2_dense_record(v, 2, 1) for v in gpu.values()], list(gpu)))
+    files["v2_gpu_ctx.params"] = record_expected(
+        outdir, "v2_gpu_ctx.params", mx.nd.load(path), gpu, version="V2",
+        notes="Hand-written V2 record with ctx dev_type=2 (gpu), dev_id=1, as in checkpoints saved "
+              "from GPU training; MXNet (CPU build) loads it as cpu(0).")
+
+    # Sparse storage: the runtime must reject it with a clear error.
+    rsp = mx.nd.sparse.row_sparse_array(
+        (rng.normal(0, 1, (2, 3)).astype(np.float32), np.array([1, 4], dtype=np.int64)), shape=(6, 3))
+    csr = mx.nd.sparse.csr_matrix(np.array([[0, 1.5, 0], [0, 0, 0], [2.0, 0, -1.0]], np.float32))
+    path = os.path.join(outdir, "sparse.params")
+    mx.nd.save(path, {"arg:rsp": rsp, "arg:csr": csr, "arg:dense": to_nd(np.ones((2, 2), np.float32))})
+    loaded = mx.nd.load(path)
+    files["sparse.params"] = {
+        "expected": None,
+        "record_version": "V2",
+        "names": list(loaded.keys()),
+        "stypes": {k: v.stype for k, v in loaded.items()},
+        "expect_error": True,
+        "notes": "row_sparse (stype 1) and csr (stype 2) records next to a dense one: unsupported, "
+                 "the runtime must fail with a clear error mentioning sparse storage.",
+    }
+    return files
+
+
+# ---- legacy symbol JSON ---------------------------------------------------
+
+# The legacy cases use one small network; conv0 carries op-level hidden keys,
+# fc0 an `<arg>_lr_mult` key that the upgrader must move onto fc0_weight.
+LEGACY_HIDDEN = {"conv0": {"ctx_group": "stage1", "lr_mult": "0.1"},
+                 "fc0": {"weight_lr_mult": "1.2", "wd_mult": "0.5"}}
+
+
+def legacy_net() -> mx.sym.Symbol:
+    data = mx.sym.var("data")
+    x = mx.sym.Convolution(data, kernel=(3, 3), pad=(1, 1), num_filter=5, name="conv0")
+    x = mx.sym.BatchNorm(x, fix_gamma=False, name="bn0")  # eps left at the 1e-3 default
+    x = mx.sym.Activation(x, act_type="relu", name="relu0")
+    return mx.sym.FullyConnected(x, num_hidden=4, name="fc0")
+
+
+def legacy_json(sym: mx.sym.Symbol, version: int) -> str:
+    """Rewrite a 1.9.1 symbol JSON the way MXNet 0.8 (version 800) or 0.9 (900) wrote it.
+
+    Both: op params under `param`, user attrs under `attr`, `backward_source_id`.
+    800: 2-element inputs, no mxnet_version, and BatchNorm without its
+    moving_mean/moving_var inputs (the upgrader must re-create them).
+    900: 3-element inputs and attrs.mxnet_version = ["int", 900].
+    """
+    graph = json.loads(sym.tojson())
+    old_nodes = graph["nodes"]
+    drop = set()
+    if version < 900:
+        drop = {i for i, n in enumerate(old_nodes)
+                if n["op"] == "null" and n["name"].endswith(("_moving_mean", "_moving_var"))}
+    new_id = {}
+    nodes = []
+    for i, n in enumerate(old_nodes):
+        if i in drop:
+            continue
+        new_id[i] = len(nodes)
+        inputs = [[new_id[e[0]], e[1]] + ([] if version < 900 else [e[2]])
+                  for e in n["inputs"] if e[0] not in drop]
+        # Variables had an empty `param`; 1.9.1 copies the op's attrs (and
+        # __init__) onto implicitly created weight variables, which 0.8 did not.
+        op_params = {} if n["op"] == "null" else dict(n.get("attrs", {}))
+        node = {"op": n["op"], "param": op_params, "name": n["name"],
+                "inputs": inputs, "backward_source_id": -1}
+        if n["name"] in LEGACY_HIDDEN:
+            node["attr"] = dict(LEGACY_HIDDEN[n["name"]])
+        nodes.append(node)
+    out = {"nodes": nodes,
+           "arg_nodes": [new_id[i] for i in graph["arg_nodes"] if i not in drop],
+           "heads": [[new_id[h[0]], h[1]] + ([] if version < 900 else [h[2]]) for h in graph["heads"]]}
+    if version >= 900:
+        out["node_row_ptr"] = graph["node_row_ptr"]
+        out["attrs"] = {"mxnet_version": ["int", version]}
+    return to_json(out) + "\n"
+
+
+def make_legacy_cases(outdir: str) -> dict:
+    cases = {}
+    modern = legacy_net()
+    for version, name in ((800, "legacy_0800"), (900, "legacy_0900")):
+        rng = seed_all(name)
+        inputs = {"data": rng.normal(0, 1, (2, 3, 7, 7)).astype(np.float32)}
+        params = random_params(modern, {"data": (2, 3, 7, 7)}, rng)
+        text = legacy_json(modern, version)
+        # MXNet must load and upgrade the hand-written file (written here first
+        # so mx.sym.load can read it; write_case rewrites the same text)...
+        with open(os.path.join(outdir, name + "-symbol.json"), "w") as f:
+            f.write(text)
+        upgraded = mx.sym.load(os.path.join(outdir, name + "-symbol.json"))
+        assert upgraded.list_auxiliary_states() == ["bn0_moving_mean", "bn0_moving_var"], \
+            upgraded.list_auxiliary_states()
+        assert upgraded.list_arguments() == modern.list_arguments(), upgraded.list_arguments()
+        attrs = upgraded.attr_dict()
+        hidden = {node: {k: v for k, v in a.items() if k.startswith("__")}
+                  for node, a in attrs.items()}
+        hidden = {k: v for k, v in hidden.items() if v}
+        assert hidden["conv0"]["__ctx_group__"] == "stage1" and hidden["conv0"]["__lr_mult__"] == "0.1"
+        assert hidden["fc0_weight"]["__lr_mult__"] == "1.2", hidden
+        entry = write_case(outdir, name, upgraded, inputs, params, OPS_RTOL,
+                           "", symbol_json=text)
+        # ...and compute exactly what the modern graph computes.
+        ref = run_symbol(modern, inputs, {k: v for k, v in params.items() if k in modern.list_arguments()},
+                         {k: v for k, v in params.items() if k in modern.list_auxiliary_states()})
+        got = np.load(os.path.join(outdir, name + "-io.npz"))["output:0"]
+        assert np.array_equal(got, ref[0]), "legacy upgrade changed the result"
+        entry["notes"] = (
+            "Hand-written MXNet %s symbol JSON (conv-BatchNorm-relu-fc): nodes use `param`/`attr`, "
+            "`backward_source_id`, %s. conv0 has attr ctx_group/lr_mult, fc0 has weight_lr_mult/"
+            "wd_mult. Params name the BN stats aux:bn0_moving_mean/var. MXNet 1.9.1 loads it via "
+            "its legacy upgrader; outputs equal the modern graph's bit for bit." % (
+                "0.8" if version < 900 else "0.9",
+                "2-element inputs, no mxnet_version, BatchNorm without moving_mean/moving_var "
+                "inputs (re-created as bn0_moving_mean/var)" if version < 900
+                else "3-element inputs, mxnet_version ['int', 900], BN stats present"))
+        entry["mxnet_upgrade"] = {
+            "arguments": upgraded.list_arguments(),
+            "aux_states": upgraded.list_auxiliary_states(),
+            "hidden_attrs": hidden,
+        }
+        cases[name] = entry
+    return cases
+
+
+def cmd_formats(outdir: str) -> None:
+    os.makedirs(outdir, exist_ok=True)
+    files = make_params_files(outdir)
+    for fname, info in files.items():
+        print("  %-20s %-7s %s" % (fname, info["record_version"],
+                                   ", ".join("%s %s%s" % (a["key"], a["dtype"], a["shape"])
+                                             for a in info.get("arrays", []))
+                                   or "stypes %s" % info.get("stypes")))
+    cases = make_legacy_cases(outdir)
+    for name, entry in cases.items():
+        print("  %-20s case, outputs %s, upgraded aux %s" % (
+            name, entry["outputs"], entry["mxnet_upgrade"]["aux_states"]))
+    write_manifest(outdir, "formats", {"files": files, "cases": cases})
+
+
+# --------------------------------------------------------------------------
+# zoo
+# --------------------------------------------------------------------------
+
+ZOO_MODELS = {  # name -> input side length
+    "resnet18_v1": 224, "resnet50_v2": 224, "mobilenet1.0": 224, "mobilenetv2_1.0": 224,
+    "squeezenet1.1": 224, "densenet121": 224, "inceptionv3": 299, "vgg11": 224, "alexnet": 224,
+}
+# Output magnitudes outside ZOO_MAG_RANGE make a degenerate oracle.  Anything
+# outside the narrower comfort band is rescaled to max|out| ~ 1, so a model is
+# never shipped sitting at the edge of the acceptable range.
+ZOO_MAG_RANGE = (1e-3, 1e6)
+ZOO_MAG_COMFORT = (1e-2, 1e4)
+
+
+def build_zoo_model(name: str, side: int, rng: np.random.RandomState):
+    """Random-weight, hybridized Gluon model with randomised BN stats, plus its input."""
+    from mxnet.gluon.model_zoo import vision
+    # A fresh NameManager gives the canonical prefixes (resnetv10_...) whatever
+    # else this process has built.
+    with mx.name.NameManager():
+        net = vision.get_model(name, pretrained=False)
+    net.initialize(mx.init.Xavier(), ctx=CTX)
+    net.hybridize()
+    x = mx.nd.array(rng.normal(0, 1, (1, 3, side, side)), ctx=CTX, dtype=np.float32)
+    net(x).wait_to_read()  # materialise the deferred-init parameters
+
+    # Make every BN's statistics matter (defaults would be mean 0 / var 1 / gamma 1).
+    for pname, p in sorted(net.collect_params().items()):
+        for suffix, lo, hi in (("running_mean", -0.2, 0.2), ("running_var", 0.5, 1.5),
+                               ("gamma", 0.5, 1.5), ("beta", -0.2, 0.2)):
+            if pname.endswith("_" + suffix):
+                p.set_data(mx.nd.array(rng.uniform(lo, hi, p.shape), ctx=CTX, dtype=np.float32))
+    return net, x
+
+
+def rescale_classifier(net, factor: float) -> str:
+    """Scale the last weight (and bias) of the network: the classifier layer."""
+    params = list(net.collect_params().items())  # creation order: the head is last
+    weight_name = [n for n, _ in params if n.endswith("_weight")][-1]
+    layer = weight_name[:-len("_weight")]
+    for pname, p in params:
+        if pname in (layer + "_weight", layer + "_bias"):
+            p.set_data(p.data() * factor)
+    return layer
+
+
+def cmd_zoo(outdir: str, models: List[str]) -> None:
+    os.makedirs(outdir, exist_ok=True)
+    digest = script_sha256()
+    manifest_path = os.path.join(outdir, "manifest.json")
+    cases = {}
+    if os.path.exists(manifest_path):
+        with open(manifest_path) as f:
+            cases = json.load(f).get("cases", {})
+    t_all = time.time()
+    for name in models:
+        prefix = os.path.join(outdir, name)
+        old = cases.get(name)
+        if (old and old.get("script_sha256") == digest and
+                all(os.path.exists(prefix + s) for s in ("-symbol.json", "-0000.params", "-io.npz"))):
+            print("  %-16s up to date, skipped" % name)
+            continue
+        t0 = time.time()
+        rng = seed_all(name)
+        side = ZOO_MODELS[name]
+        net, x = build_zoo_model(name, side, rng)
+        notes = ("Gluon model zoo %s, pretrained=False, Xavier init, BatchNorm stats and "
+                 "gamma/beta (where present) randomised; input N(0,1) %dx%d batch 1."
+                 % (name, side, side))
+        gluon_out = net(x).asnumpy()
+        mag = float(np.max(np.abs(gluon_out)))
+        if not ZOO_MAG_COMFORT[0] <= mag <= ZOO_MAG_COMFORT[1]:
+            layer = rescale_classifier(net, 1.0 / mag)
+            notes += (" Output magnitude was %.3g with plain Xavier (signal decays/grows through "
+                      "the layers), so %s was scaled by %.4g to bring max|out| to ~1 (biases are "
+                      "zero, the head is positively homogeneous)." % (mag, layer, 1.0 / mag))
+            gluon_out = net(x).asnumpy()
+            mag = float(np.max(np.abs(gluon_out)))
+        if not ZOO_MAG_RANGE[0] <= mag <= ZOO_MAG_RANGE[1]:
+            raise RuntimeError("%s: degenerate output magnitude %g" % (name, mag))
+        net.export(prefix)  # writes NAME-symbol.json and NAME-0000.params
+        t_build = time.time() - t0
+
+        inputs = {"data": x.asnumpy()}
+        _, outs, err64 = oracle_from_files(prefix, inputs)
+        # The exported checkpoint must reproduce what the live Gluon net computed.
+        assert rel_err(outs[0], gluon_out) < 1e-5, rel_err(outs[0], gluon_out)
+        save_npz(prefix + "-io.npz", {"input:data": inputs["data"],
+                                      **{"output:%d" % i: o for i, o in enumerate(outs)}})
+        sym = mx.sym.load(prefix + "-symbol.json")
+        secs = time.time() - t0
+        cases[name] = {
+            "inputs": {"data": [1, 3, side, side]},
+            "outputs": [shape_list(o.shape) for o in outs],
+            "rtol": ZOO_RTOL,
+            "notes": notes,
+            "ops": graph_ops(sym),
+            "max_abs_output": [float(np.max(np.abs(o))) for o in outs],
+            "mxnet_err_vs_fp64": err64,
+            "script_sha256": digest,
+            "seconds": round(secs, 2),
+        }
+        print("  %-16s %6.1fs (build+export %.1fs)  out %s  max|out| %.4g  fp32-vs-fp64 %s" % (
+            name, secs, t_build, cases[name]["outputs"], cases[name]["max_abs_output"][0],
+            "n/a" if err64 is None else "%.1e" % err64))
+        # Persist after every model so an interrupted run keeps its progress.
+        write_manifest(outdir, "zoo", {"script_sha256": digest, "cases": cases})
+    write_manifest(outdir, "zoo", {"script_sha256": digest, "cases": cases})
+    print("zoo: %.1fs total" % (time.time() - t_all))
+
+
+# --------------------------------------------------------------------------
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("mode", choices=("ops", "formats", "zoo"))
+    ap.add_argument("outdir")
+    ap.add_argument("--models", help="zoo only: comma-separated subset of " + ",".join(ZOO_MODELS))
+    a = ap.parse_args(argv)
+    if mx.__version__ != "1.9.1":
+        ap.error("needs mxnet 1.9.1, found %s (run scripts/setup_oracle.sh)" % mx.__version__)
+    if a.models and a.mode != "zoo":
+        ap.error("--models only applies to zoo")
+    t0 = time.time()
+    if a.mode == "ops":
+        cmd_ops(a.outdir)
+    elif a.mode == "formats":
+        cmd_formats(a.outdir)
+    else:
+        models = a.models.split(",") if a.models else list(ZOO_MODELS)
+        unknown = [m for m in models if m not in ZOO_MODELS]
+        if unknown:
+            ap.error("unknown models: %s" % ", ".join(unknown))
+        cmd_zoo(a.outdir, models)
+    print("%s: done in %.1fs" % (a.mode, time.time() - t0))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh clone: `make test` runs this.
+#
+#  1. a test environment (build/venv-test) with the package installed from
+#     this checkout (`pip install .` builds the amalgamation and the library);
+#  2. the oracle environment (build/venv-mxnet: MXNet 1.9.1, numpy<1.24),
+#     kept apart because MXNet needs an old numpy;
+#  3. the zoo checkpoints and MXNet's outputs for them (build/fixtures/zoo),
+#     regenerated only when scripts/make_fixtures.py changes;
+#  4. pytest over tests/.
+# Extra arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3}
+TEST_VENV=build/venv-test
+ORACLE_VENV=build/venv-mxnet
+
+if [ ! -x "$TEST_VENV/bin/python" ]; then
+  echo "== creating $TEST_VENV"
+  "$PYTHON" -m venv "$TEST_VENV"
+fi
+"$TEST_VENV/bin/python" -m pip install -q --upgrade pip setuptools wheel numpy pytest
+echo "== installing mxlite from this checkout"
+"$TEST_VENV/bin/python" -m pip install -q --no-build-isolation --force-reinstall --no-deps .
+
+echo "== oracle environment"
+bash scripts/setup_oracle.sh "$ORACLE_VENV"
+echo "== zoo fixtures"
+"$ORACLE_VENV/bin/python" scripts/make_fixtures.py zoo build/fixtures/zoo
+
+echo "== tests"
+cd tests
+exec "../$TEST_VENV/bin/python" -m pytest -q "$@"

@@ -1,0 +1,180 @@
+"""Bad input gets -1 and a message naming the problem; the process goes on.
+
+Every case here runs in the pytest process itself: a crash or abort in the
+library would end the whole run.
+"""
+import json
+
+import numpy as np
+import pytest
+
+import ndfile
+from capi import CAPIError
+from conftest import FIXTURES, load_cases
+
+CASE = {case.name: case for case in load_cases(f'{FIXTURES}/ops')}['composite_net']
+SHAPE = (2, 3, 13, 13)
+
+
+
+
+@pytest.fixture
+def weights(api):
+    return dict(api.nd_list(CASE.params))
+
+
+def create(api, symbol=None, params=None, shapes=None):
+    return api.create(symbol if symbol is not None else CASE.symbol_json,
+                      params if params is not None else CASE.params,
+                      shapes if shapes is not None else {'data': SHAPE})
+
+
+def edit_symbol(edit):
+    graph = json.loads(CASE.symbol_json)
+    edit(graph)
+    return json.dumps(graph)
+
+
+def node(graph, name):
+    return next(n for n in graph['nodes'] if n['name'] == name)
+
+
+@pytest.mark.parametrize('cut', [10, 1000, len(CASE.params) // 2, len(CASE.params) - 3])
+def test_truncated_params(api, cut):
+    with pytest.raises(CAPIError, match='params: truncated'):
+        create(api, params=CASE.params[:cut])
+
+
+def test_params_wrong_magic(api):
+    with pytest.raises(CAPIError, match='params: not an MXNet NDArray file'):
+        create(api, params=b'\x13' + CASE.params[1:])
+
+
+def test_params_unknown_dtype_flag(api, weights):
+    data = bytearray(ndfile.save({'arg:c1_weight': weights['arg:c1_weight']}))
+    # The dtype flag is the i32 right before the data; the shape is 4-D here.
+    offset = 24 + 4 + 4 + 4 + 4 * 8 + 8
+    data[offset:offset + 4] = (99).to_bytes(4, 'little')
+    with pytest.raises(CAPIError, match='unknown dtype flag 99'):
+        create(api, params=bytes(data))
+
+
+def test_malformed_json(api):
+    text = CASE.symbol_json.replace('"nodes": [', '"nodes": [[', 1)
+    with pytest.raises(CAPIError, match='malformed JSON at line'):
+        create(api, symbol=text)
+
+
+def test_truncated_json(api):
+    text = CASE.symbol_json[: len(CASE.symbol_json) // 2]
+    with pytest.raises(CAPIError, match='malformed JSON at line .*(unterminated string|unexpected end of input)'):
+        create(api, symbol=text)
+
+
+def test_json_that_is_not_a_graph(api):
+    with pytest.raises(CAPIError, match='missing "nodes"'):
+        create(api, symbol='{"heads": []}')
+    with pytest.raises(CAPIError, match='must be an object'):
+        create(api, symbol='[1, 2]')
+
+
+def test_unknown_operator(api):
+    text = edit_symbol(lambda g: node(g, 'c2').update(op='FancyConvolution'))
+    with pytest.raises(CAPIError, match="node 'c2': operator 'FancyConvolution' is not supported"):
+        create(api, symbol=text)
+
+
+def test_unknown_attribute(api):
+    text = edit_symbol(lambda g: node(g, 'c2')['attrs'].update(wiggle='3'))
+    with pytest.raises(CAPIError, match=r"node 'c2' \(Convolution\): unknown attribute 'wiggle'"):
+        create(api, symbol=text)
+
+
+def test_bad_attribute_value(api):
+    text = edit_symbol(lambda g: node(g, 'c2')['attrs'].update(kernel='(3, x)'))
+    with pytest.raises(CAPIError, match=r"node 'c2' \(Convolution\): attribute 'kernel'"):
+        create(api, symbol=text)
+
+
+def test_bad_enum_value(api):
+    text = edit_symbol(lambda g: node(g, 'r1')['attrs'].update(act_type='swish'))
+    with pytest.raises(CAPIError, match="attribute 'act_type': value 'swish' is not supported"):
+        create(api, symbol=text)
+
+
+def test_input_referring_forward_is_rejected(api):
+    text = edit_symbol(lambda g: node(g, 'c1').update(inputs=[[20, 0, 0], [1, 0, 0], [2, 0, 0]]))
+    with pytest.raises(CAPIError, match='does not come before it'):
+        create(api, symbol=text)
+
+
+def test_missing_parameter(api, weights):
+    del weights['arg:c2_weight']
+    with pytest.raises(CAPIError, match="parameter 'c2_weight'.*neither in the params file"):
+        create(api, params=ndfile.save(weights))
+
+
+def test_parameter_of_wrong_shape(api, weights):
+    weights['arg:fc_bias'] = np.zeros(3, np.float32)
+    with pytest.raises(CAPIError, match="fc_bias"):
+        create(api, params=ndfile.save(weights))
+
+
+def test_unprefixed_params_are_accepted(api, weights):
+    plain = {name.split(':', 1)[1]: value for name, value in weights.items()}
+    inputs, expected = CASE.io()
+    [out] = api.predict(CASE.symbol_json, ndfile.save(plain), inputs)
+    np.testing.assert_allclose(out, expected[0], rtol=0, atol=1e-5 * np.abs(expected[0]).max())
+
+
+def test_input_of_wrong_size(api):
+    handle = create(api)
+    try:
+        with pytest.raises(CAPIError, match=r"input 'data' has shape \(2,3,13,13\) \(1014 elements\)"
+                                            r" but 1013 elements were given"):
+            api.set_input(handle, 'data', np.zeros(1013, np.float32))
+    finally:
+        api.free(handle)
+
+
+def test_input_of_wrong_name(api):
+    with pytest.raises(CAPIError, match="input 'image' is not an input of the graph"):
+        create(api, shapes={'image': SHAPE})
+
+
+def test_output_buffer_of_wrong_size(api):
+    handle = create(api)
+    try:
+        out = np.zeros(3, np.float32)
+        rc = api.lib.MXPredGetOutput(handle, 0, out.ctypes.data_as(__import__('ctypes').c_void_p), 3)
+        assert rc == -1
+        assert "output 0 ('prob_output') has shape (2,7) (14 elements) but size is 3" in api.last_error()
+    finally:
+        api.free(handle)
+
+
+def test_shape_that_breaks_inference(api):
+    # Four channels where the first convolution's weights expect three.
+    with pytest.raises(CAPIError, match="parameter 'c1_weight' has shape"):
+        create(api, shapes={'data': (2, 4, 13, 13)})
+    # A 3x3 convolution without padding cannot take a 2x2 image (MXNet
+    # 1.9.1 refuses it too).
+    text = edit_symbol(lambda g: node(g, 'c1')['attrs'].update(pad='(0, 0)'))
+    with pytest.raises(CAPIError, match=r"shape inference failed at node 'c1' \(Convolution\)"):
+        create(api, symbol=text, shapes={'data': (2, 3, 2, 2)})
+
+
+def test_missing_input_shape(api):
+    with pytest.raises(CAPIError, match="shape of 'data'"):
+        create(api, shapes={})
+
+
+def test_zero_dimension_is_refused(api):
+    with pytest.raises(CAPIError, match='dimensions must be positive'):
+        create(api, shapes={'data': (2, 0, 13, 13)})
+
+
+def test_library_still_works_after_errors(api):
+    inputs, expected = CASE.io()
+    [out] = api.predict(CASE.symbol_json, CASE.params, inputs)
+    np.testing.assert_allclose(out, expected[0], rtol=0, atol=1e-5 * np.abs(expected[0]).max())

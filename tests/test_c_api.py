@@ -1,0 +1,233 @@
+"""Each of the 17 C predict API functions, with MXNet 1.9.1's semantics.
+
+Expected numbers come from the oracle fixtures, or from arithmetic on them
+(e.g. relu and sigmoid of an internal output that MXNet computed both heads
+from).
+"""
+import ctypes
+import threading
+
+import numpy as np
+import pytest
+
+from capi import MONITOR_CALLBACK, CAPIError
+from conftest import FIXTURES, assert_close, load_cases
+
+CASES = {case.name: case for case in load_cases(f'{FIXTURES}/ops')}
+EXPORTED = ['MXGetLastError', 'MXPredCreate', 'MXPredCreateEx', 'MXPredCreatePartialOut',
+            'MXPredCreateMultiThread', 'MXPredReshape', 'MXPredGetOutputShape',
+            'MXPredGetOutputType', 'MXPredSetInput', 'MXPredForward', 'MXPredPartialForward',
+            'MXPredGetOutput', 'MXPredFree', 'MXPredSetMonitorCallback', 'MXNDListCreate',
+            'MXNDListGet', 'MXNDListFree']
+
+
+@pytest.fixture
+def composite():
+    case = CASES['composite_net']
+    inputs, expected = case.io()
+    return case, inputs['data'], expected[0]
+
+
+def run(api, handle, data):
+    api.set_input(handle, 'data', data)
+    api.forward(handle)
+    return api.output(handle, 0)
+
+
+def test_library_exports_all_17_functions(api):
+    for name in EXPORTED:
+        assert hasattr(api.lib, name), name
+
+
+def test_create_forward_get_output(api, composite):
+    case, data, expected = composite
+    handle = api.create(case.symbol_json, case.params, {'data': data.shape})
+    try:
+        assert api.output_shape(handle, 0) == expected.shape
+        assert_close(run(api, handle, data), expected, case.rtol)
+        # A second forward with the same handle gives the same answer.
+        assert_close(run(api, handle, data), expected, case.rtol)
+    finally:
+        api.free(handle)
+
+
+def test_create_ex_float32_dtype(api, composite):
+    case, data, expected = composite
+    handle = api.create(case.symbol_json, case.params, {'data': data.shape}, dtypes={'data': 0})
+    try:
+        assert api.output_type(handle, 0) == 0
+        assert_close(run(api, handle, data), expected, case.rtol)
+    finally:
+        api.free(handle)
+
+
+def test_create_ex_unknown_dtype_flag(api, composite):
+    case, data, _ = composite
+    with pytest.raises(CAPIError, match="argument 'data': unknown dtype flag 77"):
+        api.create(case.symbol_json, case.params, {'data': data.shape}, dtypes={'data': 77})
+
+
+def test_get_output_type_writes_only_out_dtype(api):
+    case = CASES['multi_head']
+    inputs, _ = case.io()
+    handle = api.create(case.symbol_json, case.params, {'data': inputs['data'].shape})
+    try:
+        # MXNet wrote out_dtype[index]; mxlite writes *out_dtype.
+        slots = (ctypes.c_int * 2)(-7, -7)
+        api.check(api.lib.MXPredGetOutputType(handle, ctypes.c_uint32(1), slots))
+        assert list(slots) == [0, -7]
+        with pytest.raises(CAPIError, match='output index 2 is out of range'):
+            api.output_type(handle, 2)
+    finally:
+        api.free(handle)
+
+
+def test_partial_out_selects_internal_outputs(api):
+    case = CASES['multi_head']
+    inputs, (relu_head, sigmoid_head) = case.io()
+    handle = api.create(case.symbol_json, case.params, {'data': inputs['data'].shape},
+                        output_keys=['conv0', 'relu0'])
+    try:
+        conv = run(api, handle, inputs['data'])
+        relu = api.output(handle, 1)
+        assert_close(np.maximum(conv, 0), relu_head, 1e-6, 'relu of conv0_output')
+        assert_close(1 / (1 + np.exp(-conv.astype(np.float64))), sigmoid_head, 1e-5,
+                     'sigmoid of conv0_output')
+        assert_close(relu, relu_head, 1e-6, 'relu0_output')
+    finally:
+        api.free(handle)
+
+
+def test_partial_out_unknown_key(api):
+    case = CASES['multi_head']
+    with pytest.raises(CAPIError, match="no internal output named 'nope_output'"):
+        api.create(case.symbol_json, case.params, {'data': (2, 3, 7, 9)}, output_keys=['nope'])
+
+
+def test_multi_thread_handles_run_concurrently(api, composite):
+    case, data, expected = composite
+    handles = api.create_multi(case.symbol_json, case.params, {'data': data.shape}, 4)
+    rng = np.random.default_rng(0)
+    batches = [data] + [rng.standard_normal(data.shape).astype(np.float32) for _ in range(3)]
+    # Reference answers, one handle at a time.
+    references = [run(api, handles[0], batch) for batch in batches]
+    assert_close(references[0], expected, case.rtol)
+    results = [None] * 4
+
+    def worker(i):
+        for _ in range(20):
+            results[i] = run(api, handles[i], batches[i])
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for result, reference in zip(results, references):
+        np.testing.assert_array_equal(result, reference)
+    for handle in handles:
+        api.free(handle)
+
+
+def test_reshape_makes_a_new_handle_and_keeps_the_old(api, composite):
+    case, data, expected = composite
+    handle = api.create(case.symbol_json, case.params, {'data': data.shape})
+    single = api.reshape(handle, {'data': (1,) + data.shape[1:]})
+    try:
+        assert api.output_shape(single, 0) == (1,) + expected.shape[1:]
+        assert_close(run(api, single, data[1:2]), expected[1:2], case.rtol, 'reshaped')
+        assert_close(run(api, handle, data), expected, case.rtol, 'original')
+    finally:
+        api.free(single)
+        api.free(handle)
+
+
+def test_reshape_rejects_unknown_input(api, composite):
+    case, data, _ = composite
+    handle = api.create(case.symbol_json, case.params, {'data': data.shape})
+    try:
+        with pytest.raises(CAPIError, match="cannot reshape 'c1_weight'"):
+            api.reshape(handle, {'c1_weight': (1, 2)})
+    finally:
+        api.free(handle)
+
+
+def test_partial_forward_steps_through_every_node(api, composite):
+    case, data, expected = composite
+    handle = api.create(case.symbol_json, case.params, {'data': data.shape})
+    try:
+        api.set_input(handle, 'data', data)
+        steps = 0
+        while True:
+            left = api.partial_forward(handle, steps)
+            steps += 1
+            if left == 0:
+                break
+        assert steps == 27  # every node of composite_net, variables included
+        assert_close(api.output(handle, 0), expected, case.rtol)
+        assert api.partial_forward(handle, 1000) == 0
+    finally:
+        api.free(handle)
+
+
+def test_monitor_callback_sees_every_operator(api, composite):
+    case, data, _ = composite
+    handle = api.create(case.symbol_json, case.params, {'data': data.shape})
+    seen = []
+    callback = MONITOR_CALLBACK(lambda name, array, user: seen.append(name.decode()))
+    try:
+        api.set_monitor(handle, callback)
+        run(api, handle, data)
+        assert seen == ['c1_output', 'b1_output', 'r1_output', 'p1_output', 'c2_output',
+                        'b2_output', 'add0_output', 'r2_output', 'gp_output', 'flat_output',
+                        'fc_output', 'prob_output']
+        seen.clear()
+        api.set_monitor(handle, callback, monitor_all=True)
+        run(api, handle, data)
+        assert seen[:4] == ['c1_data', 'c1_weight', 'c1_bias', 'c1_output']
+    finally:
+        api.free(handle)
+
+
+def test_set_input_may_overwrite_a_weight(api):
+    case = CASES['multi_head']
+    inputs, _ = case.io()
+    handle = api.create(case.symbol_json, case.params, {'data': inputs['data'].shape})
+    try:
+        api.set_input(handle, 'conv0_weight', np.zeros((5, 3, 3, 3), np.float32))
+        api.set_input(handle, 'conv0_bias', np.full(5, 2.0, np.float32))
+        api.set_input(handle, 'data', inputs['data'])
+        api.forward(handle)
+        np.testing.assert_allclose(api.output(handle, 0), 2.0)
+    finally:
+        api.free(handle)
+
+
+def test_softmax_output_needs_no_label(api):
+    case = CASES['softmax_output_2d']
+    inputs, expected = case.io()
+    assert 'softmax_label' not in inputs
+    [out] = api.predict(case.symbol_json, case.params, inputs)
+    assert_close(out, expected[0], case.rtol)
+
+
+def test_last_error_is_per_failure(api, composite):
+    case, data, _ = composite
+    handle = api.create(case.symbol_json, case.params, {'data': data.shape})
+    try:
+        with pytest.raises(CAPIError):
+            api.set_input(handle, 'nope', data)
+        assert "cannot find input key 'nope'" in api.last_error()
+    finally:
+        api.free(handle)
+
+
+def test_free_null_is_harmless(api):
+    assert api.lib.MXPredFree(None) == 0
+    assert api.lib.MXNDListFree(None) == 0
+
+
+def test_gpu_device_is_refused(api, composite):
+    case, data, _ = composite
+    with pytest.raises(CAPIError, match='dev_type 2 is not available'):
+        api.create(case.symbol_json, case.params, {'data': data.shape}, dev_type=2)
