@@ -34,10 +34,10 @@ class API:
 
     def check(self, rc):
         if rc != 0:
-            raise CAPIError(self.lib.MXGetLastError().decode())
+            raise CAPIError(self.lib.MXGetLastError().decode('utf-8', 'replace'))
 
     def last_error(self):
-        return self.lib.MXGetLastError().decode()
+        return self.lib.MXGetLastError().decode('utf-8', 'replace')
 
     @staticmethod
     def shape_arrays(input_shapes):

@@ -178,3 +178,8 @@ def test_library_still_works_after_errors(api):
     inputs, expected = CASE.io()
     [out] = api.predict(CASE.symbol_json, CASE.params, inputs)
     np.testing.assert_allclose(out, expected[0], rtol=0, atol=1e-5 * np.abs(expected[0]).max())
+
+
+def test_absurd_input_shape_is_refused(api):
+    with pytest.raises(CAPIError, match='too large'):
+        create(api, shapes={'data': (4000000000, 3000000000, 13, 13)})

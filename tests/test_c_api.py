@@ -178,9 +178,11 @@ def test_monitor_callback_sees_every_operator(api, composite):
     try:
         api.set_monitor(handle, callback)
         run(api, handle, data)
-        assert seen == ['c1_output', 'b1_output', 'r1_output', 'p1_output', 'c2_output',
-                        'b2_output', 'add0_output', 'r2_output', 'gp_output', 'flat_output',
-                        'fc_output', 'prob_output']
+        # Hidden outputs (BatchNorm's mean and var) are reported too, as in MXNet.
+        assert seen == ['c1_output', 'b1_output', 'b1_mean', 'b1_var', 'r1_output',
+                        'p1_output', 'c2_output', 'b2_output', 'b2_mean', 'b2_var',
+                        'add0_output', 'r2_output', 'gp_output', 'flat_output', 'fc_output',
+                        'prob_output']
         seen.clear()
         api.set_monitor(handle, callback, monitor_all=True)
         run(api, handle, data)

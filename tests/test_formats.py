@@ -110,3 +110,65 @@ def test_name_count_mismatch_is_reported(api):
 def test_trailing_garbage_is_reported(api):
     with pytest.raises(CAPIError, match='unexpected bytes'):
         api.nd_list(v2_file() + b'xx')
+
+
+# --- writing: files mxlite saves load in MXNet 1.9.1 to the same arrays ----
+
+ORACLE_PYTHON = os.environ.get(
+    'MXLITE_ORACLE_PYTHON', os.path.join(os.path.dirname(FIXTURES), '..', 'build', 'venv-mxnet',
+                                         'bin', 'python'))
+MXNET_LOADER = '''
+import sys, numpy as np, mxnet as mx
+loaded = mx.nd.load(sys.argv[1])
+items = loaded.items() if isinstance(loaded, dict) else enumerate(loaded)
+np.savez(sys.argv[2], **{f'{k}': v.asnumpy() for k, v in items})
+'''
+
+
+@pytest.fixture(scope='module')
+def ndarray_tool(tmp_path_factory):
+    import subprocess
+    import sys
+    from conftest import ROOT
+    out = tmp_path_factory.mktemp('ndarray_tool')
+    subprocess.run([sys.executable, os.path.join(ROOT, 'amalgamation', 'amalgamate.py'),
+                    '--out-dir', str(out)], check=True, capture_output=True)
+    exe = out / 'ndarray_tool'
+    subprocess.run(['g++', '-std=c++17', '-O1', os.path.join(ROOT, 'tests', 'cpp',
+                                                             'ndarray_tool.cc'),
+                    str(out / 'mxlite-all.cc'), '-o', str(exe), '-lpthread'], check=True)
+    return exe
+
+
+@pytest.mark.parametrize('name', [n for n in DENSE_FILES if MANIFEST['files'][n]['record_version']
+                                  != 'V3'])
+def test_saved_file_loads_in_mxnet(ndarray_tool, tmp_path, name):
+    import subprocess
+    assert os.path.exists(ORACLE_PYTHON), 'the MXNet oracle venv is missing: run make test'
+    meta = MANIFEST['files'][name]
+    resaved = tmp_path / 'resaved.params'
+    subprocess.run([str(ndarray_tool), 'resave', os.path.join(FORMATS, name), str(resaved)],
+                   check=True)
+    result = subprocess.run([ORACLE_PYTHON, '-c', MXNET_LOADER, str(resaved),
+                             str(tmp_path / 'mx.npz')], capture_output=True, text=True,
+                            env={**os.environ, 'MXNET_MKLDNN_ENABLED': '0'})
+    assert result.returncode == 0, result.stderr[-2000:]
+    loaded = np.load(tmp_path / 'mx.npz')
+    expected = np.load(os.path.join(FORMATS, meta['expected']))
+    for index, spec in enumerate(meta['arrays']):
+        kind, _, ident = spec['key'].partition(':')
+        got = loaded[ident if kind == 'name' else str(index)]
+        want = expected[spec['key']]
+        assert got.dtype == want.dtype and got.shape == want.shape, spec['key']
+        np.testing.assert_array_equal(got, want)
+    # And byte for byte what MXNet itself writes for V2 files.
+    if meta['record_version'] == 'V2' and 'gpu' not in name:
+        assert resaved.read_bytes() == read(name)
+
+
+def test_v3_scalar_cannot_be_written_as_v2(ndarray_tool, tmp_path):
+    import subprocess
+    result = subprocess.run([str(ndarray_tool), 'resave', os.path.join(FORMATS, 'v3_np.params'),
+                             str(tmp_path / 'x.params')], capture_output=True, text=True)
+    assert result.returncode == 1
+    assert "V2 format cannot hold a 0-d array" in result.stderr

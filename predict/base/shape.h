@@ -47,6 +47,18 @@ class Shape {
     for (int64_t d : dims_) size *= d;
     return size;
   }
+  // Number of elements, or -1 when it exceeds kMaxElements (a corrupt or
+  // hostile shape must not wrap around to a small allocation).
+  static constexpr int64_t kMaxElements = int64_t(1) << 48;
+  int64_t CheckedSize() const {
+    int64_t size = 1;
+    for (int64_t d : dims_) {
+      if (d < 0) return -1;
+      if (d != 0 && size > kMaxElements / d) return -1;
+      size *= d;
+    }
+    return size;
+  }
   // Product of dims [begin, end).
   int64_t ProdRange(int begin, int end) const {
     int64_t size = 1;

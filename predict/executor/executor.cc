@@ -55,6 +55,9 @@ Status Executor::Bind(const std::map<std::string, int>& input_dtypes) {
   std::vector<std::vector<size_t>> entry_bytes(graph.nodes.size());
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     for (size_t i = 0; i < shapes[n].size(); ++i) {
+      MXL_CHECK(shapes[n][i].CheckedSize() >= 0, "output '", graph.nodes[n].OutputName(i),
+                "' of node ", graph.Describe(static_cast<int>(n)), " would have shape ",
+                shapes[n][i].ToString(), ", which is too large");
       entry_bytes[n].push_back(static_cast<size_t>(shapes[n][i].Size()) *
                                DTypeSize(dtypes[n][i]));
     }
@@ -191,7 +194,8 @@ Status Executor::RunNode(int n) {
     return Status::Error(StrCat("node ", graph.Describe(n), ": ", status.message()));
   }
   if (monitor_) {
-    for (int i = 0; i < node.op->NumVisibleOutputs(); ++i) {
+    // Hidden outputs too (BatchNorm's mean and var), as MXNet reports them.
+    for (int i = 0; i < node.num_outputs(); ++i) {
       std::string name = node.OutputName(i);
       monitor_(name.c_str(), &entries_[n][i], monitor_user_);
     }

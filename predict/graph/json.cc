@@ -34,6 +34,14 @@ class Parser {
     }
     return Status::Error(StrCat("malformed JSON at line ", line, ", column ", column, ": ", what));
   }
+  // 'c' for printable ASCII, else its code ("byte 0xc3"), so that messages
+  // stay valid text whatever the input holds.
+  static std::string Quote(char c) {
+    unsigned char byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte < 0x7f) return StrCat("'", c, "'");
+    const char* digits = "0123456789abcdef";
+    return StrCat("byte 0x", digits[byte >> 4], digits[byte & 15]);
+  }
   bool AtEnd() const { return pos_ >= size_; }
   char Peek() const { return AtEnd() ? '\0' : text_[pos_]; }
   void SkipSpace() {
@@ -73,7 +81,7 @@ class Parser {
       return Status();
     }
     if (c == '-' || (c >= '0' && c <= '9')) return ParseNumber(out);
-    return Fail(StrCat("unexpected character '", c, "'"));
+    return Fail(StrCat("unexpected character ", Quote(c)));
   }
 
   Status ParseNumber(JsonValue* out) {
@@ -158,7 +166,7 @@ class Parser {
           AppendUtf8(code, out);
           break;
         }
-        default: return Fail(StrCat("invalid escape '\\", escape, "'"));
+        default: return Fail(StrCat("invalid escape after '\\': ", Quote(escape)));
       }
     }
   }

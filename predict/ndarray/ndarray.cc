@@ -1,5 +1,6 @@
 #include "ndarray.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -7,46 +8,33 @@
 namespace mxlite {
 
 Status Storage::Allocate(size_t bytes, std::shared_ptr<Storage>* out) {
-  // Round up so that aligned_alloc's size is a multiple of the alignment,
-  // and never ask for zero bytes (whose result may be null).
-  size_t rounded = (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
-  if (rounded == 0) rounded = kBufferAlignment;
-  if (rounded < bytes) return Status::Error(StrCat("cannot allocate ", bytes, " bytes"));
-  void* data = nullptr;
-#if defined(_WIN32)
-  data = _aligned_malloc(rounded, kBufferAlignment);
-#else
-  if (posix_memalign(&data, kBufferAlignment, rounded) != 0) data = nullptr;
-#endif
-  if (data == nullptr) {
+  // calloc rather than malloc + memset: large blocks come from fresh zero
+  // pages that the OS maps lazily, so a big arena costs nothing until used.
+  // The pointer is then aligned by hand inside the over-allocation.
+  size_t padded = bytes + kBufferAlignment;
+  if (padded < bytes) return Status::Error(StrCat("cannot allocate ", bytes, " bytes"));
+  void* raw = std::calloc(padded, 1);
+  if (raw == nullptr) {
     return Status::Error(StrCat("out of memory allocating ", bytes, " bytes"));
   }
-  std::memset(data, 0, rounded);
-  Storage* storage = new (std::nothrow) Storage(data, bytes);
+  uintptr_t address = reinterpret_cast<uintptr_t>(raw);
+  uintptr_t aligned = (address + kBufferAlignment - 1) & ~uintptr_t(kBufferAlignment - 1);
+  Storage* storage = new (std::nothrow) Storage(raw, reinterpret_cast<void*>(aligned), bytes);
   if (storage == nullptr) {
-#if defined(_WIN32)
-    _aligned_free(data);
-#else
-    std::free(data);
-#endif
+    std::free(raw);
     return Status::Error("out of memory");
   }
   out->reset(storage);
   return Status();
 }
 
-Storage::~Storage() {
-#if defined(_WIN32)
-  _aligned_free(data_);
-#else
-  std::free(data_);
-#endif
-}
+Storage::~Storage() { std::free(raw_); }
 
 Status NDArray::Create(const Shape& shape, int dtype, NDArray* out) {
   MXL_CHECK(shape.is_complete(), "cannot allocate an array of incomplete shape ",
             shape.ToString());
   MXL_CHECK(IsValidDType(dtype), "unknown dtype flag ", dtype);
+  MXL_CHECK(shape.CheckedSize() >= 0, "shape ", shape.ToString(), " is too large");
   std::shared_ptr<Storage> storage;
   size_t bytes = static_cast<size_t>(shape.Size()) * DTypeSize(dtype);
   MXL_RETURN_IF_ERROR(Storage::Allocate(bytes, &storage));

@@ -19,7 +19,8 @@ namespace mxlite {
 // Alignment of every buffer mxlite allocates: one AVX-512 register / cache line.
 constexpr size_t kBufferAlignment = 64;
 
-// A block of bytes aligned to kBufferAlignment, freed with the last owner.
+// A zero-filled block of bytes aligned to kBufferAlignment, freed with the
+// last owner.
 class Storage {
  public:
   // Allocates `bytes` (zero-filled). Fails cleanly when memory runs out.
@@ -32,8 +33,9 @@ class Storage {
   size_t bytes() const { return bytes_; }
 
  private:
-  Storage(void* data, size_t bytes) : data_(data), bytes_(bytes) {}
-  void* data_;
+  Storage(void* raw, void* data, size_t bytes) : raw_(raw), data_(data), bytes_(bytes) {}
+  void* raw_;   // what calloc returned
+  void* data_;  // raw_ rounded up to kBufferAlignment
   size_t bytes_;
 };
 

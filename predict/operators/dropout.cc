@@ -2,8 +2,10 @@
  * Dropout: the identity at inference (mode "training", the default). Mode
  * "always" drops at inference too, which a deterministic predictor cannot
  * reproduce, so it is refused at load time. The hidden second output is the
- * mask, which inference never computes.
+ * mask, all ones at inference (nothing dropped); only a monitor callback
+ * ever sees it.
  */
+#include <algorithm>
 #include <cstring>
 
 #include "operator.h"
@@ -25,6 +27,7 @@ class Dropout : public Operator {
   Status Forward(const OpContext&, const std::vector<NDArray>& in,
                  const std::vector<NDArray>& out) override {
     if (out[0].data() != in[0].data()) std::memcpy(out[0].data(), in[0].data(), out[0].bytes());
+    std::fill(out[1].fdata(), out[1].fdata() + out[1].Size(), 1.f);
     return Status();
   }
 };
