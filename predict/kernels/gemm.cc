@@ -2,202 +2,238 @@
 
 #include <algorithm>
 #include <cstring>
-#include <vector>
-
-#include "cpu_features.h"
 
 namespace mxlite {
 
 namespace gemm_cc {
 
-// Register tile of the generic micro-kernel and the cache blocking.
-constexpr int kMr = 6;
-constexpr int kNr = 8;
-constexpr int64_t kKc = 256;  // A strip and B strip of this depth stay in L1
-constexpr int64_t kMc = 120;  // MC x KC block of A stays in L2
-constexpr int64_t kNc = 2048; // KC x NC panel of B stays in L3
+constexpr int64_t kKc = 256;  // depth block: an A strip + a B strip stay in L1
+constexpr int64_t kNc = 384;  // columns per B panel: KC x NC stays in L2
 
-// Packs rows [i0, i0+mc) x depth [p0, p0+kc) of op(A) into MR-tall strips,
-// each strip laid out depth-major: strip[p * MR + r]. Rows past the edge are
-// zero so that the micro-kernel never branches.
-void PackA(bool trans_a, const float* a, int64_t lda, int64_t i0, int64_t mc, int64_t p0,
-           int64_t kc, float* packed) {
-  for (int64_t strip = 0; strip < mc; strip += kMr) {
-    int64_t rows = std::min<int64_t>(kMr, mc - strip);
-    for (int64_t p = 0; p < kc; ++p) {
-      for (int64_t r = 0; r < kMr; ++r) {
-        float value = 0.f;
-        if (r < rows) {
-          int64_t i = i0 + strip + r, kk = p0 + p;
-          value = trans_a ? a[kk * lda + i] : a[i * lda + kk];
-        }
-        *packed++ = value;
+const MicroKernel& ActiveKernel() {
+  static const MicroKernel& kernel = GetMicroKernel(SelectedIsa());
+  return kernel;
+}
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Packs depth [p0, p0+kc) x columns [j0, j0+nc) of B into NR-wide strips,
+// strip[p * NR + c], zero-padded past the last column.
+void PackB(const float* b, int64_t ldb, bool transposed, int64_t p0, int64_t kc, int64_t j0,
+           int64_t nc, int nr, float* packed) {
+  for (int64_t strip = 0; strip < nc; strip += nr) {
+    const int64_t cols = std::min<int64_t>(nr, nc - strip);
+    if (!transposed) {
+      const float* src = b + p0 * ldb + j0 + strip;
+      for (int64_t p = 0; p < kc; ++p, src += ldb, packed += nr) {
+        std::memcpy(packed, src, sizeof(float) * cols);
+        if (cols < nr) std::fill(packed + cols, packed + nr, 0.f);
       }
-    }
-  }
-}
-
-// Packs depth [p0, p0+kc) x columns [j0, j0+nc) of op(B) into NR-wide strips,
-// each laid out strip[p * NR + c], zero-padded past the edge.
-void PackB(bool trans_b, const float* b, int64_t ldb, int64_t p0, int64_t kc, int64_t j0,
-           int64_t nc, float* packed) {
-  for (int64_t strip = 0; strip < nc; strip += kNr) {
-    int64_t cols = std::min<int64_t>(kNr, nc - strip);
-    for (int64_t p = 0; p < kc; ++p) {
-      int64_t kk = p0 + p;
-      if (!trans_b && cols == kNr) {
-        std::memcpy(packed, b + kk * ldb + j0 + strip, sizeof(float) * kNr);
-        packed += kNr;
-        continue;
-      }
-      for (int64_t c = 0; c < kNr; ++c) {
-        float value = 0.f;
-        if (c < cols) {
-          int64_t j = j0 + strip + c;
-          value = trans_b ? b[j * ldb + kk] : b[kk * ldb + j];
-        }
-        *packed++ = value;
-      }
-    }
-  }
-}
-
-// C tile (MR x NR, row stride ldc) = [C tile * beta_is_one] + Apack * Bpack.
-// Written with GCC/Clang vector extensions where available, so the same
-// source becomes SSE, NEON or WebAssembly SIMD code.
-#if defined(__GNUC__) || defined(__clang__)
-typedef float Vec4 __attribute__((vector_size(16)));
-
-void MicroKernelGeneric(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
-                        bool accumulate) {
-  Vec4 acc[kMr][2];
-  for (int r = 0; r < kMr; ++r) acc[r][0] = acc[r][1] = Vec4{0, 0, 0, 0};
-  for (int64_t p = 0; p < kc; ++p) {
-    Vec4 b0, b1;
-    std::memcpy(&b0, b + p * kNr, sizeof(Vec4));
-    std::memcpy(&b1, b + p * kNr + 4, sizeof(Vec4));
-    for (int r = 0; r < kMr; ++r) {
-      float av = a[p * kMr + r];
-      Vec4 va = {av, av, av, av};
-      acc[r][0] += va * b0;
-      acc[r][1] += va * b1;
-    }
-  }
-  for (int r = 0; r < kMr; ++r) {
-    float* row = c + r * ldc;
-    if (accumulate) {
-      Vec4 c0, c1;
-      std::memcpy(&c0, row, sizeof(Vec4));
-      std::memcpy(&c1, row + 4, sizeof(Vec4));
-      acc[r][0] += c0;
-      acc[r][1] += c1;
-    }
-    std::memcpy(row, &acc[r][0], sizeof(Vec4));
-    std::memcpy(row + 4, &acc[r][1], sizeof(Vec4));
-  }
-}
-#else   // no vector extensions
-void MicroKernelGeneric(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
-                        bool accumulate) {
-  float acc[kMr][kNr] = {};
-  for (int64_t p = 0; p < kc; ++p) {
-    for (int r = 0; r < kMr; ++r) {
-      for (int col = 0; col < kNr; ++col) acc[r][col] += a[p * kMr + r] * b[p * kNr + col];
-    }
-  }
-  for (int r = 0; r < kMr; ++r) {
-    for (int col = 0; col < kNr; ++col) {
-      c[r * ldc + col] = (accumulate ? c[r * ldc + col] : 0.f) + acc[r][col];
-    }
-  }
-}
-#endif  // vector extensions
-
-using MicroKernel = void (*)(int64_t, const float*, const float*, float*, int64_t, bool);
-
-MicroKernel SelectMicroKernel() { return &MicroKernelGeneric; }
-
-// Scales C by beta before accumulation (beta 0 must clear NaNs too).
-void ScaleC(int64_t m, int64_t n, float beta, float* c, int64_t ldc) {
-  if (beta == 1.f) return;
-  for (int64_t i = 0; i < m; ++i) {
-    float* row = c + i * ldc;
-    if (beta == 0.f) {
-      std::fill(row, row + n, 0.f);
     } else {
-      for (int64_t j = 0; j < n; ++j) row[j] *= beta;
+      for (int64_t p = 0; p < kc; ++p, packed += nr) {
+        for (int64_t c = 0; c < nr; ++c) {
+          packed[c] = c < cols ? b[(j0 + strip + c) * ldb + p0 + p] : 0.f;
+        }
+      }
     }
   }
+}
+
+void ApplyEpilogue(const GemmEpilogue& ep, int64_t row0, int64_t col0, int64_t rows,
+                   int64_t cols, float* c, int64_t ldc) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* out = c + r * ldc;
+    if (ep.bias) {
+      const float bias = ep.bias[row0 + r];
+      for (int64_t j = 0; j < cols; ++j) out[j] += bias;
+    }
+    if (ep.residual) {
+      const float* res = ep.residual + (row0 + r) * ep.residual_stride + col0;
+      for (int64_t j = 0; j < cols; ++j) out[j] += res[j];
+    }
+    if (ep.clamps()) {
+      const float lo = ep.lower, hi = ep.upper;
+      for (int64_t j = 0; j < cols; ++j) out[j] = std::min(std::max(out[j], lo), hi);
+    }
+  }
+}
+
+// One thread's share: rows [row_begin, row_end) (row_begin a multiple of
+// MR) and columns [col_begin, col_end) of C.
+void GemmRange(const PackedMatrix& a, const float* b, int64_t ldb, bool b_transposed, float* c,
+               int64_t ldc, const GemmEpilogue& ep, int64_t row_begin, int64_t row_end,
+               int64_t col_begin, int64_t col_end) {
+  const MicroKernel& kernel = a.kernel();
+  const int mr = kernel.mr, nr = kernel.nr;
+  const int64_t depth = a.depth();
+  const int64_t blocks = CeilDiv(depth, kKc);
+  thread_local std::vector<float> panel;
+  panel.resize(static_cast<size_t>(kKc * CeilDiv(kNc, nr) * nr));
+  float tile[16 * 64];  // MR x NR scratch for edge tiles (largest kernel: 12 x 32)
+
+  for (int64_t j0 = col_begin; j0 < col_end; j0 += kNc) {
+    const int64_t nc = std::min(kNc, col_end - j0);
+    for (int64_t block = 0; block < blocks; ++block) {
+      const int64_t p0 = block * kKc;
+      const int64_t kc = a.BlockDepth(block);
+      PackB(b, ldb, b_transposed, p0, kc, j0, nc, nr, panel.data());
+      const bool first = block == 0 && !ep.accumulate;
+      const bool last = block == blocks - 1;
+      for (int64_t i0 = row_begin; i0 < row_end; i0 += mr) {
+        const int64_t rows = std::min<int64_t>(mr, row_end - i0);
+        const float* a_strip = a.Strip(block, i0 / mr);
+        for (int64_t jr = 0; jr < nc; jr += nr) {
+          const int64_t cols = std::min<int64_t>(nr, nc - jr);
+          float* c_tile = c + i0 * ldc + j0 + jr;
+          if (rows == mr && cols == nr) {
+            kernel.run(kc, a_strip, panel.data() + jr * kc, c_tile, ldc, !first);
+          } else {
+            kernel.run(kc, a_strip, panel.data() + jr * kc, tile, nr, false);
+            for (int64_t r = 0; r < rows; ++r) {
+              float* dst = c_tile + r * ldc;
+              const float* src = tile + r * nr;
+              if (first) {
+                std::memcpy(dst, src, sizeof(float) * cols);
+              } else {
+                for (int64_t j = 0; j < cols; ++j) dst[j] += src[j];
+              }
+            }
+          }
+          if (last) ApplyEpilogue(ep, i0, j0 + jr, rows, cols, c_tile, ldc);
+        }
+      }
+    }
+  }
+}
+
+void GemmDispatch(const PackedMatrix& a, const float* b, int64_t ldb, bool b_transposed,
+                  int64_t n, float* c, int64_t ldc, const GemmEpilogue& ep, ThreadPool* pool) {
+  const int64_t m = a.rows();
+  if (m <= 0 || n <= 0) return;
+  if (a.depth() == 0) {
+    // An empty product: only the epilogue (and the clearing) remain.
+    for (int64_t i = 0; i < m; ++i) {
+      if (!ep.accumulate) std::fill(c + i * ldc, c + i * ldc + n, 0.f);
+    }
+    ApplyEpilogue(ep, 0, 0, m, n, c, ldc);
+    return;
+  }
+  const int threads = pool ? pool->size() : 1;
+  const int mr = a.kernel().mr, nr = a.kernel().nr;
+  const int64_t col_strips = CeilDiv(n, nr), row_strips = CeilDiv(m, mr);
+  // Split columns when there are enough (no duplicated packing), else rows.
+  int64_t col_chunks = 1, row_chunks = 1;
+  if (threads > 1) {
+    if (col_strips >= threads) {
+      col_chunks = threads;
+    } else {
+      row_chunks = std::min<int64_t>(threads, row_strips);
+    }
+  }
+  const int64_t strips_per_col_chunk = CeilDiv(col_strips, col_chunks);
+  const int64_t strips_per_row_chunk = CeilDiv(row_strips, row_chunks);
+  ParallelFor(pool, col_chunks * row_chunks, [&](int64_t task) {
+    const int64_t rc = task / col_chunks, cc = task % col_chunks;
+    const int64_t r0 = rc * strips_per_row_chunk * mr;
+    const int64_t r1 = std::min(m, (rc + 1) * strips_per_row_chunk * mr);
+    const int64_t c0 = cc * strips_per_col_chunk * nr;
+    const int64_t c1 = std::min(n, (cc + 1) * strips_per_col_chunk * nr);
+    if (r0 < r1 && c0 < c1) GemmRange(a, b, ldb, b_transposed, c, ldc, ep, r0, r1, c0, c1);
+  });
 }
 
 }  // namespace gemm_cc
 
-void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
-           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  using namespace gemm_cc;
-  if (m <= 0 || n <= 0) return;
-  ScaleC(m, n, beta, c, ldc);
-  if (k <= 0) return;
-  static const MicroKernel kernel = SelectMicroKernel();
-  // Scratch reused across calls on this thread: packing buffers are the only
-  // allocation, and they grow to the largest blocks once.
-  thread_local std::vector<float> packed_a, packed_b;
-  const int64_t kc_max = std::min(k, kKc);
-  const int64_t nc_max = std::min(n, kNc);
-  const int64_t mc_max = std::min(m, kMc);
-  packed_b.resize(static_cast<size_t>(kc_max * ((nc_max + kNr - 1) / kNr * kNr)));
-  packed_a.resize(static_cast<size_t>(kc_max * ((mc_max + kMr - 1) / kMr * kMr)));
-  float edge_tile[kMr * kNr];
+const MicroKernel& GetMicroKernel(Isa isa) {
+#if defined(__x86_64__) || defined(_M_X64)
+  if (isa == Isa::kAvx512) return gemm_avx512::kKernel;
+  if (isa == Isa::kAvx2) return gemm_avx2::kKernel;
+#else
+  (void)isa;
+#endif
+  return gemm_generic::kKernel;
+}
 
-  for (int64_t j0 = 0; j0 < n; j0 += kNc) {
-    int64_t nc = std::min(kNc, n - j0);
-    for (int64_t p0 = 0; p0 < k; p0 += kKc) {
-      int64_t kc = std::min(kKc, k - p0);
-      PackB(trans_b, b, ldb, p0, kc, j0, nc, packed_b.data());
-      for (int64_t i0 = 0; i0 < m; i0 += kMc) {
-        int64_t mc = std::min(kMc, m - i0);
-        PackA(trans_a, a, lda, i0, mc, p0, kc, packed_a.data());
-        for (int64_t jr = 0; jr < nc; jr += kNr) {
-          int64_t cols = std::min<int64_t>(kNr, nc - jr);
-          const float* b_strip = packed_b.data() + jr * kc;
-          for (int64_t ir = 0; ir < mc; ir += kMr) {
-            int64_t rows = std::min<int64_t>(kMr, mc - ir);
-            const float* a_strip = packed_a.data() + ir * kc;
-            float* c_tile = c + (i0 + ir) * ldc + j0 + jr;
-            if (rows == kMr && cols == kNr) {
-              kernel(kc, a_strip, b_strip, c_tile, ldc, true);
-              continue;
-            }
-            // Edge: compute the full tile aside, add the valid part.
-            kernel(kc, a_strip, b_strip, edge_tile, kNr, false);
-            for (int64_t r = 0; r < rows; ++r) {
-              for (int64_t col = 0; col < cols; ++col) {
-                c_tile[r * ldc + col] += edge_tile[r * kNr + col];
-              }
-            }
-          }
+int64_t PackedMatrix::BlockDepth(int64_t block) const {
+  return std::min(gemm_cc::kKc, depth_ - block * gemm_cc::kKc);
+}
+
+Status PackedMatrix::Pack(const float* a, int64_t lda, int64_t rows, int64_t depth,
+                          bool transposed) {
+  using gemm_cc::CeilDiv;
+  kernel_ = &gemm_cc::ActiveKernel();
+  rows_ = rows;
+  depth_ = depth;
+  const int mr = kernel_->mr;
+  strips_ = CeilDiv(rows, mr);
+  const int64_t blocks = CeilDiv(depth, gemm_cc::kKc);
+  block_offset_.assign(static_cast<size_t>(blocks), 0);
+  int64_t offset = 0;
+  for (int64_t block = 0; block < blocks; ++block) {
+    block_offset_[block] = offset;
+    offset += strips_ * mr * BlockDepth(block);
+  }
+  data_.assign(static_cast<size_t>(offset), 0.f);
+  for (int64_t block = 0; block < blocks; ++block) {
+    const int64_t p0 = block * gemm_cc::kKc, kc = BlockDepth(block);
+    float* out = data_.data() + block_offset_[block];
+    for (int64_t strip = 0; strip < strips_; ++strip) {
+      for (int64_t p = 0; p < kc; ++p) {
+        for (int r = 0; r < mr; ++r, ++out) {
+          const int64_t row = strip * mr + r;
+          if (row < rows) *out = transposed ? a[(p0 + p) * lda + row] : a[row * lda + p0 + p];
         }
       }
     }
   }
+  return Status();
 }
 
-void SgemvRows(int64_t n, int64_t k, const float* w, const float* x, float* y) {
-  for (int64_t row = 0; row < n; ++row) {
-    const float* wr = w + row * k;
-    // Eight partial sums break the dependency chain so the loop vectorises.
-    float partial[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int64_t i = 0;
-    for (; i + 8 <= k; i += 8) {
-      for (int lane = 0; lane < 8; ++lane) partial[lane] += wr[i + lane] * x[i + lane];
+void GemmPacked(const PackedMatrix& a, const float* b, int64_t ldb, int64_t n, float* c,
+                int64_t ldc, const GemmEpilogue& epilogue, ThreadPool* pool) {
+  gemm_cc::GemmDispatch(a, b, ldb, false, n, c, ldc, epilogue, pool);
+}
+
+void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
+           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+           ThreadPool* pool) {
+  if (m <= 0 || n <= 0) return;
+  GemmEpilogue epilogue;
+  if (beta != 0.f) {
+    if (beta != 1.f) {
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) c[i * ldc + j] *= beta;
+      }
     }
-    float sum = 0.f;
-    for (; i < k; ++i) sum += wr[i] * x[i];
-    for (int lane = 0; lane < 8; ++lane) sum += partial[lane];
-    y[row] = sum;
+    epilogue.accumulate = true;
   }
+  PackedMatrix packed;
+  packed.Pack(a, lda, m, k, trans_a);
+  gemm_cc::GemmDispatch(packed, b, ldb, trans_b, n, c, ldc, epilogue, pool);
 }
 
-const char* GemmKernelName() { return "generic-6x8"; }
+void SgemvRows(int64_t n, int64_t k, const float* w, const float* x, float* y, ThreadPool* pool) {
+  const int threads = pool ? pool->size() : 1;
+  const int64_t chunk = std::max<int64_t>(1, (n + threads - 1) / threads);
+  ParallelFor(pool, (n + chunk - 1) / chunk, [&](int64_t task) {
+    const int64_t end = std::min(n, (task + 1) * chunk);
+    for (int64_t row = task * chunk; row < end; ++row) {
+      const float* wr = w + row * k;
+      // Sixteen partial sums break the dependency chain so the loop
+      // vectorises.
+      float partial[16] = {};
+      int64_t i = 0;
+      for (; i + 16 <= k; i += 16) {
+        for (int lane = 0; lane < 16; ++lane) partial[lane] += wr[i + lane] * x[i + lane];
+      }
+      float sum = 0.f;
+      for (; i < k; ++i) sum += wr[i] * x[i];
+      for (int lane = 0; lane < 16; ++lane) sum += partial[lane];
+      y[row] = sum;
+    }
+  });
+}
+
+const char* GemmKernelName() { return gemm_cc::ActiveKernel().name; }
 
 }  // namespace mxlite

@@ -1,30 +1,86 @@
 /*
- * Single-precision matrix multiply, the engine under Convolution and
- * FullyConnected.
+ * Single-precision matrix multiply, the engine under Convolution,
+ * FullyConnected and Deconvolution.
  *
- *   C[M,N] = op(A)[M,K] * op(B)[K,N] + beta * C        (row-major)
+ *   C[M,N] = epilogue(A[M,K] * B[K,N])        (row-major)
  *
- * Algorithm (Goto/BLIS style): B is packed one KC x NC panel at a time into
- * NR-wide column strips, A one MC x KC block at a time into MR-tall row
- * strips, so that the micro-kernel streams both from cache with unit
- * stride. The micro-kernel keeps an MR x NR tile of C in registers for the
- * whole KC loop. Edge tiles are computed into a scratch tile and copied out.
- * The micro-kernel is chosen at run time (see cpu_features.h); the blocking
- * around it is shared by every variant.
+ * Algorithm (Goto/BLIS): A is packed into MR-tall strips, depth-major, in
+ * blocks of KC; for weights this happens once, at load time (PackedMatrix).
+ * B is packed per call, one KC x NC panel at a time, into NR-wide strips.
+ * The micro-kernel (gemm_microkernels.h) then keeps an MR x NR tile of C in
+ * registers over a whole KC block, streaming both strips from cache. When
+ * the last depth block of a tile is done, the epilogue runs on it while it
+ * is still in L1: add a per-row bias, add a residual matrix, clamp (relu,
+ * relu6). That is how convolution, batch norm, bias, activation and the
+ * residual add of a ResNet block cost one pass over memory.
+ *
+ * Threads split C into column ranges (or row ranges when C is narrow); each
+ * packs its own B panels, so nothing is shared but the read-only packed A.
  */
 #ifndef MXLITE_KERNELS_GEMM_H_
 #define MXLITE_KERNELS_GEMM_H_
 
 #include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "../base/status.h"
+#include "gemm_microkernels.h"
+#include "thread_pool.h"
 
 namespace mxlite {
 
-void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
-           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+// What happens to each element of C after the product, in this order.
+struct GemmEpilogue {
+  const float* bias = nullptr;      // per row of C, or null
+  const float* residual = nullptr;  // same shape as C, or null
+  int64_t residual_stride = 0;      // row stride of residual
+  float lower = -std::numeric_limits<float>::infinity();  // clamp
+  float upper = std::numeric_limits<float>::infinity();
+  bool accumulate = false;          // add to C's previous contents
 
-// y[n] = W[n,k] . x[k] (+ y if accumulate): the batch-1 FullyConnected case,
-// bound by reading W once.
-void SgemvRows(int64_t n, int64_t k, const float* w, const float* x, float* y);
+  bool clamps() const {
+    return lower != -std::numeric_limits<float>::infinity() ||
+           upper != std::numeric_limits<float>::infinity();
+  }
+};
+
+// A matrix packed for the micro-kernel in use: MR-row strips per KC block.
+class PackedMatrix {
+ public:
+  // Packs A (rows x depth, row stride lda; transposed = A is stored as
+  // depth x rows) for the micro-kernel chosen now.
+  Status Pack(const float* a, int64_t lda, int64_t rows, int64_t depth, bool transposed = false);
+  int64_t rows() const { return rows_; }
+  int64_t depth() const { return depth_; }
+  const MicroKernel& kernel() const { return *kernel_; }
+  // Strip `strip` (rows strip*MR...) of depth block `block`.
+  const float* Strip(int64_t block, int64_t strip) const {
+    return data_.data() + block_offset_[block] + strip * kernel_->mr * BlockDepth(block);
+  }
+  int64_t BlockDepth(int64_t block) const;
+
+ private:
+  const MicroKernel* kernel_ = nullptr;
+  int64_t rows_ = 0, depth_ = 0, strips_ = 0;
+  std::vector<int64_t> block_offset_;
+  std::vector<float> data_;
+};
+
+// C (rows x n, stride ldc) = epilogue(A * B), B is depth x n with stride ldb.
+void GemmPacked(const PackedMatrix& a, const float* b, int64_t ldb, int64_t n, float* c,
+                int64_t ldc, const GemmEpilogue& epilogue, ThreadPool* pool);
+
+// Unpacked convenience form: C = op(A) op(B) + beta * C, both operands
+// packed on the fly (for matrices used once).
+void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
+           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+           ThreadPool* pool = nullptr);
+
+// y[n] = W[n,k] . x[k] for each row of W: the batch-1 FullyConnected case,
+// bound by reading W once; rows are split over the pool.
+void SgemvRows(int64_t n, int64_t k, const float* w, const float* x, float* y,
+               ThreadPool* pool = nullptr);
 
 // Name of the micro-kernel in use (for reports and tests).
 const char* GemmKernelName();

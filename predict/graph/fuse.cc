@@ -1,0 +1,185 @@
+#include "fuse.h"
+
+#include <cstdlib>
+
+namespace mxlite {
+
+namespace fuse_cc {
+
+// Readers of every entry, graph outputs counting as readers.
+struct Readers {
+  std::vector<std::vector<int>> count;          // [node][output]
+  std::vector<std::vector<NodeEntry>> reader;   // [node] -> (reader node, input slot)
+};
+
+Readers CountReaders(const Graph& graph) {
+  Readers readers;
+  readers.count.resize(graph.nodes.size());
+  readers.reader.resize(graph.nodes.size());
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    readers.count[n].assign(graph.nodes[n].num_outputs(), 0);
+  }
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    const Node& node = graph.nodes[n];
+    for (size_t slot = 0; slot < node.inputs.size(); ++slot) {
+      const NodeEntry& input = node.inputs[slot];
+      ++readers.count[input.node][input.index];
+      readers.reader[input.node].push_back(NodeEntry{static_cast<int>(n), static_cast<int>(slot)});
+    }
+  }
+  for (const NodeEntry& output : graph.outputs) ++readers.count[output.node][output.index];
+  return readers;
+}
+
+// The single reader of output 0 of `node`, or -1 (with its input slot).
+int SoleReader(const Readers& readers, int node, int* slot) {
+  if (readers.count[node][0] != 1 || readers.reader[node].size() != 1) return -1;
+  const NodeEntry& only = readers.reader[node][0];
+  *slot = only.index;
+  return only.node;
+}
+
+bool AllHiddenOutputsUnused(const Readers& readers, int node) {
+  for (size_t i = 1; i < readers.count[node].size(); ++i) {
+    if (readers.count[node][i] != 0) return false;
+  }
+  return true;
+}
+
+std::string AttrOr(const Node& node, const char* key, const std::string& fallback) {
+  auto it = node.attrs.find(key);
+  return it == node.attrs.end() ? fallback : it->second;
+}
+
+// Lower/upper clamp of an activation node, or false when it is not a clamp.
+bool ClampOf(const Node& node, std::string* lower, std::string* upper) {
+  if (node.op_name == "Activation" && AttrOr(node, "act_type", "") == "relu") {
+    *lower = "0";
+    *upper = "inf";
+    return true;
+  }
+  if (node.op_name == "clip") {
+    *lower = AttrOr(node, "a_min", "-inf");
+    *upper = AttrOr(node, "a_max", "inf");
+    return true;
+  }
+  return false;
+}
+
+struct Chain {
+  int conv = -1;
+  int batch_norm = -1;
+  int add = -1;
+  int add_other_slot = -1;  // the add's input slot holding the residual
+  int clamp = -1;
+  int last = -1;
+};
+
+// The chain starting at `conv`; nodes already claimed by an earlier chain
+// (an add can end two convolutions' chains) are not taken again.
+Chain FindChain(const Graph& graph, const Readers& readers, const std::vector<bool>& claimed,
+                int conv) {
+  Chain chain;
+  chain.conv = chain.last = conv;
+  int slot = -1;
+  auto sole_free_reader = [&](int node, int* reader_slot) {
+    int reader = SoleReader(readers, node, reader_slot);
+    return reader >= 0 && !claimed[reader] ? reader : -1;
+  };
+  int next = sole_free_reader(chain.last, &slot);
+  if (next >= 0 && graph.nodes[next].op_name == "BatchNorm" && slot == 0 &&
+      AllHiddenOutputsUnused(readers, next)) {
+    const std::string axis = AttrOr(graph.nodes[next], "axis", "1");
+    if (std::atoi(axis.c_str()) == 1 && AttrOr(graph.nodes[next], "output_mean_var", "False") !=
+                                            "True") {
+      chain.batch_norm = chain.last = next;
+      next = sole_free_reader(chain.last, &slot);
+    }
+  }
+  if (next >= 0 && graph.nodes[next].op_name == "elemwise_add") {
+    const NodeEntry& other = graph.nodes[next].inputs[1 - slot];
+    // Adding the result to itself is not a residual.
+    if (other.node != chain.last) {
+      chain.add = chain.last = next;
+      chain.add_other_slot = 1 - slot;
+      next = sole_free_reader(chain.last, &slot);
+    }
+  }
+  std::string lower, upper;
+  if (next >= 0 && ClampOf(graph.nodes[next], &lower, &upper)) chain.clamp = chain.last = next;
+  return chain;
+}
+
+}  // namespace fuse_cc
+
+Status FuseOperators(const Graph& graph, Graph* out) {
+  using namespace fuse_cc;
+  const Readers readers = CountReaders(graph);
+  const int count = static_cast<int>(graph.nodes.size());
+  std::vector<Chain> chain_ending_at(count);
+  std::vector<bool> absorbed(count, false);
+  for (int n = 0; n < count; ++n) {
+    if (graph.nodes[n].op_name != "Convolution") continue;
+    Chain chain = FindChain(graph, readers, absorbed, n);
+    if (chain.last == n) continue;
+    for (int member : {chain.conv, chain.batch_norm, chain.add, chain.clamp}) {
+      if (member >= 0) absorbed[member] = true;
+    }
+    chain_ending_at[chain.last] = chain;
+  }
+
+  // Rebuild in order; a fused node is emitted where its chain ends.
+  *out = Graph();
+  out->mxnet_version = graph.mxnet_version;
+  std::vector<int> new_index(count, -1);
+  auto remap = [&](const NodeEntry& entry) {
+    return NodeEntry{new_index[entry.node], entry.index};
+  };
+  for (int n = 0; n < count; ++n) {
+    const Chain& chain = chain_ending_at[n];
+    if (absorbed[n] && chain.last != n) continue;
+    if (!absorbed[n]) {
+      Node copy = graph.nodes[n];
+      for (NodeEntry& input : copy.inputs) input = remap(input);
+      new_index[n] = static_cast<int>(out->nodes.size());
+      out->nodes.push_back(std::move(copy));
+      continue;
+    }
+    const Node& conv = graph.nodes[chain.conv];
+    Node fused;
+    fused.name = graph.nodes[chain.last].name;
+    fused.attrs = conv.attrs;
+    for (const NodeEntry& input : conv.inputs) fused.inputs.push_back(remap(input));
+    if (chain.batch_norm >= 0) {
+      const Node& bn = graph.nodes[chain.batch_norm];
+      fused.attrs["with_bn"] = "True";
+      fused.attrs["bn_eps"] = AttrOr(bn, "eps", "0.001");
+      fused.attrs["bn_fix_gamma"] = AttrOr(bn, "fix_gamma", "True");
+      for (int slot = 1; slot <= 4; ++slot) fused.inputs.push_back(remap(bn.inputs[slot]));
+    }
+    if (chain.add >= 0) {
+      fused.attrs["with_residual"] = "True";
+      fused.inputs.push_back(remap(graph.nodes[chain.add].inputs[chain.add_other_slot]));
+    }
+    if (chain.clamp >= 0) {
+      std::string lower, upper;
+      ClampOf(graph.nodes[chain.clamp], &lower, &upper);
+      fused.attrs["clamp_min"] = lower;
+      fused.attrs["clamp_max"] = upper;
+    }
+    fused.op_name = "_FusedConvolution";
+    std::unique_ptr<Operator> op;
+    MXL_RETURN_IF_ERROR(CreateOperator(fused.op_name, fused.name, fused.attrs, &op));
+    fused.op.reset(op.release());
+    // Every entry of the chain now reads as the fused node's output.
+    const int index = static_cast<int>(out->nodes.size());
+    for (int member : {chain.conv, chain.batch_norm, chain.add, chain.clamp}) {
+      if (member >= 0) new_index[member] = index;
+    }
+    out->nodes.push_back(std::move(fused));
+  }
+  for (const NodeEntry& output : graph.outputs) out->outputs.push_back(remap(output));
+  return Status();
+}
+
+}  // namespace mxlite

@@ -1,0 +1,35 @@
+/*
+ * Graph optimisation for inference: fold chains of operators into one.
+ *
+ * A Convolution whose output is read only by the next link of a chain
+ *
+ *   Convolution -> BatchNorm -> elemwise_add(residual) -> relu / clip
+ *
+ * (each link optional, in this order) becomes one _FusedConvolution node:
+ * the BatchNorm's statistics are folded into the weights and bias when the
+ * operator is prepared, the residual is added and the clamp applied while
+ * each output tile is still in cache. A link is taken only when the
+ * previous output has exactly one reader and is not a graph output, and,
+ * for BatchNorm, when its hidden outputs are unused and it normalises axis
+ * 1; so the rewritten graph computes the same values (up to float rounding
+ * of the folded weights) and exposes the same outputs.
+ *
+ * The fused node takes the place of the last link, which is valid because
+ * nothing between the convolution and that link reads the convolution's
+ * result. Node names stay those of the last link, so graph outputs keep
+ * their names.
+ */
+#ifndef MXLITE_GRAPH_FUSE_H_
+#define MXLITE_GRAPH_FUSE_H_
+
+#include "graph.h"
+
+namespace mxlite {
+
+// Returns the optimised copy of `graph` in *out (which may share nothing
+// mutable with it: operators of rewritten nodes are created anew).
+Status FuseOperators(const Graph& graph, Graph* out);
+
+}  // namespace mxlite
+
+#endif  // MXLITE_GRAPH_FUSE_H_

@@ -1,0 +1,48 @@
+/*
+ * GEMM micro-kernels: the innermost loop of every matrix multiply.
+ *
+ * A micro-kernel multiplies an MR x KC strip of packed A (depth-major:
+ * a[p * MR + r]) by a KC x NR strip of packed B (b[p * NR + c]) and writes
+ * or adds the MR x NR result to C (row stride ldc). It keeps that tile of C
+ * in registers for the whole depth, so its speed is the speed of the FMA
+ * units. One variant per instruction set; GetMicroKernel picks the widest
+ * the processor has (see cpu_features.h). Variants for x86 are compiled with
+ * per-function target attributes, so one build runs on any x86-64.
+ */
+#ifndef MXLITE_KERNELS_GEMM_MICROKERNELS_H_
+#define MXLITE_KERNELS_GEMM_MICROKERNELS_H_
+
+#include <cstdint>
+
+#include "cpu_features.h"
+
+namespace mxlite {
+
+using MicroKernelFn = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
+                               bool accumulate);
+
+struct MicroKernel {
+  const char* name;
+  int mr;  // rows of the register tile
+  int nr;  // columns of the register tile
+  MicroKernelFn run;
+};
+
+// The micro-kernel for `isa`, or the best one at most as wide.
+const MicroKernel& GetMicroKernel(Isa isa);
+
+namespace gemm_generic {
+extern const MicroKernel kKernel;
+}
+#if defined(__x86_64__) || defined(_M_X64)
+namespace gemm_avx2 {
+extern const MicroKernel kKernel;
+}
+namespace gemm_avx512 {
+extern const MicroKernel kKernel;
+}
+#endif  // x86-64
+
+}  // namespace mxlite
+
+#endif  // MXLITE_KERNELS_GEMM_MICROKERNELS_H_

@@ -1,0 +1,109 @@
+/*
+ * x86-64 micro-kernels: AVX2+FMA (6x16, 12 YMM accumulators) and AVX-512
+ * (12x32, 24 ZMM accumulators). Each is compiled for its ISA through a
+ * function target attribute, so the file needs no -m flags and the caller
+ * must only run a kernel that GetCpuFeatures() allows.
+ *
+ * Per depth step the kernel loads one row of packed B (NR floats) and, for
+ * every row of the tile, broadcasts one element of packed A and issues FMAs
+ * into that row's accumulators: 2 loads + MR broadcasts feed 2*MR FMAs,
+ * which keeps the FMA units the bottleneck.
+ */
+#if defined(__x86_64__) || defined(_M_X64)
+
+#include <immintrin.h>
+
+#include "gemm_microkernels.h"
+
+// Full unrolling of the row loops is what keeps the accumulators in
+// registers; -O2 alone does not unroll them.
+#if defined(__clang__)
+#define MXLITE_UNROLL _Pragma("unroll")
+#elif defined(__GNUC__)
+#define MXLITE_UNROLL _Pragma("GCC unroll 16")
+#else
+#define MXLITE_UNROLL
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define MXLITE_TARGET_AVX2 __attribute__((target("avx2,fma")))
+#define MXLITE_TARGET_AVX512 __attribute__((target("avx512f,avx2,fma")))
+#else
+#define MXLITE_TARGET_AVX2
+#define MXLITE_TARGET_AVX512
+#endif
+
+namespace mxlite {
+
+namespace gemm_avx2 {
+
+constexpr int kMr = 6;
+constexpr int kNr = 16;
+
+MXLITE_TARGET_AVX2 void Run(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
+                            bool accumulate) {
+  __m256 acc[kMr][2];
+  MXLITE_UNROLL for (int r = 0; r < kMr; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  for (int64_t p = 0; p < kc; ++p) {
+    const __m256 b0 = _mm256_loadu_ps(b);
+    const __m256 b1 = _mm256_loadu_ps(b + 8);
+    b += kNr;
+    MXLITE_UNROLL for (int r = 0; r < kMr; ++r) {
+      const __m256 av = _mm256_broadcast_ss(a + r);
+      acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
+    }
+    a += kMr;
+  }
+  MXLITE_UNROLL for (int r = 0; r < kMr; ++r) {
+    float* row = c + r * ldc;
+    if (accumulate) {
+      acc[r][0] = _mm256_add_ps(acc[r][0], _mm256_loadu_ps(row));
+      acc[r][1] = _mm256_add_ps(acc[r][1], _mm256_loadu_ps(row + 8));
+    }
+    _mm256_storeu_ps(row, acc[r][0]);
+    _mm256_storeu_ps(row + 8, acc[r][1]);
+  }
+}
+
+const MicroKernel kKernel = {"avx2-6x16", kMr, kNr, &Run};
+
+}  // namespace gemm_avx2
+
+namespace gemm_avx512 {
+
+constexpr int kMr = 12;
+constexpr int kNr = 32;
+
+MXLITE_TARGET_AVX512 void Run(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
+                              bool accumulate) {
+  __m512 acc[kMr][2];
+  MXLITE_UNROLL for (int r = 0; r < kMr; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < kc; ++p) {
+    const __m512 b0 = _mm512_loadu_ps(b);
+    const __m512 b1 = _mm512_loadu_ps(b + 16);
+    b += kNr;
+    MXLITE_UNROLL for (int r = 0; r < kMr; ++r) {
+      const __m512 av = _mm512_set1_ps(a[r]);
+      acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
+    }
+    a += kMr;
+  }
+  MXLITE_UNROLL for (int r = 0; r < kMr; ++r) {
+    float* row = c + r * ldc;
+    if (accumulate) {
+      acc[r][0] = _mm512_add_ps(acc[r][0], _mm512_loadu_ps(row));
+      acc[r][1] = _mm512_add_ps(acc[r][1], _mm512_loadu_ps(row + 16));
+    }
+    _mm512_storeu_ps(row, acc[r][0]);
+    _mm512_storeu_ps(row + 16, acc[r][1]);
+  }
+}
+
+const MicroKernel kKernel = {"avx512-12x32", kMr, kNr, &Run};
+
+}  // namespace gemm_avx512
+}  // namespace mxlite
+
+#endif  // x86-64

@@ -1,0 +1,108 @@
+#include "thread_pool.h"
+
+#include <cstdlib>
+
+namespace mxlite {
+
+int ThreadPool::DefaultThreads() {
+#if MXLITE_THREADS
+  if (const char* env = std::getenv("MXLITE_NUM_THREADS")) {
+    int value = std::atoi(env);
+    if (value >= 1) return value;
+  }
+  unsigned hardware = std::thread::hardware_concurrency();
+  return hardware == 0 ? 1 : static_cast<int>(hardware);
+#else
+  return 1;
+#endif
+}
+
+#if MXLITE_THREADS
+
+namespace thread_pool_cc {
+// Spin this many polls before sleeping: long enough to bridge the gap
+// between consecutive operators, short enough not to burn a core when idle.
+constexpr int kSpinPolls = 20000;
+}  // namespace thread_pool_cc
+
+ThreadPool::ThreadPool(int threads) : threads_(threads < 1 ? 1 : threads) {
+  for (int i = 1; i < threads_; ++i) workers_.emplace_back([this] { WorkerLoop(); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+    generation_.fetch_add(1);
+  }
+  wake_.notify_all();
+  for (std::thread& worker : workers_) worker.join();
+}
+
+void ThreadPool::RunTasks(const std::function<void(int64_t)>& fn, int64_t count) {
+  int64_t done = 0;
+  for (int64_t i = next_index_.fetch_add(1); i < count; i = next_index_.fetch_add(1)) {
+    fn(i);
+    ++done;
+  }
+  finished_.fetch_add(done);
+}
+
+void ThreadPool::WorkerLoop() {
+  uint64_t seen = 0;
+  while (true) {
+    // Spin a while for the next loop, then sleep.
+    for (int poll = 0; generation_.load() == seen && poll < thread_pool_cc::kSpinPolls; ++poll) {
+      std::this_thread::yield();
+    }
+    const std::function<void(int64_t)>* job = nullptr;
+    int64_t count = 0;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return generation_.load() != seen; });
+      seen = generation_.load();
+      if (stopping_) return;
+      if (job_ == nullptr) continue;
+      // Joining under the lock, counted in active_, guarantees the caller
+      // does not retire the job (and its fn) while this thread holds it.
+      job = job_;
+      count = job_count_;
+      ++active_;
+    }
+    RunTasks(*job, count);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      --active_;
+    }
+    done_.notify_all();
+  }
+}
+
+void ThreadPool::ParallelFor(int64_t count, const std::function<void(int64_t)>& fn) {
+  std::lock_guard<std::mutex> call_lock(call_mutex_);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    job_ = &fn;
+    job_count_ = count;
+    next_index_.store(0);
+    finished_.store(0);
+    generation_.fetch_add(1);
+  }
+  wake_.notify_all();
+  RunTasks(fn, count);
+  std::unique_lock<std::mutex> lock(mutex_);
+  done_.wait(lock, [&] { return finished_.load() == count && active_ == 0; });
+  job_ = nullptr;
+}
+
+#else  // no threads
+
+ThreadPool::ThreadPool(int) : threads_(1) {}
+ThreadPool::~ThreadPool() = default;
+void ThreadPool::ParallelFor(int64_t count, const std::function<void(int64_t)>& fn) {
+  for (int64_t i = 0; i < count; ++i) fn(i);
+}
+
+#endif  // MXLITE_THREADS
+
+}  // namespace mxlite

@@ -1,0 +1,85 @@
+/*
+ * ThreadPool: a persistent set of worker threads that split one loop.
+ *
+ * ParallelFor(count, fn) runs fn(0) ... fn(count - 1), each index exactly
+ * once, on the workers and on the calling thread, and returns when all are
+ * done. Indices are handed out through an atomic counter, so uneven tasks
+ * balance themselves. Workers spin briefly after a loop before sleeping,
+ * because operators come in quick succession and waking a sleeping thread
+ * costs more than a small operator.
+ *
+ * One loop runs at a time per pool; a second caller waits for the first.
+ * Without thread support (WebAssembly/WASI, or MXLITE_NO_THREADS) the pool
+ * has no workers and runs every loop on the calling thread.
+ */
+#ifndef MXLITE_KERNELS_THREAD_POOL_H_
+#define MXLITE_KERNELS_THREAD_POOL_H_
+
+#include <cstdint>
+#include <functional>
+
+#if defined(__wasi__) || defined(__EMSCRIPTEN__) || defined(MXLITE_NO_THREADS)
+#define MXLITE_THREADS 0
+#else
+#define MXLITE_THREADS 1
+#endif
+
+#if MXLITE_THREADS
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+#endif
+
+namespace mxlite {
+
+class ThreadPool {
+ public:
+  // `threads` counts the caller: 1 means no workers.
+  explicit ThreadPool(int threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return threads_; }
+  void ParallelFor(int64_t count, const std::function<void(int64_t)>& fn);
+
+  // Threads to use by default: MXLITE_NUM_THREADS if set, else the number of
+  // hardware threads (1 where threads are unavailable).
+  static int DefaultThreads();
+
+ private:
+  int threads_ = 1;
+#if MXLITE_THREADS
+  void WorkerLoop();
+  void RunTasks(const std::function<void(int64_t)>& fn, int64_t count);
+
+  std::vector<std::thread> workers_;
+  std::mutex call_mutex_;          // one ParallelFor at a time
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::condition_variable done_;
+  const std::function<void(int64_t)>* job_ = nullptr;
+  int64_t job_count_ = 0;
+  std::atomic<int64_t> next_index_{0};
+  std::atomic<int64_t> finished_{0};
+  std::atomic<uint64_t> generation_{0};
+  int active_ = 0;  // workers inside the current job (guarded by mutex_)
+  bool stopping_ = false;
+#endif
+};
+
+// Runs fn over [0, count) on `pool`, or inline when pool is null or the
+// loop is too small to share.
+inline void ParallelFor(ThreadPool* pool, int64_t count, const std::function<void(int64_t)>& fn) {
+  if (pool == nullptr || pool->size() <= 1 || count <= 1) {
+    for (int64_t i = 0; i < count; ++i) fn(i);
+    return;
+  }
+  pool->ParallelFor(count, fn);
+}
+
+}  // namespace mxlite
+
+#endif  // MXLITE_KERNELS_THREAD_POOL_H_

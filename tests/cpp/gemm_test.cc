@@ -1,0 +1,120 @@
+/*
+ * gemm_test: the blocked GEMM (packed and unpacked forms, every epilogue,
+ * 1 and 3 threads) and the GEMV against a naive double-precision product,
+ * on awkward sizes that exercise every edge tile and depth block. The
+ * micro-kernel is the one MXLITE_ISA allows, so running this under
+ * MXLITE_ISA=scalar / avx2 / unset covers every variant.
+ */
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "../../predict/kernels/gemm.h"
+
+namespace gemm_test {
+
+using namespace mxlite;
+
+int g_failures = 0;
+int g_checks = 0;
+
+std::vector<float> Random(int64_t count, unsigned seed) {
+  std::vector<float> values(static_cast<size_t>(count));
+  unsigned state = seed * 2654435761u + 1;
+  for (float& v : values) {
+    state = state * 1664525u + 1013904223u;
+    v = static_cast<float>((state >> 8) & 0xffff) / 32768.f - 1.f;
+  }
+  return values;
+}
+
+void Compare(const std::vector<float>& got, const std::vector<double>& want, double scale,
+             const char* what, int64_t m, int64_t n, int64_t k) {
+  ++g_checks;
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
+  // float accumulation over k terms of magnitude <= scale
+  if (!(worst <= 1e-5 * scale * std::sqrt(static_cast<double>(k) + 1) + 1e-6)) {
+    ++g_failures;
+    std::printf("FAIL %s m=%lld n=%lld k=%lld: max error %g\n", what, (long long)m, (long long)n,
+                (long long)k, worst);
+  }
+}
+
+void TestPacked(int64_t m, int64_t n, int64_t k, ThreadPool* pool) {
+  std::vector<float> a = Random(m * k, 1), b = Random(k * n, 2), bias = Random(m, 3),
+                     residual = Random(m * n, 4), c(static_cast<size_t>(m * n), 7.f);
+  PackedMatrix packed;
+  packed.Pack(a.data(), k, m, k);
+  GemmEpilogue ep;
+  ep.bias = bias.data();
+  ep.residual = residual.data();
+  ep.residual_stride = n;
+  ep.lower = 0.f;
+  ep.upper = 2.f;
+  GemmPacked(packed, b.data(), n, n, c.data(), n, ep, pool);
+  std::vector<double> want(static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = bias[i] + residual[i * n + j];
+      for (int64_t p = 0; p < k; ++p) sum += double(a[i * k + p]) * b[p * n + j];
+      want[i * n + j] = std::min(std::max(sum, 0.0), 2.0);
+    }
+  }
+  Compare(c, want, 1.0, "GemmPacked+epilogue", m, n, k);
+}
+
+void TestSgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float beta, ThreadPool* pool) {
+  std::vector<float> a = Random(m * k, 5), b = Random(k * n, 6), c = Random(m * n, 8);
+  std::vector<double> want(static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = double(beta) * c[i * n + j];
+      for (int64_t p = 0; p < k; ++p) {
+        sum += double(ta ? a[p * m + i] : a[i * k + p]) * (tb ? b[j * k + p] : b[p * n + j]);
+      }
+      want[i * n + j] = sum;
+    }
+  }
+  Sgemm(ta, tb, m, n, k, a.data(), ta ? m : k, b.data(), tb ? k : n, beta, c.data(), n, pool);
+  Compare(c, want, 1.0, "Sgemm", m, n, k);
+}
+
+void TestGemv(int64_t n, int64_t k, ThreadPool* pool) {
+  std::vector<float> w = Random(n * k, 9), x = Random(k, 10), y(static_cast<size_t>(n));
+  SgemvRows(n, k, w.data(), x.data(), y.data(), pool);
+  std::vector<double> want(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    double sum = 0;
+    for (int64_t p = 0; p < k; ++p) sum += double(w[i * k + p]) * x[p];
+    want[i] = sum;
+  }
+  Compare(y, want, 1.0, "SgemvRows", n, 1, k);
+}
+
+}  // namespace gemm_test
+
+int main() {
+  using namespace gemm_test;
+  std::printf("micro-kernel: %s\n", GemmKernelName());
+  ThreadPool single(1), three(3);
+  const int64_t sizes[][3] = {{1, 1, 1},    {5, 7, 3},     {12, 32, 256}, {13, 33, 257},
+                              {25, 100, 9}, {64, 49, 576}, {37, 401, 513}, {200, 13, 1000},
+                              {6, 16, 0}};
+  for (ThreadPool* pool : {&single, &three}) {
+    for (const auto& s : sizes) {
+      TestPacked(s[0], s[1], s[2], pool);
+      for (int ta = 0; ta < 2; ++ta) {
+        for (int tb = 0; tb < 2; ++tb) {
+          TestSgemm(ta, tb, s[0], s[1], s[2], 0.f, pool);
+          TestSgemm(ta, tb, s[0], s[1], s[2], 1.f, pool);
+        }
+      }
+      TestSgemm(false, false, s[0], s[1], s[2], 0.5f, pool);
+      TestGemv(s[0], s[2], pool);
+    }
+  }
+  std::printf("%d checks, %d failures\n", g_checks, g_failures);
+  return g_failures == 0 ? 0 : 1;
+}
