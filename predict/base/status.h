@@ -9,6 +9,8 @@
 #ifndef MXLITE_BASE_STATUS_H_
 #define MXLITE_BASE_STATUS_H_
 
+#include "config.h"
+
 #include <initializer_list>
 #include <sstream>
 #include <string>

@@ -159,7 +159,13 @@ Predictor* AsPredictor(PredictorHandle handle) { return static_cast<Predictor*>(
 }  // namespace c_api_cc
 }  // namespace mxlite
 
-// Runs a body that returns a Status; exceptions become errors too.
+// Runs a body that returns a Status; exceptions become errors too. Built
+// without exceptions (MXLITE_NO_EXCEPTIONS, see base/config.h) the body runs
+// as it is: errors are Status values either way.
+#ifdef MXLITE_NO_EXCEPTIONS
+#define MXL_API_BEGIN() {
+#define MXL_API_END() }
+#else
 #define MXL_API_BEGIN() try {
 #define MXL_API_END()                                                          \
   }                                                                            \
@@ -172,6 +178,7 @@ Predictor* AsPredictor(PredictorHandle handle) { return static_cast<Predictor*>(
   catch (...) {                                                                \
     return ::mxlite::c_api_cc::Fail("internal error: unknown exception");      \
   }
+#endif  // MXLITE_NO_EXCEPTIONS
 #define MXL_API_CALL(expr)                                            \
   do {                                                                \
     ::mxlite::Status mxl_api_status_ = (expr);                        \

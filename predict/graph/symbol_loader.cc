@@ -139,6 +139,9 @@ Status BuildNode(const JsonValue& json, size_t json_index, int version,
     node.op_name = CanonicalOpName(op->string);
     const std::vector<std::string> input_names = node.op->InputNames();
     const size_t want = input_names.size();
+#ifdef MXLITE_NO_LEGACY_JSON
+    (void)version;  // LoadSymbolJson rejected files from before 0.9
+#else
     if (node.inputs.size() < want && version < kVersion0900) {
       // Pre-0.9 files lack auxiliary-state variables: add them.
       for (size_t i = node.inputs.size(); i < want; ++i) {
@@ -152,6 +155,7 @@ Status BuildNode(const JsonValue& json, size_t json_index, int version,
         node.inputs.push_back(NodeEntry{static_cast<int>(graph->nodes.size()) - 1, 0});
       }
     }
+#endif  // MXLITE_NO_LEGACY_JSON
     if (node.inputs.size() != want) {
       std::string names;
       for (size_t i = 0; i < want; ++i) names += (i ? ", " : "") + input_names[i];
@@ -180,6 +184,12 @@ Status LoadSymbolJson(const char* text, size_t size, Graph* out) {
   if (heads == nullptr) return status;
   MXL_CHECK(!nodes->array.empty(), "symbol JSON: the graph has no nodes");
   MXL_RETURN_IF_ERROR(ReadVersion(root, &out->mxnet_version).WithContext("symbol JSON: "));
+#ifdef MXLITE_NO_LEGACY_JSON
+  MXL_CHECK(out->mxnet_version >= kVersion0900,
+            "symbol JSON: the file was written by MXNet ", out->mxnet_version / 10000, ".",
+            out->mxnet_version / 100 % 100, " (before 0.9.0); this build leaves out the legacy "
+            "upgrade such files need (MXLITE_NO_LEGACY_JSON)");
+#endif
 
   std::vector<int> id_map;  // JSON node id -> index in out->nodes
   id_map.reserve(nodes->array.size());

@@ -189,6 +189,12 @@ Status LoadNDArrayList(const void* bytes, size_t size, const std::string& source
 
 Status SaveNDArrayList(const std::vector<NDArray>& arrays, const std::vector<std::string>& names,
                        std::string* out) {
+#ifdef MXLITE_NO_NDARRAY_SAVE
+  (void)arrays;
+  (void)names;
+  (void)out;
+  return Status::Error("saving NDArrays is left out of this build (MXLITE_NO_NDARRAY_SAVE)");
+#else
   using namespace ndarray_io_cc;
   MXL_CHECK(names.empty() || names.size() == arrays.size(), "cannot save ", arrays.size(),
             " arrays with ", names.size(), " names");
@@ -219,6 +225,7 @@ Status SaveNDArrayList(const std::vector<NDArray>& arrays, const std::vector<std
     out->append(name);
   }
   return Status();
+#endif  // MXLITE_NO_NDARRAY_SAVE
 }
 
 }  // namespace mxlite
