@@ -3,6 +3,11 @@
 #   make amalgamation   build/mxlite-all.cc + build/c_predict_api.h
 #   make lib            build/libmxlite.so (one compiler command, printed)
 #   make test           the whole test suite (sets up its own environments)
+#   make wasm           build/wasm: the file for wasm32-wasi (object + API module)
+#   make android        mobile/android/build.sh: the JNI library for arm64-v8a
+#                       and armeabi-v7a (NDK when ANDROID_NDK is set, else
+#                       Debian's cross compilers) plus the Java classes
+#   make size-report    scripts/size_report.py: library sizes and compile times
 #   make clean
 
 CXX ?= c++
@@ -32,3 +37,34 @@ test:
 
 clean:
 	rm -rf $(BUILD)
+
+# WebAssembly (wasm32-wasi) with clang, lld and Debian's wasi-libc and
+# libc++ for wasm32. wasm32-wasi has no threads and no C++ exception runtime
+# (base/config.h picks the rest from the target). The module exports the C
+# predict API plus malloc/free, for wasmtime or a browser (mobile/wasm/).
+WASM_CXX ?= clang++
+WASM_FLAGS := --target=wasm32-wasi -std=c++17 $(OPT) $(WARN) -fno-exceptions -msimd128
+WASM_EXPORTS := MXGetLastError MXPredCreate MXPredCreateEx MXPredCreatePartialOut \
+  MXPredCreateMultiThread MXPredReshape MXPredGetOutputShape MXPredGetOutputType \
+  MXPredSetInput MXPredForward MXPredPartialForward MXPredGetOutput MXPredFree \
+  MXNDListCreate MXNDListGet MXPredSetMonitorCallback MXNDListFree malloc free
+
+.PHONY: wasm android size-report
+
+wasm: $(BUILD)/wasm/mxlite.o $(BUILD)/wasm/mxlite.wasm
+
+$(BUILD)/wasm/mxlite.o: $(BUILD)/mxlite-all.cc
+	@mkdir -p $(@D)
+	$(WASM_CXX) $(WASM_FLAGS) -c $(BUILD)/mxlite-all.cc -o $@
+
+$(BUILD)/wasm/mxlite.wasm: $(BUILD)/wasm/mxlite.o
+	$(WASM_CXX) --target=wasm32-wasi -mexec-model=reactor -Wl,--strip-all \
+	  $(addprefix -Wl$(comma)--export=,$(WASM_EXPORTS)) $(BUILD)/wasm/mxlite.o -o $@
+
+comma := ,
+
+android: $(BUILD)/mxlite-all.cc
+	bash mobile/android/build.sh
+
+size-report: $(BUILD)/mxlite-all.cc
+	$(PYTHON) scripts/size_report.py --write BENCHMARKS.md
