@@ -510,6 +510,8 @@ def define_op_cases() -> List[OpCase]:
         mx.sym.SoftmaxActivation(data, mode="channel", name="sact0"), {"data": (2, 5, 3, 3)},
         "SoftmaxActivation mode=channel: softmax along axis 1.", make_input=normal(2.0))
 
+    cases.extend(coverage_cases())
+
     # ---- graphs ----------------------------------------------------------
     shared = mx.sym.Convolution(data, kernel=(3, 3), pad=(1, 1), num_filter=5, name="conv0")
     add("multi_head", mx.sym.Group([mx.sym.Activation(shared, act_type="relu", name="relu0"),
@@ -517,6 +519,213 @@ def define_op_cases() -> List[OpCase]:
         {"data": (2, 3, 7, 9)}, "Two heads (Group) sharing one convolution: output:0 relu, output:1 sigmoid.")
     add("composite_net", composite_net(data), {"data": (2, 3, 13, 13)},
         "conv-bn-relu-maxpool-conv-bn(defaults)-residual add-relu-global avg pool-flatten-fc-softmax.")
+    return cases
+
+
+def uniform(lo: float, hi: float) -> InputFn:
+    return lambda rng, shape: rng.uniform(lo, hi, shape)
+
+
+def integers(lo: int, hi: int) -> InputFn:
+    """Whole numbers in [lo, hi] (as float32, the predict API's input type)."""
+    return lambda rng, shape: rng.randint(lo, hi + 1, shape).astype(np.float64)
+
+
+# Input ranges that keep each unary function finite and away from its poles.
+UNARY_DOMAINS = {
+    "sqrt": uniform(0.1, 4.0), "rsqrt": uniform(0.1, 4.0), "log": uniform(0.1, 4.0),
+    "log10": uniform(0.1, 4.0), "log2": uniform(0.1, 4.0), "log1p": uniform(-0.9, 3.0),
+    "arcsin": uniform(-0.99, 0.99), "arccos": uniform(-0.99, 0.99), "arctanh": uniform(-0.99, 0.99),
+    "arccosh": uniform(1.01, 4.0), "gamma": uniform(0.2, 4.0), "gammaln": uniform(0.2, 4.0),
+    "reciprocal": uniform(0.2, 3.0), "rcbrt": uniform(0.2, 3.0),
+    # halves exercise round (away from zero) versus rint (to even)
+    "round": lambda rng, shape: rng.randint(-8, 9, shape) / 2.0,
+    "rint": lambda rng, shape: rng.randint(-8, 9, shape) / 2.0,
+    "sign": integers(-2, 2), "logical_not": integers(-1, 1),
+}
+UNARY_FUNCTIONS = (
+    "abs sign negative reciprocal square sqrt rsqrt cbrt rcbrt exp expm1 log log10 log2 log1p "
+    "sin cos tan arcsin arccos arctan sinh cosh tanh arcsinh arccosh arctanh degrees radians "
+    "floor ceil round rint trunc fix erf gamma gammaln relu sigmoid softsign logical_not "
+    "zeros_like ones_like").split()
+BINARY_FUNCTIONS = ("add sub mul div mod power maximum minimum hypot equal not_equal greater "
+                    "greater_equal lesser lesser_equal logical_and logical_or logical_xor").split()
+COMPARISONS = {"equal", "not_equal", "greater", "greater_equal", "lesser", "lesser_equal",
+               "logical_and", "logical_or", "logical_xor"}
+SCALAR_OPS = ("_plus_scalar _minus_scalar _rminus_scalar _mul_scalar _div_scalar _rdiv_scalar "
+              "_mod_scalar _rmod_scalar _power_scalar _rpower_scalar _maximum_scalar "
+              "_minimum_scalar _hypot_scalar _equal_scalar _not_equal_scalar _greater_scalar "
+              "_greater_equal_scalar _lesser_scalar _lesser_equal_scalar _logical_and_scalar "
+              "_logical_or_scalar _logical_xor_scalar smooth_l1").split()
+
+
+def binary_input(function: str) -> InputFn:
+    """Operands for a binary function: whole numbers for comparisons (so that ties occur),
+    positive bases for power, signed values for mod, denominators away from 0."""
+    if function in COMPARISONS:
+        return integers(-2, 2)
+    if function == "power":
+        return uniform(0.2, 2.0)
+    if function == "mod":
+        return lambda rng, shape: rng.choice([-1.0, 1.0], shape) * rng.uniform(0.5, 4.0, shape)
+    if function == "div":
+        return lambda rng, shape: rng.choice([-1.0, 1.0], shape) * rng.uniform(0.3, 3.0, shape)
+    return normal()
+
+
+def sym_op(name: str):
+    """mx.sym.<name>, or the underscore-named internal operator of that name."""
+    return getattr(mx.sym, name, None) or getattr(mx.sym._internal, name)
+
+
+def coverage_cases() -> List[OpCase]:
+    """The operator set beyond the model zoo (issue 4), one case per configuration."""
+    cases: List[OpCase] = []
+    data = mx.sym.var("data")
+    lhs, rhs = mx.sym.var("lhs"), mx.sym.var("rhs")
+
+    def add(name, sym, inputs, notes, **kw):
+        cases.append(OpCase(name, sym, inputs, notes, **kw))
+
+    # ---- unary math ------------------------------------------------------
+    for fn in UNARY_FUNCTIONS:
+        add("unary_" + fn, getattr(mx.sym, fn)(data, name="op0"), {"data": (2, 3, 5)},
+            "Unary %s." % fn, make_input=UNARY_DOMAINS.get(fn, normal(1.5)))
+
+    # ---- binary: same shape and broadcasting ----------------------------
+    for fn in BINARY_FUNCTIONS:
+        elemwise = {"add": "elemwise_add", "sub": "elemwise_sub", "mul": "elemwise_mul",
+                    "div": "elemwise_div"}.get(fn, "_" + fn)
+        if fn != "add":  # elemwise_add has its case above
+            add("elemwise_" + fn, sym_op(elemwise)(lhs, rhs, name="op0"),
+                {"lhs": (2, 3, 5), "rhs": (2, 3, 5)}, "%s on equal shapes." % elemwise,
+                make_input=binary_input(fn))
+        add("broadcast_" + fn, getattr(mx.sym, "broadcast_" + fn)(lhs, rhs, name="op0"),
+            {"lhs": (2, 3, 1, 5), "rhs": (3, 4, 1)},
+            "broadcast_%s: (2,3,1,5) with (3,4,1) -> (2,3,4,5), rank and unit dims on both "
+            "sides." % fn, make_input=binary_input(fn))
+    add("broadcast_add_channel_bias", mx.sym.broadcast_add(lhs, rhs, name="op0"),
+        {"lhs": (2, 5, 3, 7), "rhs": (1, 5, 1, 1)}, "broadcast_add of a per-channel bias.")
+    add("broadcast_mul_scalar_like", mx.sym.broadcast_mul(lhs, rhs, name="op0"),
+        {"lhs": (1,), "rhs": (2, 3, 5)}, "broadcast_mul of a (1,) tensor with (2,3,5).")
+    add("add_n_3", mx.sym.add_n(lhs, rhs, data, name="op0"),
+        {"lhs": (2, 3, 5), "rhs": (2, 3, 5), "data": (2, 3, 5)}, "add_n of three inputs.")
+    cond = mx.sym.var("condition")
+    add("where_same_shape", mx.sym.where(cond, lhs, rhs, name="op0"),
+        {"condition": (2, 3, 5), "lhs": (2, 3, 5), "rhs": (2, 3, 5)},
+        "where with a condition of x's shape (values -1, 0, 1: non-zero selects x).",
+        make_input=integers(-1, 1))
+    add("where_rows", mx.sym.where(cond, lhs, rhs, name="op0"),
+        {"condition": (3,), "lhs": (3, 2, 5), "rhs": (3, 2, 5)},
+        "where with a 1-D condition selecting whole rows along x's first axis.",
+        make_input=integers(-1, 1))
+
+    # ---- views: Reshape and friends --------------------------------------
+    for label, shape, kw in [
+            ("codes_0_m1", (2, 3, 5, 7), dict(shape=(0, -1))),
+            ("code_m2", (2, 3, 5, 7), dict(shape=(0, -1, -2))),
+            ("code_m3", (2, 3, 5, 7), dict(shape=(-3, -2))),
+            ("code_m4", (2, 15, 7), dict(shape=(0, -4, 3, -1, 0))),
+            ("code_m4_left", (2, 15, 7), dict(shape=(0, -4, -1, 5, -2))),
+            ("literal", (2, 3, 5, 7), dict(shape=(7, 5, 6))),
+            ("reverse", (2, 3, 5, 7), dict(shape=(-1, 0), reverse=True)),
+            ("reverse_m3", (2, 3, 5, 7), dict(shape=(0, -3, 0), reverse=True)),
+            ("target_shape", (2, 3, 5, 7), dict(target_shape=(0, 7))),
+            ("target_keep_highest", (2, 3, 5, 7), dict(target_shape=(5, 0), keep_highest=True))]:
+        add("reshape_" + label, mx.sym.Reshape(data, name="op0", **kw), {"data": shape},
+            "Reshape %s." % ", ".join("%s=%s" % item for item in kw.items()))
+    add("expand_dims_neg", mx.sym.expand_dims(data, axis=-1, name="op0"), {"data": (2, 3, 5)},
+        "expand_dims axis=-1 (new last dim).")
+    add("expand_dims_1", mx.sym.expand_dims(data, axis=1, name="op0"), {"data": (2, 3, 5)},
+        "expand_dims axis=1.")
+    add("squeeze_all", mx.sym.squeeze(data, name="op0"), {"data": (2, 1, 5, 1)},
+        "squeeze without axis: every unit dim.")
+    add("squeeze_axis", mx.sym.squeeze(data, axis=(-1,), name="op0"), {"data": (2, 1, 5, 1)},
+        "squeeze axis=(-1,): only the last unit dim.")
+    add("reshape_like", mx.sym.reshape_like(lhs, rhs, name="op0"),
+        {"lhs": (2, 3, 5), "rhs": (5, 6)}, "reshape_like: lhs data in rhs's shape.")
+    add("reshape_like_range", mx.sym.reshape_like(lhs, rhs, lhs_begin=1, lhs_end=3, rhs_begin=0,
+                                                  rhs_end=1, name="op0"),
+        {"lhs": (2, 3, 5), "rhs": (15, 4)}, "reshape_like replacing lhs dims [1,3) by rhs dims [0,1).")
+    for op in ("_copy", "BlockGrad", "make_loss"):
+        add("identity" + op if op.startswith("_") else "identity_" + op,
+            mx.sym.Activation(sym_op(op)(data, name="op0"), act_type="relu", name="relu0"),
+            {"data": (2, 3, 5)}, "%s (identity at inference) followed by relu." % op)
+    add("identity_MakeLoss", mx.sym.MakeLoss(data, grad_scale=0.5, normalization="batch",
+                                             name="op0"),
+        {"data": (2, 3, 5)}, "MakeLoss with gradient-only attributes: identity at inference.")
+
+    # ---- rearranging elements -------------------------------------------
+    add("transpose_default", mx.sym.transpose(data, name="op0"), {"data": (2, 3, 5, 7)},
+        "transpose without axes: all dims reversed.")
+    add("transpose_axes", mx.sym.transpose(data, axes=(0, 2, 3, 1), name="op0"),
+        {"data": (2, 3, 5, 7)}, "transpose NCHW -> NHWC.")
+    add("swapaxis", mx.sym.SwapAxis(data, dim1=1, dim2=3, name="op0"), {"data": (2, 3, 5, 7)},
+        "SwapAxis dim1=1 dim2=3.")
+    add("swapaxis_default", mx.sym.SwapAxis(data, name="op0"), {"data": (2, 3, 5)},
+        "SwapAxis with defaults (0, 0): identity.")
+    add("slice_basic", mx.sym.slice(data, begin=(0, 1), end=(2, 3), name="op0"),
+        {"data": (2, 3, 5, 7)}, "slice begin=(0,1) end=(2,3): leading dims only.")
+    add("slice_step_none", mx.sym.slice(data, begin=(None, 1, -4), end=(None, None, -1),
+                                        step=(1, 2, 1), name="op0"),
+        {"data": (2, 5, 7)}, "slice with None entries, a step of 2 and negative indices.")
+    add("slice_negative_step", mx.sym.slice(data, begin=(None, None, 5), end=(None, None, 0),
+                                            step=(-1, 1, -2), name="op0"),
+        {"data": (2, 3, 7)}, "slice with negative steps (None begin = last, explicit end).")
+    add("slice_axis", mx.sym.slice_axis(data, axis=2, begin=1, end=-1, name="op0"),
+        {"data": (2, 3, 7)}, "slice_axis axis=2 begin=1 end=-1.")
+    add("slice_axis_end_none", mx.sym.slice_axis(data, axis=-2, begin=-2, end=None, name="op0"),
+        {"data": (2, 3, 7)}, "slice_axis axis=-2 begin=-2 end=None.")
+    add("slice_like", mx.sym.slice_like(lhs, rhs, name="op0"),
+        {"lhs": (3, 5, 7), "rhs": (2, 4, 5)}, "slice_like on all axes.")
+    add("slice_like_axes", mx.sym.slice_like(lhs, rhs, axes=(0, -1), name="op0"),
+        {"lhs": (3, 5, 7), "rhs": (2, 9, 5)}, "slice_like on axes (0, -1) only.")
+    add("reverse", mx.sym.reverse(data, axis=(0, 2), name="op0"), {"data": (2, 3, 5)},
+        "reverse (flip) axes 0 and 2.")
+    add("tile_more_reps", mx.sym.tile(data, reps=(2, 1, 3), name="op0"), {"data": (3, 5)},
+        "tile with more reps than dims: (3,5) -> (2,3,15).")
+    add("tile_fewer_reps", mx.sym.tile(data, reps=(2,), name="op0"), {"data": (2, 3, 5)},
+        "tile with fewer reps than dims: applies to the last dims.")
+    add("repeat_axis", mx.sym.repeat(data, repeats=3, axis=1, name="op0"), {"data": (2, 3, 5)},
+        "repeat 3 times along axis 1.")
+    add("repeat_flat", mx.sym.repeat(data, repeats=2, name="op0"), {"data": (2, 3)},
+        "repeat without axis: the flattened input.")
+    add("broadcast_to", mx.sym.broadcast_to(data, shape=(2, 0, 5, 4), name="op0"),
+        {"data": (1, 3, 1, 4)}, "broadcast_to (2,0,5,4): 0 keeps the input dim.")
+    add("broadcast_axis", mx.sym.broadcast_axis(data, axis=(0, 2), size=(2, 5), name="op0"),
+        {"data": (1, 3, 1)}, "broadcast_axis axis=(0,2) size=(2,5).")
+    add("broadcast_like", mx.sym.broadcast_like(lhs, rhs, name="op0"),
+        {"lhs": (1, 3, 1), "rhs": (2, 3, 5)}, "broadcast_like to rhs's shape.")
+    add("broadcast_like_axes", mx.sym.broadcast_like(lhs, rhs, lhs_axes=(0,), rhs_axes=(2,),
+                                                     name="op0"),
+        {"lhs": (1, 3, 4), "rhs": (2, 3, 5)}, "broadcast_like lhs_axes=(0,) rhs_axes=(2,).")
+    add("depth_to_space", mx.sym.depth_to_space(data, block_size=2, name="op0"),
+        {"data": (2, 12, 3, 5)}, "depth_to_space block 2.")
+    add("space_to_depth", mx.sym.space_to_depth(data, block_size=2, name="op0"),
+        {"data": (2, 3, 6, 4)}, "space_to_depth block 2.")
+    add("split_axis1", mx.sym.Group(list(mx.sym.split(data, num_outputs=3, name="op0"))),
+        {"data": (2, 6, 5)}, "SliceChannel (split) into 3 along axis 1: three outputs.")
+    add("split_squeeze", mx.sym.Group(list(mx.sym.SliceChannel(data, num_outputs=3, axis=-1,
+                                                               squeeze_axis=True, name="op0"))),
+        {"data": (2, 5, 3)}, "SliceChannel along the last axis with squeeze_axis.")
+    add("stack_axis0", mx.sym.stack(lhs, rhs, name="op0"), {"lhs": (2, 3, 5), "rhs": (2, 3, 5)},
+        "stack of two inputs on a new axis 0.")
+    add("stack_axis_neg", mx.sym.stack(lhs, rhs, data, axis=-1, name="op0"),
+        {"lhs": (2, 3), "rhs": (2, 3), "data": (2, 3)}, "stack of three inputs on a new last axis.")
+    add("concat_last_axis", mx.sym.concat(lhs, rhs, dim=-1, name="op0"),
+        {"lhs": (2, 3, 5), "rhs": (2, 3, 2)}, "Concat on the last axis (dim=-1).")
+
+    # ---- scalar operand --------------------------------------------------
+    for op in SCALAR_OPS:
+        fn = op.strip("_").replace("_scalar", "").lstrip("r") if op != "smooth_l1" else "smooth_l1"
+        scalar = {"smooth_l1": 1.5, "power": 1.7, "mod": -1.5}.get(fn, 0.75 if op != "_rpower_scalar" else 2.5)
+        if fn in COMPARISONS:
+            scalar = 1.0
+        make = integers(-2, 2) if fn in COMPARISONS else (
+            uniform(0.2, 2.0) if fn in ("power", "div") or op == "_rmod_scalar" else normal(2.0))
+        add("scalar" + op if op.startswith("_") else "scalar_" + op,
+            sym_op(op)(data, scalar=scalar, name="op0"), {"data": (2, 3, 5)},
+            "%s with scalar=%g." % (op, scalar), make_input=make)
     return cases
 
 

@@ -46,6 +46,9 @@ Status Executor::Bind(const std::map<std::string, int>& input_dtypes) {
   MXL_RETURN_IF_ERROR(InferShapes(graph, input_shapes_, param_shapes, &shapes));
   std::map<std::string, int> known_dtypes = input_dtypes;
   for (const auto& param : model_->params) known_dtypes[param.first] = param.second.dtype();
+  // Inputs typed neither by the caller nor by the params file are float32,
+  // as in MXNet's predict API (a "__dtype__" hint does not override that).
+  for (const auto& input : input_shapes_) known_dtypes.emplace(input.first, kFloat32);
   EntryDTypes dtypes;
   MXL_RETURN_IF_ERROR(InferDTypes(graph, known_dtypes, &dtypes));
 

@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 
 namespace mxlite {
@@ -83,6 +84,26 @@ bool ParseTuple(const std::string& raw, std::vector<int64_t>* out) {
   return true;
 }
 
+// The shortest decimal text that reads back as `value` ("0.001", "1e-05").
+std::string FormatNumber(double value) {
+  char text[40];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(text, sizeof(text), "%.*g", precision, value);
+    if (std::strtod(text, nullptr) == value) break;
+  }
+  return text;
+}
+
+std::string FormatTuple(const std::vector<int64_t>& values) {
+  std::string text = "(";
+  for (size_t i = 0; i < values.size(); ++i) {
+    text += (i ? ", " : "") + (values[i] == kNoneInt ? "None" : std::to_string(values[i]));
+  }
+  return text + (values.size() == 1 ? ",)" : ")");
+}
+
+bool IsNone(const std::string& raw) { return Trim(raw) == "None"; }
+
 }  // namespace attr_parser_cc
 
 bool IsHiddenAttr(const std::string& key) {
@@ -101,6 +122,15 @@ bool IsHiddenAttr(const std::string& key) {
     }
   }
   return false;
+}
+
+void AttrParser::Document(const char* key, const std::string& type,
+                          const std::string& default_value, bool required) {
+  if (docs_ == nullptr) return;
+  for (const AttrDoc& doc : *docs_) {
+    if (doc.name == key) return;  // read twice: keep the first description
+  }
+  docs_->push_back(AttrDoc{key, type, required ? "" : default_value, required});
 }
 
 const std::string* AttrParser::Lookup(const char* key, bool required) {
@@ -127,6 +157,7 @@ void AttrParser::Fail(const char* key, const std::string& problem) {
 }
 
 int64_t AttrParser::Int(const char* key) {
+  Document(key, "int", "", true);
   const std::string* raw = Lookup(key, true);
   int64_t value = 0;
   if (raw && !attr_parser_cc::ParseInt(*raw, &value)) Bad(key, *raw, "an integer");
@@ -134,6 +165,7 @@ int64_t AttrParser::Int(const char* key) {
 }
 
 int64_t AttrParser::Int(const char* key, int64_t default_value) {
+  Document(key, "int", std::to_string(default_value), false);
   const std::string* raw = Lookup(key, false);
   if (!raw) return default_value;
   int64_t value = default_value;
@@ -142,6 +174,7 @@ int64_t AttrParser::Int(const char* key, int64_t default_value) {
 }
 
 double AttrParser::Float(const char* key) {
+  Document(key, "float", "", true);
   const std::string* raw = Lookup(key, true);
   double value = 0;
   if (raw && !attr_parser_cc::ParseFloat(*raw, &value)) Bad(key, *raw, "a number");
@@ -149,6 +182,7 @@ double AttrParser::Float(const char* key) {
 }
 
 double AttrParser::Float(const char* key, double default_value) {
+  Document(key, "float", attr_parser_cc::FormatNumber(default_value), false);
   const std::string* raw = Lookup(key, false);
   if (!raw) return default_value;
   double value = default_value;
@@ -157,6 +191,7 @@ double AttrParser::Float(const char* key, double default_value) {
 }
 
 bool AttrParser::Bool(const char* key, bool default_value) {
+  Document(key, "boolean", default_value ? "True" : "False", false);
   const std::string* raw = Lookup(key, false);
   if (!raw) return default_value;
   bool value = default_value;
@@ -165,6 +200,7 @@ bool AttrParser::Bool(const char* key, bool default_value) {
 }
 
 std::vector<int64_t> AttrParser::Tuple(const char* key, const std::vector<int64_t>& default_value) {
+  Document(key, "tuple of int", attr_parser_cc::FormatTuple(default_value), false);
   const std::string* raw = Lookup(key, false);
   if (!raw) return default_value;
   std::vector<int64_t> value;
@@ -176,6 +212,7 @@ std::vector<int64_t> AttrParser::Tuple(const char* key, const std::vector<int64_
 }
 
 std::vector<int64_t> AttrParser::Tuple(const char* key) {
+  Document(key, "tuple of int", "", true);
   const std::string* raw = Lookup(key, true);
   std::vector<int64_t> value;
   if (raw && !attr_parser_cc::ParseTuple(*raw, &value)) {
@@ -185,21 +222,64 @@ std::vector<int64_t> AttrParser::Tuple(const char* key) {
 }
 
 int AttrParser::Enum(const char* key, const std::vector<std::string>& choices, int default_index) {
+  std::string allowed;
+  for (size_t i = 0; i < choices.size(); ++i) allowed += (i ? ", " : "") + choices[i];
+  Document(key, "{" + allowed + "}", default_index >= 0 ? choices[default_index] : "",
+           default_index < 0);
   const std::string* raw = Lookup(key, default_index < 0);
   if (!raw) return default_index;
   std::string text = attr_parser_cc::Trim(*raw);
   for (size_t i = 0; i < choices.size(); ++i) {
     if (choices[i] == text) return static_cast<int>(i);
   }
-  std::string allowed;
-  for (size_t i = 0; i < choices.size(); ++i) allowed += (i ? ", " : "") + choices[i];
   Fail(key, StrCat("value '", text, "' is not supported (expected one of: ", allowed, ")"));
   return default_index < 0 ? 0 : default_index;
 }
 
 std::string AttrParser::String(const char* key, const std::string& default_value) {
+  Document(key, "string", default_value, false);
   const std::string* raw = Lookup(key, false);
   return raw ? *raw : default_value;
+}
+
+int64_t AttrParser::OptionalInt(const char* key) {
+  Document(key, "int or None", "None", false);
+  const std::string* raw = Lookup(key, false);
+  if (!raw || attr_parser_cc::IsNone(*raw)) return kNoneInt;
+  int64_t value = kNoneInt;
+  if (!attr_parser_cc::ParseInt(*raw, &value)) Bad(key, *raw, "an integer or None");
+  return value;
+}
+
+bool AttrParser::OptionalFloat(const char* key, double* value) {
+  Document(key, "float or None", "None", false);
+  const std::string* raw = Lookup(key, false);
+  if (!raw || attr_parser_cc::IsNone(*raw)) return false;
+  if (!attr_parser_cc::ParseFloat(*raw, value)) {
+    Bad(key, *raw, "a number or None");
+    return false;
+  }
+  return true;
+}
+
+bool AttrParser::OptionalBool(const char* key) {
+  Document(key, "boolean or None", "None", false);
+  const std::string* raw = Lookup(key, false);
+  if (!raw || attr_parser_cc::IsNone(*raw)) return false;
+  bool value = false;
+  if (!attr_parser_cc::ParseBool(*raw, &value)) Bad(key, *raw, "a boolean (True/False/1/0) or None");
+  return value;
+}
+
+bool AttrParser::OptionalTuple(const char* key, std::vector<int64_t>* value) {
+  Document(key, "tuple of int or None", "None", false);
+  const std::string* raw = Lookup(key, false);
+  if (!raw || attr_parser_cc::IsNone(*raw)) return false;
+  if (!attr_parser_cc::ParseTuple(*raw, value)) {
+    Bad(key, *raw, "a tuple of integers such as (1, 2), or None");
+    return false;
+  }
+  return true;
 }
 
 Status AttrParser::Finish() const {

@@ -7,6 +7,12 @@
  * default or as required; the first problem is remembered and returned by
  * Finish(), which also rejects attributes the operator does not know. Hidden
  * attributes ("__shape__", "lr_mult", ...) never reach the parser.
+ *
+ * The same calls document the operator: with a documentation sink attached
+ * (set_docs), every getter also records the attribute's name, type and
+ * default. scripts/gen_op_docs.py runs each factory on no attributes that
+ * way to write docs/operators.md, so the table cannot drift from the code.
+ * Factories therefore read every attribute they know unconditionally.
  */
 #ifndef MXLITE_OPERATORS_ATTR_PARSER_H_
 #define MXLITE_OPERATORS_ATTR_PARSER_H_
@@ -22,6 +28,14 @@
 namespace mxlite {
 
 using AttrMap = std::map<std::string, std::string>;
+
+// One attribute as a factory reads it, for the generated operator table.
+struct AttrDoc {
+  std::string name;
+  std::string type;           // "int", "float", "boolean", "tuple of int", "{a, b}", ...
+  std::string default_value;  // as MXNet would print it; empty when required
+  bool required = false;
+};
 
 // An optional integer tuple entry ("None" in MXNet's notation).
 constexpr int64_t kNoneInt = INT64_MIN;
@@ -43,9 +57,23 @@ class AttrParser {
   // Index of the value in `choices`; `default_index` when absent.
   int Enum(const char* key, const std::vector<std::string>& choices, int default_index);
   std::string String(const char* key, const std::string& default_value);
+  // An int or "None"; absent gives kNoneInt (MXNet's "int or None" fields).
+  int64_t OptionalInt(const char* key);
+  // A number or "None"; false (and *value untouched) when None or absent.
+  bool OptionalFloat(const char* key, double* value);
+  // A boolean or "None" (None counts as false).
+  bool OptionalBool(const char* key);
+  // A tuple of ints or "None"; false when None or absent.
+  bool OptionalTuple(const char* key, std::vector<int64_t>* value);
   // Marks an attribute as known but without effect on inference (cudnn_tune,
   // workspace, momentum, ...).
-  void Ignore(const char* key) { used_.insert(key); }
+  void Ignore(const char* key) {
+    used_.insert(key);
+    Document(key, "ignored at inference", "", false);
+  }
+
+  // Records every attribute read from now on into `docs`.
+  void set_docs(std::vector<AttrDoc>* docs) { docs_ = docs; }
 
   // Records a semantic problem with an attribute found by the factory.
   void Fail(const char* key, const std::string& problem);
@@ -58,12 +86,15 @@ class AttrParser {
  private:
   const std::string* Lookup(const char* key, bool required);
   void Bad(const char* key, const std::string& value, const char* expected);
+  void Document(const char* key, const std::string& type, const std::string& default_value,
+                bool required);
 
   std::string node_name_;
   std::string op_name_;
   const AttrMap& attrs_;
   std::set<std::string> used_;
   std::string error_;
+  std::vector<AttrDoc>* docs_ = nullptr;
 };
 
 // True for attributes that carry no operator meaning: "__x__" hints and the

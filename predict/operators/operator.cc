@@ -5,8 +5,8 @@
 namespace mxlite {
 
 // Declare every factory named in the list.
-#define MXL_OPERATOR(name, family, factory) \
-  namespace family {                        \
+#define MXL_OPERATOR(name, family, factory, dtypes) \
+  namespace family {                                \
   Status factory(AttrParser* attrs, std::unique_ptr<Operator>* out); \
   }
 #define MXL_OPERATOR_ALIAS(alias, canonical)
@@ -20,13 +20,14 @@ using Factory = Status (*)(AttrParser*, std::unique_ptr<Operator>*);
 struct Registration {
   const char* name;
   Factory factory;
+  DTypeSupport dtypes;
 };
 struct Alias {
   const char* alias;
   const char* canonical;
 };
 
-#define MXL_OPERATOR(name, family, factory) {name, &family::factory},
+#define MXL_OPERATOR(name, family, factory, dtypes) {name, &family::factory, dtypes},
 #define MXL_OPERATOR_ALIAS(alias, canonical)
 const Registration kOperators[] = {
 #include "op_list.inc"
@@ -34,7 +35,7 @@ const Registration kOperators[] = {
 #undef MXL_OPERATOR
 #undef MXL_OPERATOR_ALIAS
 
-#define MXL_OPERATOR(name, family, factory)
+#define MXL_OPERATOR(name, family, factory, dtypes)
 #define MXL_OPERATOR_ALIAS(alias, canonical) {alias, canonical},
 const Alias kAliases[] = {
 #include "op_list.inc"
@@ -56,6 +57,12 @@ const Registration* Find(const std::string& op_name) {
   return nullptr;
 }
 
+bool IsSupportedDType(int dtype, bool float_only) {
+  // Other types wait for the executor to carry them.
+  (void)float_only;
+  return dtype == kFloat32;
+}
+
 }  // namespace operator_cc
 
 std::string CanonicalOpName(const std::string& op_name) {
@@ -70,20 +77,70 @@ Status CreateOperator(const std::string& op_name, const std::string& node_name,
             "' is not supported by mxlite");
   AttrParser parser(node_name, registration->name, attrs);
   MXL_RETURN_IF_ERROR(registration->factory(&parser, out));
-  return parser.Finish();
+  MXL_RETURN_IF_ERROR(parser.Finish());
+  (*out)->set_dtype_rule(registration->dtypes.rule);
+  return Status();
+}
+
+std::vector<OperatorDoc> DescribeOperators() {
+  using namespace operator_cc;
+  std::vector<OperatorDoc> docs;
+  for (const Registration& registration : kOperators) {
+    OperatorDoc doc;
+    doc.name = registration.name;
+    for (const Alias& alias : kAliases) {
+      if (doc.name == alias.canonical) doc.aliases.push_back(alias.alias);
+    }
+    const AttrMap no_attrs;
+    AttrParser parser("(docs)", registration.name, no_attrs);
+    parser.set_docs(&doc.attrs);
+    std::unique_ptr<Operator> op;
+    registration.factory(&parser, &op);  // fails on required attributes: expected
+    doc.dtypes = registration.dtypes.text;
+    docs.push_back(std::move(doc));
+  }
+  return docs;
 }
 
 Status Operator::InferType(std::vector<int>* in, std::vector<int>* out) const {
-  // Everything float32 for now: the dtype pass checks that nothing else is
-  // asked for and names the input that is.
-  for (size_t i = 0; i < in->size(); ++i) {
-    int& dtype = (*in)[i];
-    if (dtype == kUnknownDType) dtype = kFloat32;
-    MXL_CHECK(dtype == kFloat32, "input '", InputNames()[i], "' has dtype ", DTypeName(dtype),
-              "; this operator runs in float32 only");
-  }
-  for (int& dtype : *out) dtype = kFloat32;
+  MXL_CHECK(dtype_rule_ != DTypeRule::kOwn, "internal error: no dtype rule for this operator");
+  std::vector<int> all_inputs;
+  for (size_t i = 0; i < in->size(); ++i) all_inputs.push_back(static_cast<int>(i));
+  return UnifyDTypes(*this, all_inputs, dtype_rule_ == DTypeRule::kFloat, in, out);
+}
+
+Status UnifyDTypes(const Operator& op, const std::vector<int>& inputs, bool floats_only,
+                   std::vector<int>* in, std::vector<int>* out) {
+  // Take the dtype from whichever slot knows it, check the others agree,
+  // then fill in the unknown ones.
+  const std::vector<std::string> names = op.InputNames();
+  int dtype = kUnknownDType;
+  std::string source;
+  auto merge = [&](int candidate, const std::string& what) -> Status {
+    if (candidate == kUnknownDType) return Status();
+    if (dtype == kUnknownDType) {
+      dtype = candidate;
+      source = what;
+      return Status();
+    }
+    MXL_CHECK(candidate == dtype, what, " has dtype ", DTypeName(candidate), " but ", source,
+              " has ", DTypeName(dtype), "; this operator needs one dtype for both");
+    return Status();
+  };
+  for (int i : inputs) MXL_RETURN_IF_ERROR(merge((*in)[i], StrCat("input '", names[i], "'")));
+  for (int& slot : *out) MXL_RETURN_IF_ERROR(merge(slot, "the output"));
+  if (dtype == kUnknownDType) return Status();
+  MXL_CHECK(operator_cc::IsSupportedDType(dtype, floats_only), source, " has dtype ",
+            DTypeName(dtype), ", which this operator does not support (it takes ",
+            floats_only ? kFloatTypes.text : kAnyTypes.text, ")");
+  for (int i : inputs) (*in)[i] = dtype;
+  for (int& slot : *out) slot = dtype;
   return Status();
+}
+
+Status SameShapeInference(const Operator& op, std::vector<Shape>* in, std::vector<Shape>* out) {
+  MXL_RETURN_IF_ERROR(AssignShape(out, 0, (*in)[0], "output", op.OutputNames()));
+  return AssignShape(in, 0, (*out)[0], "input", op.InputNames());
 }
 
 Status AssignShape(std::vector<Shape>* shapes, int index, const Shape& want, const char* what,

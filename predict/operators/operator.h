@@ -31,11 +31,30 @@
 
 namespace mxlite {
 
+class ThreadPool;
+
 // What Forward may use besides its inputs and outputs.
 struct OpContext {
   void* workspace = nullptr;  // scratch of the size Prepare asked for
   size_t workspace_bytes = 0;
+  ThreadPool* pool = nullptr;  // threads to split work over (null: run inline)
 };
+
+// Which element types an operator accepts. The registry (op_list.inc) states
+// it per operator; the generated operator table prints the text. kFloat and
+// kAny are implemented by Operator::InferType; kOwn operators override it.
+enum class DTypeRule {
+  kFloat,  // every input and output has one type: float32, float16 or float64
+  kAny,    // every input and output has one type, any of them
+  kOwn,    // the operator's own rule, described by the text
+};
+struct DTypeSupport {
+  DTypeRule rule;
+  const char* text;
+};
+constexpr DTypeSupport kFloatTypes{DTypeRule::kFloat, "float32, float16, float64"};
+constexpr DTypeSupport kAnyTypes{DTypeRule::kAny, "any type (all inputs and the output alike)"};
+constexpr DTypeSupport OwnTypes(const char* text) { return {DTypeRule::kOwn, text}; }
 
 // An output that may take over an input's buffer (see the memory planner).
 struct InplacePair {
@@ -65,7 +84,8 @@ class Operator {
   // that the attributes determine. Unknown shapes are Shape() or carry -1
   // dims; a contradiction is an error naming the input.
   virtual Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const = 0;
-  // Default: every input and output has the same dtype, and that is float32.
+  // Default: the registry's rule (kFloat or kAny): all inputs and outputs
+  // share one dtype, known from any of them.
   virtual Status InferType(std::vector<int>* in, std::vector<int>* out) const;
 
   // Called once the shapes are final and the weights are in place.
@@ -78,6 +98,15 @@ class Operator {
   }
   virtual Status Forward(const OpContext& ctx, const std::vector<NDArray>& in,
                          const std::vector<NDArray>& out) = 0;
+  // Which kernel Prepare chose, for profiles and reports ("" if only one).
+  virtual const char* KernelName() const { return ""; }
+
+  // Set by CreateOperator from the registry.
+  void set_dtype_rule(DTypeRule rule) { dtype_rule_ = rule; }
+  DTypeRule dtype_rule() const { return dtype_rule_; }
+
+ private:
+  DTypeRule dtype_rule_ = DTypeRule::kFloat;
 };
 
 // Creates the operator for a node. `op_name` may be an alias; an unknown
@@ -87,6 +116,26 @@ Status CreateOperator(const std::string& op_name, const std::string& node_name,
 
 // The canonical name of an operator or alias, or "" when unknown.
 std::string CanonicalOpName(const std::string& op_name);
+
+// One registered operator, for the generated operator table.
+struct OperatorDoc {
+  std::string name;
+  std::vector<std::string> aliases;
+  std::vector<AttrDoc> attrs;  // as its factory reads them, in that order
+  std::string dtypes;
+};
+// Every registered operator, documented by running its factory on no
+// attributes with a documentation sink attached (see AttrParser).
+std::vector<OperatorDoc> DescribeOperators();
+
+// Makes the listed inputs and every output share one dtype, known from any
+// of them; `floats_only` restricts it to the float types. Names the slots
+// that disagree.
+Status UnifyDTypes(const Operator& op, const std::vector<int>& inputs, bool floats_only,
+                   std::vector<int>* in, std::vector<int>* out);
+
+// Shape inference helper: the output has the input's shape (both ways).
+Status SameShapeInference(const Operator& op, std::vector<Shape>* in, std::vector<Shape>* out);
 
 // Helpers for shape inference code.
 // Merges `want` into (*shapes)[index]; on conflict names the input/output.
