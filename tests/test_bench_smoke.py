@@ -1,0 +1,84 @@
+"""scripts/bench.py still runs: one small model, two rounds, every runtime.
+
+No timing is asserted (timings live in BENCHMARKS.md); what is checked is that
+the harness drives mxlite, MXNet's C predict API and ONNX Runtime to outputs
+that match MXNet's, and that it rewrites only its own section of BENCHMARKS.md.
+The first run creates build/venv-bench (numpy, onnxruntime) and installs
+onnx into the oracle venv, as a full benchmark run would.
+"""
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+from conftest import ROOT, ZOO_DIR
+
+BENCH = os.path.join(ROOT, 'scripts', 'bench.py')
+ORACLE_PYTHON = os.environ.get('MXLITE_ORACLE_PYTHON',
+                               os.path.join(ROOT, 'build', 'venv-mxnet', 'bin', 'python'))
+
+
+def load_bench_module():
+    spec = importlib.util.spec_from_file_location('mxlite_bench', BENCH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def library_under_test():
+    path = os.environ.get('MXLITE_LIBRARY')
+    if path is None:
+        import mxlite
+        path = mxlite.lib_path()
+    return path
+
+
+def test_replace_section_keeps_the_other_sections():
+    bench = load_bench_module()
+    text = ('# Benchmarks\n\nintro\n\n## Memory\n\nmemory table\n\n## CPU performance\n\nold\n'
+            'old table\n\n## Size and compile time\n\nsizes\n')
+    updated = bench.replace_section(text, 'CPU performance', '## CPU performance\n\nnew\n')
+    assert updated == ('# Benchmarks\n\nintro\n\n## Memory\n\nmemory table\n\n'
+                       '## CPU performance\n\nnew\n\n## Size and compile time\n\nsizes\n')
+    appended = bench.replace_section('# Benchmarks\n\nintro\n', 'CPU performance',
+                                     '## CPU performance\n\nnew\n')
+    assert appended == '# Benchmarks\n\nintro\n\n## CPU performance\n\nnew\n'
+
+
+def test_bench_runs_every_runtime_on_a_small_model(tmp_path):
+    assert os.path.exists(ORACLE_PYTHON), 'the MXNet oracle venv is missing: run make test'
+    assert os.path.exists(os.path.join(ZOO_DIR, 'squeezenet1.1-0000.params')), (
+        'zoo fixtures missing in %s: run make test' % ZOO_DIR)
+    benchmarks = tmp_path / 'BENCHMARKS.md'
+    benchmarks.write_text('# Benchmarks\n\nintro\n\n## Memory\n\nkept as it is\n')
+    results_json = tmp_path / 'results.json'
+    command = [sys.executable, BENCH, '--models', 'squeezenet1.1', '--threads', '1',
+               '--iters', '2', '--warmup', '1', '--dot', '0', '--quiet-wait-s', '0',
+               '--gap-ms', '0', '--library', library_under_test(), '--zoo', ZOO_DIR,
+               '--oracle-python', ORACLE_PYTHON, '--benchmarks-file', str(benchmarks),
+               '--results-json', str(results_json)]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+
+    report = json.loads(results_json.read_text())
+    results = report['results']['squeezenet1.1']['1']
+    assert set(results) == {'mxlite', 'mxnet', 'ort'}
+    for runtime, result in results.items():
+        assert result['error'] is None, (runtime, result['error'])
+        assert len(result['times']) == 2, runtime
+        assert result['maxrss_kb'] > 0 and result['load_s'] > 0, runtime
+    assert results['mxlite']['rel_err'] <= 1e-4
+    assert results['mxnet']['rel_err'] <= 1e-3 and results['ort']['rel_err'] <= 1e-3
+    # Warnings about other processes on the machine are about timing, not checked here.
+    assert [w for w in report['warnings'] if 'other processes' not in w] == []
+
+    text = benchmarks.read_text()
+    assert text.startswith('# Benchmarks\n\nintro\n\n## Memory\n\nkept as it is\n')
+    assert text.count('## CPU performance') == 1
+    assert 'Command: `python3 scripts/bench.py --models squeezenet1.1' in text
+    row = next(line for line in text.splitlines() if line.startswith('| squeezenet1.1 |'))
+    cells = [c.strip() for c in row.strip('|').split('|')]
+    for value in cells[1:4]:  # mxlite, MXNet, ORT medians
+        float(value)
+    assert cells[4].endswith('(MXNet)') or cells[4].endswith('(ORT)')
