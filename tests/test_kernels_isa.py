@@ -3,7 +3,7 @@
 MXLITE_ISA caps the instruction set the run-time dispatch may pick, so one
 AVX-512 machine covers the AVX-512, AVX2 and portable paths. The C++
 drivers compare the blocked GEMM (all epilogues, threads), the GEMV and the
-3x3 depthwise kernel with naive loops on awkward sizes.
+3x3 depthwise and Winograd kernels with naive loops on awkward sizes.
 """
 import os
 import subprocess
@@ -13,8 +13,9 @@ import pytest
 from conftest import ROOT
 
 KERNELS = ['cpu_features.cc', 'thread_pool.cc', 'gemm_generic.cc', 'gemm_x86.cc', 'gemm.cc',
-           'depthwise.cc']
-DRIVERS = {'gemm': 'gemm_test.cc', 'depthwise': 'depthwise_test.cc'}
+           'depthwise.cc', 'winograd.cc']
+DRIVERS = {'gemm': 'gemm_test.cc', 'depthwise': 'depthwise_test.cc',
+           'winograd': 'winograd_test.cc'}
 
 
 @pytest.fixture(scope='module')

@@ -1,0 +1,65 @@
+/*
+ * Winograd convolution F(4x4, 3x3) for 3x3, stride-1 convolutions.
+ *
+ * A 4x4 block of outputs needs a 6x6 block of inputs. Winograd's minimal
+ * filtering computes it as
+ *     Y = A^T [ (G g G^T) .* (B^T d B) ] A
+ * with 36 multiplications per input channel instead of 144. Summed over
+ * input channels the elementwise products become 36 independent matrix
+ * products, one per position xi of the 6x6 transformed tile:
+ *     M[xi] (filters x tiles) = U[xi] (filters x channels) * V[xi] (channels x tiles)
+ * U = G g G^T is computed once, in double precision, when the operator is
+ * prepared, and packed for the GEMM; V = B^T d B is computed per call; the
+ * GEMMs run on the blocked kernels; the output transform applies A^T . A,
+ * then the bias, the residual and the clamp of the fused epilogue.
+ *
+ * Tiles are processed in chunks so that V and M (36 x (C + F) x chunk
+ * floats) fit the workspace budget. The transforms are exact in exact
+ * arithmetic; in float32 the result differs from direct convolution by a
+ * few units in the sixth significant digit, well inside MXNet's 1e-4
+ * tolerance.
+ */
+#ifndef MXLITE_KERNELS_WINOGRAD_H_
+#define MXLITE_KERNELS_WINOGRAD_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "gemm.h"
+
+namespace mxlite {
+
+struct WinogradGeometry {
+  int64_t channels = 0, filters = 0;
+  int64_t in_h = 0, in_w = 0, out_h = 0, out_w = 0;
+  int64_t pad_h = 0, pad_w = 0;
+
+  int64_t TilesH() const { return (out_h + 3) / 4; }
+  int64_t TilesW() const { return (out_w + 3) / 4; }
+  int64_t Tiles() const { return TilesH() * TilesW(); }
+  // Tiles per chunk, so that the chunk's V and M fit the workspace budget.
+  int64_t ChunkTiles() const;
+  size_t WorkspaceBytes() const;
+};
+
+// Whether Winograd pays for this layer: 3x3, stride 1, dilation 1, one
+// group, and enough output tiles to keep the 36 GEMMs busy.
+bool WinogradApplies(int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64_t stride_w,
+                     int64_t dilate_h, int64_t dilate_w, int64_t groups, int64_t channels,
+                     int64_t filters, int64_t out_h, int64_t out_w);
+
+// U[xi] = (G g G^T)[xi] for weights (filters, channels, 3, 3), packed.
+Status WinogradPackWeights(const float* weights, int64_t filters, int64_t channels,
+                           std::vector<PackedMatrix>* packed);
+
+// One image: input (channels, in_h, in_w) -> output (filters, out_h, out_w),
+// output = clamp(conv + bias[f] + residual).
+void WinogradConvolve(const WinogradGeometry& g, const std::vector<PackedMatrix>& packed,
+                      const float* input, const float* bias, const float* residual,
+                      float lower, float upper, float* output, float* workspace,
+                      ThreadPool* pool);
+
+}  // namespace mxlite
+
+#endif  // MXLITE_KERNELS_WINOGRAD_H_

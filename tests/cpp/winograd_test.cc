@@ -1,0 +1,87 @@
+/*
+ * winograd_test: F(4x4, 3x3) convolution against a naive double-precision
+ * direct convolution, on sizes that leave partial tiles on both edges
+ * (1..13), paddings 0..2, several channel counts, chunked and unchunked,
+ * with bias, residual and clamp. The GEMM inside is whichever MXLITE_ISA
+ * allows.
+ */
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include "../../predict/kernels/winograd.h"
+
+int main() {
+  using namespace mxlite;
+  int checks = 0, failures = 0;
+  unsigned state = 777;
+  auto next = [&] {
+    state = state * 1664525u + 1013904223u;
+    return static_cast<float>((state >> 8) & 0xffff) / 32768.f - 1.f;
+  };
+  ThreadPool pool(2);
+  const int64_t channel_cases[][2] = {{1, 1}, {3, 5}, {16, 8}, {40, 33}};
+  for (const auto& cf : channel_cases) {
+    for (int64_t pad = 0; pad <= 2; ++pad) {
+      // 141 with 73 channels in and out needs more than one chunk of tiles.
+      for (int64_t size = 3; size <= 141; size += size < 13 ? 2 : 128) {
+        if (size == 141 && (cf[0] < 40 || pad != 1)) continue;
+        WinogradGeometry g;
+        g.channels = cf[0];
+        g.filters = cf[1];
+        g.in_h = size;
+        g.in_w = size + 1;
+        g.pad_h = g.pad_w = pad;
+        g.out_h = g.in_h + 2 * pad - 2;
+        g.out_w = g.in_w + 2 * pad - 2;
+        std::vector<float> w(g.filters * g.channels * 9), in(g.channels * g.in_h * g.in_w),
+            bias(g.filters), residual(g.filters * g.out_h * g.out_w),
+            out(residual.size(), NAN);
+        for (float& v : w) v = next();
+        for (float& v : in) v = next();
+        for (float& v : bias) v = next();
+        for (float& v : residual) v = next();
+        if (size == 141 && g.ChunkTiles() >= g.Tiles()) {
+          ++failures;
+          std::printf("FAIL: the large case was meant to be chunked\n");
+        }
+        std::vector<PackedMatrix> packed;
+        WinogradPackWeights(w.data(), g.filters, g.channels, &packed);
+        std::vector<float> workspace(g.WorkspaceBytes() / sizeof(float));
+        WinogradConvolve(g, packed, in.data(), bias.data(), residual.data(), -2.f, 2.f,
+                         out.data(), workspace.data(), size % 4 == 1 ? &pool : nullptr);
+        ++checks;
+        double worst = 0;
+        for (int64_t f = 0; f < g.filters; ++f) {
+          for (int64_t y = 0; y < g.out_h; ++y) {
+            for (int64_t x = 0; x < g.out_w; ++x) {
+              const int64_t index = (f * g.out_h + y) * g.out_w + x;
+              double sum = double(bias[f]) + residual[index];
+              for (int64_t c = 0; c < g.channels; ++c) {
+                for (int64_t ky = 0; ky < 3; ++ky) {
+                  for (int64_t kx = 0; kx < 3; ++kx) {
+                    const int64_t iy = y - pad + ky, ix = x - pad + kx;
+                    if (iy < 0 || iy >= g.in_h || ix < 0 || ix >= g.in_w) continue;
+                    sum += double(w[((f * g.channels + c) * 3 + ky) * 3 + kx]) *
+                           in[(c * g.in_h + iy) * g.in_w + ix];
+                  }
+                }
+              }
+              const double want = std::min(std::max(sum, -2.0), 2.0);
+              worst = std::max(worst, std::fabs(out[index] - want));
+            }
+          }
+        }
+        // Inputs and weights in [-1, 1): errors scale with the channel count.
+        if (!(worst <= 2e-5 * (g.channels * 9))) {
+          ++failures;
+          std::printf("FAIL C=%lld F=%lld pad=%lld size=%lld: max error %g\n",
+                      (long long)g.channels, (long long)g.filters, (long long)pad,
+                      (long long)size, worst);
+        }
+      }
+    }
+  }
+  std::printf("%d checks, %d failures\n", checks, failures);
+  return failures == 0 ? 0 : 1;
+}
