@@ -18,7 +18,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import FIXTURES, ROOT, ZOO_DIR, assert_close, load_cases
+from conftest import FIXTURES, ROOT, ZOO_DIR, assert_close
 from mobile_support import CONFORMANCE_MAIN, check_results, op_cases, require_tool, run, \
     write_plan, zoo_cases
 
@@ -161,7 +161,7 @@ class WasmPredictAPI:
 def test_api_module_exports_the_c_api(wasm_build):
     wasmtime = import_wasmtime()
     api = WasmPredictAPI(wasmtime, wasm_build / 'wasm' / 'mxlite.wasm')
-    case = {c.name: c for c in load_cases(os.path.join(FIXTURES, 'ops'))}['composite_net']
+    case = {c.name: c for c in op_cases()}['composite_net']
     inputs, expected = case.io()
     status, handle = api.create(case.symbol_json, case.params,
                                 {name: list(value.shape) for name, value in inputs.items()})

@@ -1,0 +1,204 @@
+/*
+ * JNI layer of org.mxlite.Predictor: Java arrays in, C predict API calls,
+ * Java arrays out. It uses nothing but c_predict_api.h, so it links against
+ * any build of the one file (Android, Debian cross builds, the host JVM).
+ *
+ * Every failure of the core becomes org.mxlite.MXLiteException carrying
+ * MXGetLastError()'s message. A native method that has thrown returns at
+ * once with a dummy value, which the JVM ignores.
+ */
+#include <jni.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "c_predict_api.h"
+
+namespace mxlite_jni {
+
+void ThrowMXLiteException(JNIEnv* env, const std::string& message) {
+  jclass type = env->FindClass("org/mxlite/MXLiteException");
+  if (type != nullptr) env->ThrowNew(type, message.c_str());
+}
+
+// Throws the core's last error when `status` is non-zero; returns whether
+// it did.
+bool ThrowIfFailed(JNIEnv* env, int status) {
+  if (status == 0) return false;
+  ThrowMXLiteException(env, MXGetLastError());
+  return true;
+}
+
+// Input names and shapes in the C API's layout (keys, indptr, data).
+struct InputShapes {
+  std::vector<std::string> names;
+  std::vector<const char*> keys;
+  std::vector<mx_uint> indptr{0};
+  std::vector<mx_uint> dims;
+};
+
+// Reads String[] names and int[][] shapes (validated by the Java side).
+// Returns false with a Java exception pending on failure.
+bool ReadInputShapes(JNIEnv* env, jobjectArray names, jobjectArray shapes, InputShapes* out) {
+  const jsize count = env->GetArrayLength(names);
+  for (jsize i = 0; i < count; ++i) {
+    jstring name = static_cast<jstring>(env->GetObjectArrayElement(names, i));
+    jintArray shape = static_cast<jintArray>(env->GetObjectArrayElement(shapes, i));
+    if (name == nullptr || shape == nullptr) {
+      ThrowMXLiteException(env, "input names and shapes must not be null");
+      return false;
+    }
+    const char* utf = env->GetStringUTFChars(name, nullptr);
+    if (utf == nullptr) return false;  // OutOfMemoryError pending
+    out->names.emplace_back(utf);
+    env->ReleaseStringUTFChars(name, utf);
+    const jsize ndim = env->GetArrayLength(shape);
+    std::vector<jint> dims(static_cast<size_t>(ndim));
+    env->GetIntArrayRegion(shape, 0, ndim, dims.data());
+    for (jint d : dims) out->dims.push_back(static_cast<mx_uint>(d));
+    out->indptr.push_back(static_cast<mx_uint>(out->dims.size()));
+    env->DeleteLocalRef(name);
+    env->DeleteLocalRef(shape);
+  }
+  for (const std::string& name : out->names) out->keys.push_back(name.c_str());
+  if (out->dims.empty()) out->dims.push_back(0);  // never read; keeps data() non-null
+  return true;
+}
+
+PredictorHandle AsHandle(jlong handle) {
+  return reinterpret_cast<PredictorHandle>(static_cast<intptr_t>(handle));
+}
+
+jlong AsJLong(PredictorHandle handle) {
+  return static_cast<jlong>(reinterpret_cast<intptr_t>(handle));
+}
+
+}  // namespace mxlite_jni
+
+extern "C" {
+
+JNIEXPORT jlong JNICALL Java_org_mxlite_Predictor_nativeCreate(JNIEnv* env, jclass,
+                                                               jbyteArray symbol_json,
+                                                               jbyteArray params,
+                                                               jobjectArray names,
+                                                               jobjectArray shapes) {
+  using namespace mxlite_jni;
+  InputShapes inputs;
+  if (!ReadInputShapes(env, names, shapes, &inputs)) return 0;
+  // MXPredCreate reads the JSON as a C string: copy it with a terminating
+  // NUL (MXNet's JNI layer passed the Java bytes without one).
+  const jsize json_size = env->GetArrayLength(symbol_json);
+  std::vector<char> json(static_cast<size_t>(json_size) + 1, '\0');
+  env->GetByteArrayRegion(symbol_json, 0, json_size, reinterpret_cast<jbyte*>(json.data()));
+  const jsize params_size = env->GetArrayLength(params);
+  std::vector<char> param_bytes(static_cast<size_t>(params_size));
+  env->GetByteArrayRegion(params, 0, params_size, reinterpret_cast<jbyte*>(param_bytes.data()));
+
+  PredictorHandle handle = nullptr;
+  const int status = MXPredCreate(json.data(), param_bytes.data(), static_cast<int>(params_size),
+                                  1, 0, static_cast<mx_uint>(inputs.keys.size()),
+                                  inputs.keys.data(), inputs.indptr.data(), inputs.dims.data(),
+                                  &handle);
+  if (ThrowIfFailed(env, status)) return 0;
+  return AsJLong(handle);
+}
+
+JNIEXPORT jlong JNICALL Java_org_mxlite_Predictor_nativeReshape(JNIEnv* env, jclass,
+                                                                jlong handle,
+                                                                jobjectArray names,
+                                                                jobjectArray shapes) {
+  using namespace mxlite_jni;
+  InputShapes inputs;
+  if (!ReadInputShapes(env, names, shapes, &inputs)) return 0;
+  PredictorHandle reshaped = nullptr;
+  const int status = MXPredReshape(static_cast<mx_uint>(inputs.keys.size()), inputs.keys.data(),
+                                   inputs.indptr.data(), inputs.dims.data(), AsHandle(handle),
+                                   &reshaped);
+  if (ThrowIfFailed(env, status)) return 0;
+  return AsJLong(reshaped);
+}
+
+JNIEXPORT void JNICALL Java_org_mxlite_Predictor_nativeSetInput(JNIEnv* env, jclass,
+                                                                jlong handle, jstring name,
+                                                                jfloatArray data) {
+  using namespace mxlite_jni;
+  const char* key = env->GetStringUTFChars(name, nullptr);
+  if (key == nullptr) return;
+  const jsize size = env->GetArrayLength(data);
+  // Critical access avoids copying a large input; nothing between Get and
+  // Release calls back into the JVM.
+  void* values = env->GetPrimitiveArrayCritical(data, nullptr);
+  int status = -1;
+  if (values != nullptr) {
+    status = MXPredSetInput(AsHandle(handle), key, static_cast<const mx_float*>(values),
+                            static_cast<mx_uint>(size));
+    env->ReleasePrimitiveArrayCritical(data, values, JNI_ABORT);
+  }
+  env->ReleaseStringUTFChars(name, key);
+  if (values != nullptr) ThrowIfFailed(env, status);
+}
+
+JNIEXPORT void JNICALL Java_org_mxlite_Predictor_nativeForward(JNIEnv* env, jclass,
+                                                               jlong handle) {
+  mxlite_jni::ThrowIfFailed(env, MXPredForward(mxlite_jni::AsHandle(handle)));
+}
+
+JNIEXPORT jint JNICALL Java_org_mxlite_Predictor_nativeOutputCount(JNIEnv*, jclass,
+                                                                   jlong handle) {
+  // The C API has no count: outputs are numbered from 0 until the index is
+  // refused.
+  mx_uint* shape = nullptr;
+  mx_uint ndim = 0;
+  jint count = 0;
+  while (MXPredGetOutputShape(mxlite_jni::AsHandle(handle), static_cast<mx_uint>(count), &shape,
+                              &ndim) == 0) {
+    ++count;
+  }
+  return count;
+}
+
+JNIEXPORT jintArray JNICALL Java_org_mxlite_Predictor_nativeGetOutputShape(JNIEnv* env, jclass,
+                                                                          jlong handle,
+                                                                          jint index) {
+  using namespace mxlite_jni;
+  mx_uint* shape = nullptr;
+  mx_uint ndim = 0;
+  if (ThrowIfFailed(env, MXPredGetOutputShape(AsHandle(handle), static_cast<mx_uint>(index),
+                                              &shape, &ndim))) {
+    return nullptr;
+  }
+  std::vector<jint> dims(shape, shape + ndim);
+  jintArray result = env->NewIntArray(static_cast<jsize>(ndim));
+  if (result != nullptr) env->SetIntArrayRegion(result, 0, static_cast<jsize>(ndim), dims.data());
+  return result;
+}
+
+JNIEXPORT jfloatArray JNICALL Java_org_mxlite_Predictor_nativeGetOutput(JNIEnv* env, jclass,
+                                                                       jlong handle,
+                                                                       jint index) {
+  using namespace mxlite_jni;
+  mx_uint* shape = nullptr;
+  mx_uint ndim = 0;
+  if (ThrowIfFailed(env, MXPredGetOutputShape(AsHandle(handle), static_cast<mx_uint>(index),
+                                              &shape, &ndim))) {
+    return nullptr;
+  }
+  size_t size = 1;
+  for (mx_uint i = 0; i < ndim; ++i) size *= shape[i];
+  jfloatArray result = env->NewFloatArray(static_cast<jsize>(size));
+  if (result == nullptr) return nullptr;  // OutOfMemoryError pending
+  void* values = env->GetPrimitiveArrayCritical(result, nullptr);
+  if (values == nullptr) return nullptr;
+  const int status = MXPredGetOutput(AsHandle(handle), static_cast<mx_uint>(index),
+                                     static_cast<mx_float*>(values), static_cast<mx_uint>(size));
+  env->ReleasePrimitiveArrayCritical(result, values, 0);
+  if (ThrowIfFailed(env, status)) return nullptr;
+  return result;
+}
+
+JNIEXPORT void JNICALL Java_org_mxlite_Predictor_nativeFree(JNIEnv*, jclass, jlong handle) {
+  MXPredFree(mxlite_jni::AsHandle(handle));
+}
+
+}  // extern "C"
