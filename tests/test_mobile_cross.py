@@ -1,7 +1,8 @@
 """The one file on ARM, and the minimal build, against MXNet 1.9.1.
 
 - The amalgamation cross-compiles warning-free with Debian's GCC for
-  aarch64 and armv7 (hard float), with no -I or -D, and the C conformance
+  aarch64 and armv7 (hard float; as it comes and with NEON as Android's
+  armeabi-v7a has it), with no -I or -D, and the C conformance
   driver (tests/c/conformance_main.c) runs under qemu-user: every operator
   case plus zoo models, each output within the oracle tolerance (1e-5 for
   operators, 1e-4 for models) of MXNet's.
@@ -20,10 +21,15 @@ from mobile_support import (AMALGAMATE, CONFORMANCE_MAIN, check_results, op_case
                             require_tool, run, write_plan, zoo_cases)
 
 TARGETS = {
-    # triple: (qemu, zoo models run there)
-    'aarch64-linux-gnu': ('qemu-aarch64', ['squeezenet1.1', 'mobilenet1.0', 'mobilenetv2_1.0',
-                                           'resnet18_v1']),
-    'arm-linux-gnueabihf': ('qemu-arm', ['squeezenet1.1', 'mobilenet1.0', 'resnet18_v1']),
+    # name: (triple, qemu, extra compiler flags, zoo models run there)
+    'aarch64': ('aarch64-linux-gnu', 'qemu-aarch64', [],
+                ['squeezenet1.1', 'mobilenet1.0', 'mobilenetv2_1.0', 'resnet18_v1']),
+    # Debian's armhf baseline (VFPv3-D16, no NEON): the file as it comes.
+    'armv7': ('arm-linux-gnueabihf', 'qemu-arm', [],
+              ['squeezenet1.1', 'mobilenet1.0', 'resnet18_v1']),
+    # What Android's armeabi-v7a guarantees: the vector code becomes NEON.
+    'armv7-neon': ('arm-linux-gnueabihf', 'qemu-arm', ['-march=armv7-a', '-mfpu=neon'],
+                   ['squeezenet1.1', 'mobilenet1.0']),
 }
 
 
@@ -46,18 +52,18 @@ def build_driver(amalgamation, work, cxx, cc, flags=(), link_flags=()):
     return exe
 
 
-@pytest.mark.parametrize('triple', sorted(TARGETS))
-def test_cross_build_matches_mxnet_under_qemu(amalgamation, tmp_path, triple):
-    qemu, models = TARGETS[triple]
+@pytest.mark.parametrize('target', sorted(TARGETS))
+def test_cross_build_matches_mxnet_under_qemu(amalgamation, tmp_path, target):
+    triple, qemu, flags, models = TARGETS[target]
     cxx = require_tool(f'{triple}-g++', f'g++-{triple}')
     cc = require_tool(f'{triple}-gcc', f'gcc-{triple}')
     require_tool(qemu, 'qemu-user')
     # Static, so that qemu needs no target sysroot.
-    exe = build_driver(amalgamation, tmp_path, cxx, cc, link_flags=['-static'])
+    exe = build_driver(amalgamation, tmp_path, cxx, cc, flags=flags, link_flags=['-static'])
     cases = op_cases() + zoo_cases(models)
     plan = write_plan(cases, tmp_path)
     report = run([qemu, str(exe), plan], cwd=tmp_path).stdout
-    check_results(report, cases, tmp_path, triple)
+    check_results(report, cases, tmp_path, target)
 
 
 def test_predict_only_build_matches_mxnet(amalgamation, tmp_path):
