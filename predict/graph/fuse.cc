@@ -128,6 +128,20 @@ Status FuseOperators(const Graph& graph, Graph* out) {
     chain_ending_at[chain.last] = chain;
   }
 
+  // A BatchNorm left standing (pre-activation networks normalise before the
+  // convolution) takes a following relu/clip into its output loop.
+  std::vector<int> clamp_of_batch_norm(count, -1);
+  for (int n = 0; n < count; ++n) {
+    if (absorbed[n] || graph.nodes[n].op_name != "BatchNorm") continue;
+    if (!AllHiddenOutputsUnused(readers, n)) continue;
+    int slot = -1;
+    const int next = SoleReader(readers, n, &slot);
+    std::string lower, upper;
+    if (next < 0 || absorbed[next] || !ClampOf(graph.nodes[next], &lower, &upper)) continue;
+    absorbed[n] = absorbed[next] = true;
+    clamp_of_batch_norm[next] = n;
+  }
+
   // Rebuild in order; a fused node is emitted where its chain ends.
   *out = Graph();
   out->mxnet_version = graph.mxnet_version;
@@ -137,6 +151,24 @@ Status FuseOperators(const Graph& graph, Graph* out) {
   };
   for (int n = 0; n < count; ++n) {
     const Chain& chain = chain_ending_at[n];
+    if (clamp_of_batch_norm[n] >= 0) {
+      const Node& bn = graph.nodes[clamp_of_batch_norm[n]];
+      Node fused;
+      fused.name = graph.nodes[n].name;
+      fused.attrs = bn.attrs;
+      std::string lower, upper;
+      ClampOf(graph.nodes[n], &lower, &upper);
+      fused.attrs["clamp_min"] = lower;
+      fused.attrs["clamp_max"] = upper;
+      for (const NodeEntry& input : bn.inputs) fused.inputs.push_back(remap(input));
+      fused.op_name = "_FusedBatchNorm";
+      std::unique_ptr<Operator> op;
+      MXL_RETURN_IF_ERROR(CreateOperator(fused.op_name, fused.name, fused.attrs, &op));
+      fused.op.reset(op.release());
+      new_index[clamp_of_batch_norm[n]] = new_index[n] = static_cast<int>(out->nodes.size());
+      out->nodes.push_back(std::move(fused));
+      continue;
+    }
     if (absorbed[n] && chain.last != n) continue;
     if (!absorbed[n]) {
       Node copy = graph.nodes[n];

@@ -14,6 +14,10 @@
  * 1; so the rewritten graph computes the same values (up to float rounding
  * of the folded weights) and exposes the same outputs.
  *
+ * A BatchNorm that no convolution absorbed (pre-activation networks such
+ * as ResNet v2 and DenseNet normalise before convolving) likewise takes a
+ * following relu/clip as _FusedBatchNorm.
+ *
  * The fused node takes the place of the last link, which is valid because
  * nothing between the convolution and that link reads the convolution's
  * result. Node names stay those of the last link, so graph outputs keep

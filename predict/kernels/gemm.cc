@@ -215,6 +215,16 @@ void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const fl
 void SgemvRows(int64_t n, int64_t k, const float* w, const float* x, float* y, ThreadPool* pool) {
   const int threads = pool ? pool->size() : 1;
   const int64_t chunk = std::max<int64_t>(1, (n + threads - 1) / threads);
+#if defined(__x86_64__) || defined(_M_X64)
+  static const bool avx512 = SelectedIsa() == Isa::kAvx512;
+  if (avx512) {
+    ParallelFor(pool, (n + chunk - 1) / chunk, [&](int64_t task) {
+      const int64_t begin = task * chunk, end = std::min(n, begin + chunk);
+      gemm_avx512::GemvRows(end - begin, k, w + begin * k, x, y + begin);
+    });
+    return;
+  }
+#endif
   ParallelFor(pool, (n + chunk - 1) / chunk, [&](int64_t task) {
     const int64_t end = std::min(n, (task + 1) * chunk);
     for (int64_t row = task * chunk; row < end; ++row) {

@@ -40,6 +40,7 @@ extern const MicroKernel kKernel;
 }
 namespace gemm_avx512 {
 extern const MicroKernel kKernel;
+void GemvRows(int64_t rows, int64_t k, const float* w, const float* x, float* y);
 }
 #endif  // x86-64
 

@@ -103,6 +103,62 @@ MXLITE_TARGET_AVX512 void Run(int64_t kc, const float* a, const float* b, float*
 
 const MicroKernel kKernel = {"avx512-12x32", kMr, kNr, &Run};
 
+// Sum of the 16 lanes. (Not _mm512_reduce_add_ps: GCC 12 warns about an
+// undefined operand inside it.)
+MXLITE_TARGET_AVX512 inline float HorizontalSum(__m512 v) {
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, v);
+  float sum = 0.f;
+  for (float lane : lanes) sum += lane;
+  return sum;
+}
+
+// y[r] = W[r,:] . x for rows [0, rows): four rows at a time share each load
+// of x; the loop is bound by streaming W from memory.
+MXLITE_TARGET_AVX512 void GemvRows(int64_t rows, int64_t k, const float* w, const float* x,
+                                   float* y) {
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    const float* w0 = w + r * k;
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    __m512 acc2 = _mm512_setzero_ps(), acc3 = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= k; i += 16) {
+      const __m512 xv = _mm512_loadu_ps(x + i);
+      acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(w0 + i), xv, acc0);
+      acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(w0 + k + i), xv, acc1);
+      acc2 = _mm512_fmadd_ps(_mm512_loadu_ps(w0 + 2 * k + i), xv, acc2);
+      acc3 = _mm512_fmadd_ps(_mm512_loadu_ps(w0 + 3 * k + i), xv, acc3);
+    }
+    if (i < k) {
+      const __mmask16 mask = static_cast<__mmask16>((1u << (k - i)) - 1);
+      const __m512 xv = _mm512_maskz_loadu_ps(mask, x + i);
+      acc0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, w0 + i), xv, acc0);
+      acc1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, w0 + k + i), xv, acc1);
+      acc2 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, w0 + 2 * k + i), xv, acc2);
+      acc3 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, w0 + 3 * k + i), xv, acc3);
+    }
+    y[r] = HorizontalSum(acc0);
+    y[r + 1] = HorizontalSum(acc1);
+    y[r + 2] = HorizontalSum(acc2);
+    y[r + 3] = HorizontalSum(acc3);
+  }
+  for (; r < rows; ++r) {
+    const float* wr = w + r * k;
+    __m512 acc = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= k; i += 16) {
+      acc = _mm512_fmadd_ps(_mm512_loadu_ps(wr + i), _mm512_loadu_ps(x + i), acc);
+    }
+    if (i < k) {
+      const __mmask16 mask = static_cast<__mmask16>((1u << (k - i)) - 1);
+      acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, wr + i),
+                            _mm512_maskz_loadu_ps(mask, x + i), acc);
+    }
+    y[r] = HorizontalSum(acc);
+  }
+}
+
 }  // namespace gemm_avx512
 }  // namespace mxlite
 

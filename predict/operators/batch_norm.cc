@@ -22,6 +22,11 @@
 #include <cmath>
 #include <cstring>
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "../kernels/thread_pool.h"
 #include "operator.h"
 
 namespace mxlite {
@@ -29,8 +34,14 @@ namespace batch_norm_op {
 
 class BatchNorm : public Operator {
  public:
-  BatchNorm(double eps, bool fix_gamma, bool output_mean_var, int64_t axis)
-      : eps_(eps), fix_gamma_(fix_gamma), output_mean_var_(output_mean_var), axis_(axis) {}
+  BatchNorm(double eps, bool fix_gamma, bool output_mean_var, int64_t axis, float lower,
+            float upper)
+      : eps_(eps),
+        fix_gamma_(fix_gamma),
+        output_mean_var_(output_mean_var),
+        axis_(axis),
+        lower_(lower),
+        upper_(upper) {}
 
   std::vector<std::string> InputNames() const override {
     return {"data", "gamma", "beta", "moving_mean", "moving_var"};
@@ -67,7 +78,7 @@ class BatchNorm : public Operator {
     return AssignShape(out, 2, param_shape, "output", OutputNames());
   }
 
-  Status Forward(const OpContext&, const std::vector<NDArray>& in,
+  Status Forward(const OpContext& ctx, const std::vector<NDArray>& in,
                  const std::vector<NDArray>& out) override {
     const Shape& shape = in[0].shape();
     const int ndim = shape.ndim();
@@ -89,20 +100,25 @@ class BatchNorm : public Operator {
 
     const float* x = in[0].fdata();
     float* y = out[0].fdata();
-    for (int64_t o = 0; o < outer; ++o) {
-      for (int64_t c = 0; c < channels; ++c) {
-        const int64_t offset = (o * channels + c) * inner;
-        const float* src = x + offset;
-        float* dst = y + offset;
-        const float m = mean[c], s = invstd_[c], b = beta[c];
-        if (fix_gamma_) {
-          for (int64_t i = 0; i < inner; ++i) dst[i] = ((src[i] - m) * s) + b;
-        } else {
-          const float w = gamma[c];
-          for (int64_t i = 0; i < inner; ++i) dst[i] = ((src[i] - m) * s) * w + b;
-        }
+    const bool clamps = lower_ != -std::numeric_limits<float>::infinity() ||
+                        upper_ != std::numeric_limits<float>::infinity();
+    ParallelFor(ctx.pool, outer * channels, [&](int64_t plane) {
+      const int64_t c = plane % channels;
+      const int64_t offset = plane * inner;
+      const float* src = x + offset;
+      float* dst = y + offset;
+      const float m = mean[c], s = invstd_[c], b = beta[c];
+      if (fix_gamma_) {
+        for (int64_t i = 0; i < inner; ++i) dst[i] = ((src[i] - m) * s) + b;
+      } else {
+        const float w = gamma[c];
+        for (int64_t i = 0; i < inner; ++i) dst[i] = ((src[i] - m) * s) * w + b;
       }
-    }
+      // A following relu/clip folded in by the graph optimizer.
+      if (clamps) {
+        for (int64_t i = 0; i < inner; ++i) dst[i] = std::min(std::max(dst[i], lower_), upper_);
+      }
+    });
 
     // The other outputs, as MXNet fills them: the mean used and invstd.
     const size_t param_bytes = static_cast<size_t>(channels) * sizeof(float);
@@ -120,6 +136,7 @@ class BatchNorm : public Operator {
   bool fix_gamma_;
   bool output_mean_var_;
   int64_t axis_;
+  float lower_, upper_;        // clamp of a fused activation (none: infinities)
   std::vector<float> invstd_;  // per-channel scratch of Forward
 };
 
@@ -134,8 +151,15 @@ Status CreateBatchNorm(AttrParser* attrs, std::unique_ptr<Operator>* out) {
   attrs->Ignore("cudnn_off");
   attrs->Ignore("min_calib_range");  // only read by the quantized operator
   attrs->Ignore("max_calib_range");
+  double lower = -HUGE_VAL, upper = HUGE_VAL;
+  if (attrs->op_name() == "_FusedBatchNorm") {
+    // Written by the graph optimizer (graph/fuse.cc), never by MXNet.
+    lower = attrs->Float("clamp_min", -HUGE_VAL);
+    upper = attrs->Float("clamp_max", HUGE_VAL);
+  }
   MXL_RETURN_IF_ERROR(attrs->Finish());
-  out->reset(new BatchNorm(eps, fix_gamma, output_mean_var, axis));
+  out->reset(new BatchNorm(eps, fix_gamma, output_mean_var, axis, static_cast<float>(lower),
+                           static_cast<float>(upper)));
   return Status();
 }
 

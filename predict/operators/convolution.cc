@@ -29,9 +29,14 @@
  * where the stride is 1, an unknown input extent back from the output.
  */
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <limits>
 
+#include "../kernels/depthwise.h"
 #include "../kernels/gemm.h"
+#include "../kernels/winograd.h"
 #include "operator.h"
 
 namespace mxlite {
@@ -144,24 +149,52 @@ void DepthwisePlane(const Geometry& g, const float* in, const float* filter, flo
   }
 }
 
-enum Method { kIm2col, kPointwise, kDepthwise };
+enum Method { kIm2col, kPointwise, kDepthwise, kWinograd };
+
+// MXLITE_WINOGRAD=0 turns the Winograd path off (to compare, or to debug).
+inline bool WinogradDisabled() {
+  static const bool disabled = [] {
+    const char* value = std::getenv("MXLITE_WINOGRAD");
+    return value != nullptr && value[0] == '0';
+  }();
+  return disabled;
+}
+
+// What the graph optimizer folded into this convolution (the internal
+// operator _FusedConvolution): a following BatchNorm (its statistics are
+// folded into the weights and bias at Prepare), a residual input added to
+// the result, and a clamp (relu, relu6/clip). Plain Convolution has none.
+struct Fusion {
+  bool batch_norm = false;
+  double bn_eps = 1e-3;
+  bool bn_fix_gamma = true;
+  bool residual = false;
+  float lower = -std::numeric_limits<float>::infinity();
+  float upper = std::numeric_limits<float>::infinity();
+};
 
 class Convolution : public Operator {
  public:
   Convolution(std::vector<int64_t> kernel, std::vector<int64_t> stride,
-               std::vector<int64_t> dilate, std::vector<int64_t> pad, int64_t num_filter,
-               int64_t num_group, bool no_bias)
+              std::vector<int64_t> dilate, std::vector<int64_t> pad, int64_t num_filter,
+              int64_t num_group, bool no_bias, Fusion fusion)
       : kernel_(std::move(kernel)),
         stride_(std::move(stride)),
         dilate_(std::move(dilate)),
         pad_(std::move(pad)),
         num_filter_(num_filter),
         num_group_(num_group),
-        no_bias_(no_bias) {}
+        no_bias_(no_bias),
+        fusion_(fusion) {}
 
   std::vector<std::string> InputNames() const override {
-    if (no_bias_) return {"data", "weight"};
-    return {"data", "weight", "bias"};
+    std::vector<std::string> names = {"data", "weight"};
+    if (!no_bias_) names.push_back("bias");
+    if (fusion_.batch_norm) {
+      for (const char* name : {"gamma", "beta", "moving_mean", "moving_var"}) names.push_back(name);
+    }
+    if (fusion_.residual) names.push_back("residual");
+    return names;
   }
 
   Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
@@ -186,7 +219,13 @@ class Convolution : public Operator {
     std::vector<int64_t> wdims = {num_filter_, channels >= 0 ? channels / num_group_ : -1};
     wdims.insert(wdims.end(), kernel_.begin(), kernel_.end());
     MXL_RETURN_IF_ERROR(AssignShape(in, 1, Shape(wdims), "input", names));
-    if (!no_bias_) MXL_RETURN_IF_ERROR(AssignShape(in, 2, Shape({num_filter_}), "input", names));
+    int next = 2;
+    if (!no_bias_) MXL_RETURN_IF_ERROR(AssignShape(in, next++, Shape({num_filter_}), "input", names));
+    if (fusion_.batch_norm) {
+      for (int i = 0; i < 4; ++i) {
+        MXL_RETURN_IF_ERROR(AssignShape(in, next++, Shape({num_filter_}), "input", names));
+      }
+    }
 
     std::vector<int64_t> odims = {data[0], num_filter_};
     for (int i = 0; i < nk; ++i) {
@@ -202,6 +241,7 @@ class Convolution : public Operator {
       odims.push_back((padded - dk) / stride_[i] + 1);
     }
     MXL_RETURN_IF_ERROR(AssignShape(out, 0, Shape(odims), "output", OutputNames()));
+    if (fusion_.residual) MXL_RETURN_IF_ERROR(AssignShape(in, next, (*out)[0], "input", names));
 
     // Back-fill the data: batch size always, extents where the stride is 1.
     const Shape& oshape = (*out)[0];
@@ -251,10 +291,30 @@ class Convolution : public Operator {
       method_ = kDepthwise;
     } else if (pointwise) {
       method_ = kPointwise;
+    } else if (g.kernel[0] == 1 && WinogradApplies(g.kernel[1], g.kernel[2], g.stride[1],
+                                                   g.stride[2], g.dilate[1], g.dilate[2],
+                                                   g.groups, g.channels, g.filters, g.out[1],
+                                                   g.out[2]) &&
+               !WinogradDisabled()) {
+      method_ = kWinograd;
+      winograd_.channels = g.channels;
+      winograd_.filters = g.filters;
+      winograd_.in_h = g.in[1];
+      winograd_.in_w = g.in[2];
+      winograd_.out_h = g.out[1];
+      winograd_.out_w = g.out[2];
+      winograd_.pad_h = g.pad[1];
+      winograd_.pad_w = g.pad[2];
     } else {
       method_ = kIm2col;
     }
+    depthwise3x3_ = method_ == kDepthwise && g.kernel[0] == 1 && g.kernel[1] == 3 &&
+                    g.kernel[2] == 3 &&
+                    DepthwiseConv3x3Supported(g.stride[1], g.stride[2], g.dilate[1],
+                                              g.dilate[2], g.pad[1], g.pad[2]);
+    FoldWeights(in);
     *workspace_bytes = 0;
+    if (method_ == kWinograd) *workspace_bytes = winograd_.WorkspaceBytes();
     if (method_ == kIm2col) {
       const int64_t depth = g.channels / g.groups * g.KernelSize();
       const int64_t rows = g.out[0] * g.out[1];
@@ -269,27 +329,59 @@ class Convolution : public Operator {
                  const std::vector<NDArray>& out) override {
     const Geometry& g = geometry_;
     const float* data = in[0].fdata();
-    const float* weight = in[1].fdata();
-    const float* bias = no_bias_ ? nullptr : in[2].fdata();
     float* output = out[0].fdata();
+    const float* residual = fusion_.residual ? in.back().fdata() : nullptr;
     const int64_t in_plane = g.InSpatial(), out_plane = g.OutSpatial();
-
-    // Start from the bias; the kernels add the products.
-    for (int64_t n = 0; n < g.batch; ++n) {
-      for (int64_t f = 0; f < g.filters; ++f) {
-        float* plane = output + (n * g.filters + f) * out_plane;
-        std::fill(plane, plane + out_plane, bias ? bias[f] : 0.f);
-      }
-    }
     if (g.batch == 0 || out_plane == 0) return Status();
 
     if (method_ == kDepthwise) {
-      const int64_t taps = g.KernelSize();
-      for (int64_t n = 0; n < g.batch; ++n) {
-        for (int64_t c = 0; c < g.channels; ++c) {
-          DepthwisePlane(g, data + (n * g.channels + c) * in_plane, weight + c * taps,
-                         output + (n * g.channels + c) * out_plane);
+      const int64_t planes = g.batch * g.channels;
+      if (depthwise3x3_) {
+        ParallelFor(ctx.pool, planes, [&](int64_t plane) {
+          const int64_t c = plane % g.channels;
+          DepthwisePlaneArgs args;
+          args.input = data + plane * in_plane;
+          args.in_h = g.in[1];
+          args.in_w = g.in[2];
+          args.weights = weights_.data() + c * 9;
+          args.bias = bias_[c];
+          args.output = output + plane * out_plane;
+          args.out_h = g.out[1];
+          args.out_w = g.out[2];
+          args.stride = g.stride[1];
+          args.pad_h = g.pad[1];
+          args.pad_w = g.pad[2];
+          args.residual = residual ? residual + plane * out_plane : nullptr;
+          args.lower = fusion_.lower;
+          args.upper = fusion_.upper;
+          DepthwiseConv3x3Plane(args);
+        });
+        return Status();
+      }
+      ParallelFor(ctx.pool, planes, [&](int64_t plane) {
+        const int64_t c = plane % g.channels;
+        float* dst = output + plane * out_plane;
+        std::fill(dst, dst + out_plane, bias_[c]);
+        DepthwisePlane(g, data + plane * in_plane, weights_.data() + c * g.KernelSize(), dst);
+        GemmEpilogue epilogue = Epilogue(nullptr, residual ? residual + plane * out_plane : nullptr,
+                                         out_plane);
+        if (epilogue.residual || epilogue.clamps()) {
+          FinishPlane(epilogue, dst, out_plane);
         }
+      });
+      return Status();
+    }
+
+    if (method_ == kWinograd) {
+      MXL_CHECK(ctx.workspace != nullptr && ctx.workspace_bytes >= winograd_.WorkspaceBytes(),
+                "convolution needs ", winograd_.WorkspaceBytes(), " bytes of workspace but got ",
+                ctx.workspace_bytes);
+      for (int64_t n = 0; n < g.batch; ++n) {
+        const int64_t out_offset = n * g.filters * out_plane;
+        WinogradConvolve(winograd_, packed_, data + n * g.channels * in_plane, bias_.data(),
+                         residual ? residual + out_offset : nullptr, fusion_.lower,
+                         fusion_.upper, output + out_offset,
+                         static_cast<float*>(ctx.workspace), ctx.pool);
       }
       return Status();
     }
@@ -309,33 +401,118 @@ class Convolution : public Operator {
     for (int64_t n = 0; n < g.batch; ++n) {
       for (int64_t grp = 0; grp < g.groups; ++grp) {
         const float* in_g = data + (n * g.channels + grp * group_in) * in_plane;
-        const float* w_g = weight + grp * group_out * depth;
-        float* out_g = output + (n * g.filters + grp * group_out) * out_plane;
+        const int64_t out_offset = (n * g.filters + grp * group_out) * out_plane;
+        float* out_g = output + out_offset;
+        const float* res_g = residual ? residual + out_offset : nullptr;
+        const float* bias_g = bias_.data() + grp * group_out;
         if (method_ == kPointwise) {
-          Sgemm(false, false, group_out, out_plane, group_in, w_g, group_in, in_g, in_plane, 1.f,
-                out_g, out_plane);
+          GemmPacked(packed_[grp], in_g, in_plane, out_plane, out_g, out_plane,
+                     Epilogue(bias_g, res_g, out_plane), ctx.pool);
           continue;
         }
         for (int64_t row = 0; row < rows; row += rows_per_band_) {
           const int64_t row_end = std::min(rows, row + rows_per_band_);
           const int64_t columns = (row_end - row) * g.out[2];
-          Im2Col(g, in_g, group_in, row, row_end, col);
-          Sgemm(false, false, group_out, columns, depth, w_g, depth, col, columns, 1.f,
-                out_g + row * g.out[2], out_plane);
+          // Each input channel's rows of the column matrix are independent.
+          const int64_t taps = g.KernelSize();
+          ParallelFor(ctx.pool, group_in, [&](int64_t c) {
+            Im2Col(g, in_g + c * in_plane, 1, row, row_end, col + c * taps * columns);
+          });
+          GemmPacked(packed_[grp], col, columns, columns, out_g + row * g.out[2], out_plane,
+                     Epilogue(bias_g, res_g ? res_g + row * g.out[2] : nullptr, out_plane),
+                     ctx.pool);
         }
       }
     }
     return Status();
   }
 
+  const char* KernelName() const override {
+    static const char* const kNames[] = {"im2col+gemm", "1x1 gemm", "depthwise",
+                                         "winograd 4x4"};
+    return kNames[method_];
+  }
+
  private:
+  GemmEpilogue Epilogue(const float* bias, const float* residual, int64_t stride) const {
+    GemmEpilogue epilogue;
+    epilogue.bias = bias;
+    epilogue.residual = residual;
+    epilogue.residual_stride = stride;
+    epilogue.lower = fusion_.lower;
+    epilogue.upper = fusion_.upper;
+    return epilogue;
+  }
+
+  // Adds the residual and clamps one depthwise output plane.
+  static void FinishPlane(const GemmEpilogue& epilogue, float* plane, int64_t count) {
+    if (epilogue.residual) {
+      for (int64_t i = 0; i < count; ++i) plane[i] += epilogue.residual[i];
+    }
+    if (epilogue.clamps()) {
+      for (int64_t i = 0; i < count; ++i) {
+        plane[i] = std::min(std::max(plane[i], epilogue.lower), epilogue.upper);
+      }
+    }
+  }
+
+  // Final weights and per-filter bias, with a fused BatchNorm folded in:
+  //   bn(conv(x) + b) = conv(x) * s + ((b - mean) * s + beta),
+  //   s = gamma / sqrt(var + eps)        (gamma = 1 with fix_gamma)
+  // then packed for the GEMM (not for depthwise, which reads them directly).
+  void FoldWeights(const std::vector<NDArray>& in) {
+    const Geometry& g = geometry_;
+    const int64_t per_filter = g.channels / g.groups * g.KernelSize();
+    const float* weight = in[1].fdata();
+    weights_.assign(weight, weight + g.filters * per_filter);
+    bias_.assign(static_cast<size_t>(g.filters), 0.f);
+    if (!no_bias_) std::copy(in[2].fdata(), in[2].fdata() + g.filters, bias_.begin());
+    if (fusion_.batch_norm) {
+      const int first = no_bias_ ? 2 : 3;
+      const float* gamma = in[first].fdata();
+      const float* beta = in[first + 1].fdata();
+      const float* mean = in[first + 2].fdata();
+      const float* var = in[first + 3].fdata();
+      for (int64_t f = 0; f < g.filters; ++f) {
+        // As MXNet: invstd is computed in float from float var + eps.
+        const float invstd =
+            static_cast<float>(1.0 / std::sqrt(var[f] + static_cast<float>(fusion_.bn_eps)));
+        const float scale = (fusion_.bn_fix_gamma ? 1.f : gamma[f]) * invstd;
+        for (int64_t i = 0; i < per_filter; ++i) weights_[f * per_filter + i] *= scale;
+        bias_[f] = (bias_[f] - mean[f]) * scale + beta[f];
+      }
+    }
+    packed_.clear();
+    if (method_ == kDepthwise) return;
+    if (method_ == kWinograd) {
+      WinogradPackWeights(weights_.data(), g.filters, g.channels, &packed_);
+      weights_.clear();
+      weights_.shrink_to_fit();
+      return;
+    }
+    const int64_t group_out = g.filters / g.groups;
+    packed_.resize(static_cast<size_t>(g.groups));
+    for (int64_t grp = 0; grp < g.groups; ++grp) {
+      packed_[grp].Pack(weights_.data() + grp * group_out * per_filter, per_filter, group_out,
+                        per_filter);
+    }
+    weights_.clear();  // the packed copy is all the GEMM needs
+    weights_.shrink_to_fit();
+  }
+
   std::vector<int64_t> kernel_, stride_, dilate_, pad_;
   int64_t num_filter_, num_group_;
   bool no_bias_;
+  Fusion fusion_;
   // Set by Prepare.
   Geometry geometry_;
   Method method_ = kIm2col;
+  bool depthwise3x3_ = false;  // the specialised 3x3 depthwise kernel applies
+  WinogradGeometry winograd_;
   int64_t rows_per_band_ = 0;
+  std::vector<float> weights_;        // depthwise: final weights
+  std::vector<float> bias_;           // final per-filter bias
+  std::vector<PackedMatrix> packed_;  // per group, for the GEMM
 };
 
 Status CreateConvolution(AttrParser* attrs, std::unique_ptr<Operator>* out) {
@@ -350,6 +527,16 @@ Status CreateConvolution(AttrParser* attrs, std::unique_ptr<Operator>* out) {
   attrs->Ignore("workspace");
   attrs->Ignore("cudnn_tune");
   attrs->Ignore("cudnn_off");
+  Fusion fusion;
+  if (attrs->op_name() == "_FusedConvolution") {
+    // Written by the graph optimizer (graph/fuse.cc), never by MXNet.
+    fusion.batch_norm = attrs->Bool("with_bn", false);
+    fusion.bn_eps = attrs->Float("bn_eps", 1e-3);
+    fusion.bn_fix_gamma = attrs->Bool("bn_fix_gamma", true);
+    fusion.residual = attrs->Bool("with_residual", false);
+    fusion.lower = static_cast<float>(attrs->Float("clamp_min", -HUGE_VAL));
+    fusion.upper = static_cast<float>(attrs->Float("clamp_max", HUGE_VAL));
+  }
   MXL_RETURN_IF_ERROR(attrs->Finish());
 
   const size_t nk = kernel.size();
@@ -401,7 +588,7 @@ Status CreateConvolution(AttrParser* attrs, std::unique_ptr<Operator>* out) {
                                        kLayouts[nk - 1], " only)"));
     return attrs->Finish();
   }
-  out->reset(new Convolution(kernel, stride, dilate, pad, num_filter, num_group, no_bias));
+  out->reset(new Convolution(kernel, stride, dilate, pad, num_filter, num_group, no_bias, fusion));
   return Status();
 }
 

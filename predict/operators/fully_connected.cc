@@ -76,7 +76,7 @@ class FullyConnected : public Operator {
     return AssignShape(in, 0, data, "input", names);
   }
 
-  Status Forward(const OpContext&, const std::vector<NDArray>& in,
+  Status Forward(const OpContext& ctx, const std::vector<NDArray>& in,
                  const std::vector<NDArray>& out) override {
     const int64_t k = in[1].shape()[1];
     const int64_t n = num_hidden_;
@@ -85,9 +85,11 @@ class FullyConnected : public Operator {
     const float* w = in[1].fdata();
     float* y = out[0].fdata();
     if (m <= kGemvRows) {
-      for (int64_t row = 0; row < m; ++row) SgemvRows(n, k, w, x + row * k, y + row * n);
+      for (int64_t row = 0; row < m; ++row) {
+        SgemvRows(n, k, w, x + row * k, y + row * n, ctx.pool);
+      }
     } else {
-      Sgemm(false, true, m, n, k, x, k, w, k, 0.f, y, n);
+      Sgemm(false, true, m, n, k, x, k, w, k, 0.f, y, n, ctx.pool);
     }
     if (!no_bias_) {
       const float* b = in[2].fdata();
