@@ -715,6 +715,222 @@ def coverage_cases() -> List[OpCase]:
     add("concat_last_axis", mx.sym.concat(lhs, rhs, dim=-1, name="op0"),
         {"lhs": (2, 3, 5), "rhs": (2, 3, 2)}, "Concat on the last axis (dim=-1).")
 
+    # ---- nn layers -------------------------------------------------------
+    def deconv(name, shape, notes, **attrs):
+        add(name, mx.sym.Deconvolution(data, name="deconv0", **attrs), {"data": shape}, notes)
+
+    deconv("deconv_3x3_s2", (2, 3, 5, 7), "Deconvolution 3x3 stride 2 pad 1, C=3 -> F=5, "
+           "no_bias defaults to True.", kernel=(3, 3), stride=(2, 2), pad=(1, 1), num_filter=5)
+    deconv("deconv_bias_adj", (2, 3, 5, 7), "Deconvolution 4x4 stride 2 pad 1 adj 1 with bias.",
+           kernel=(4, 4), stride=(2, 2), pad=(1, 1), adj=(1, 1), num_filter=4, no_bias=False)
+    deconv("deconv_groups_dilate", (2, 6, 5, 5), "Deconvolution num_group=2, dilate 2, "
+           "non-square kernel (3,2).", kernel=(3, 2), dilate=(2, 2), num_filter=4, num_group=2)
+    deconv("deconv_target_shape", (2, 3, 5, 7), "Deconvolution with target_shape (10, 13): pad "
+           "and adj derived from it.", kernel=(3, 3), stride=(2, 2), target_shape=(10, 13),
+           num_filter=5)
+    deconv("deconv_1d", (2, 3, 9), "1-D Deconvolution kernel 5 stride 3.", kernel=(5,),
+           stride=(3,), num_filter=4, no_bias=False)
+    deconv("deconv_1x1", (2, 7, 3, 5), "Deconvolution 1x1 (a channel mix).", kernel=(1, 1),
+           num_filter=3)
+    add("upsampling_nearest", mx.sym.UpSampling(data, scale=2, sample_type="nearest", name="up0"),
+        {"data": (2, 3, 5, 7)}, "UpSampling nearest, scale 2.")
+    d0, d1 = mx.sym.var("data0"), mx.sym.var("data1")
+    add("upsampling_nearest_concat", mx.sym.UpSampling(d0, d1, scale=2, sample_type="nearest",
+                                                       num_args=2, name="up0"),
+        {"data0": (2, 3, 4, 6), "data1": (2, 2, 2, 3)},
+        "UpSampling nearest of two inputs to the first one's size x2, concatenated on channels "
+        "(the second is enlarged x4).")
+    add("upsampling_nearest_sum", mx.sym.UpSampling(d0, d1, scale=3, sample_type="nearest",
+                                                    num_args=2, multi_input_mode="sum", name="up0"),
+        {"data0": (2, 3, 2, 3), "data1": (2, 3, 6, 9)},
+        "UpSampling nearest of two inputs summed (the second already at the output size).")
+    for scale in (2, 3):
+        add("upsampling_bilinear_%d" % scale,
+            mx.sym.UpSampling(data, scale=scale, sample_type="bilinear", num_filter=3,
+                              name="up0"),
+            {"data": (2, 3, 5, 7)}, "UpSampling bilinear, scale %d: a grouped Deconvolution "
+            "with a learned (C,1,k,k) weight." % scale)
+    add("lrn_5", mx.sym.LRN(data, nsize=5, name="lrn0"), {"data": (2, 7, 5, 3)},
+        "LRN nsize 5 with default alpha, beta, knorm; inputs ~ N(0, 3^2) so the norm matters.",
+        make_input=normal(3.0))
+    add("lrn_3_params", mx.sym.LRN(data, nsize=3, alpha=0.01, beta=0.5, knorm=1.0, name="lrn0"),
+        {"data": (2, 5, 3, 3)}, "LRN nsize 3, alpha 0.01, beta 0.5, knorm 1.",
+        make_input=normal(3.0))
+    for act in ("leaky", "elu", "selu", "gelu"):
+        kw = {"slope": 0.1} if act in ("leaky", "elu") else {}
+        add("leaky_relu_" + act, mx.sym.LeakyReLU(data, act_type=act, name="act0", **kw),
+            {"data": (2, 3, 5, 7)}, "LeakyReLU act_type=%s %s." % (act, kw or ""),
+            make_input=normal(2.0))
+    add("leaky_relu_rrelu", mx.sym.LeakyReLU(data, act_type="rrelu", name="act0")[0],
+        {"data": (2, 3, 5, 7)}, "LeakyReLU rrelu at inference: slope (lower+upper)/2. Only "
+        "output 0 is compared: MXNet leaves the visible mask output unwritten at inference.",
+        make_input=normal(2.0))
+    add("leaky_relu_prelu", mx.sym.LeakyReLU(data, act_type="prelu", name="act0"),
+        {"data": (2, 5, 3, 3)}, "LeakyReLU prelu: per-channel gamma (5,) from the params file.",
+        make_input=normal(2.0))
+    add("leaky_relu_prelu_2d", mx.sym.LeakyReLU(data, act_type="prelu", name="act0"),
+        {"data": (3, 7)}, "LeakyReLU prelu on 2-D input.", make_input=normal(2.0))
+    add("hard_sigmoid", mx.sym.hard_sigmoid(data, alpha=0.3, beta=0.4, name="op0"),
+        {"data": (2, 3, 5)}, "hard_sigmoid alpha 0.3 beta 0.4.", make_input=normal(3.0))
+    add("log_softmax", mx.sym.log_softmax(data, name="op0"), {"data": (2, 3, 7)},
+        "log_softmax over the last axis.", make_input=normal(3.0))
+    add("log_softmax_axis1_temp", mx.sym.log_softmax(data, axis=1, temperature=2.0, name="op0"),
+        {"data": (2, 5, 3)}, "log_softmax axis 1, temperature 2.", make_input=normal(3.0))
+    add("softmin", mx.sym.softmin(data, axis=1, name="op0"), {"data": (2, 5, 3)},
+        "softmin along axis 1.", make_input=normal(3.0))
+    add("softmax_output_multi", mx.sym.SoftmaxOutput(data, multi_output=True, name="softmax"),
+        {"data": (2, 5, 3, 3)}, "SoftmaxOutput multi_output: over axis 1 at every position.",
+        make_input=normal(2.0))
+    add("softmax_output_preserve", mx.sym.SoftmaxOutput(data, preserve_shape=True, name="softmax"),
+        {"data": (2, 3, 5)}, "SoftmaxOutput preserve_shape: over the last axis.",
+        make_input=normal(2.0))
+    add("softmax_alias", mx.sym.Softmax(data, name="softmax"), {"data": (2, 5)},
+        "Softmax (the old name of SoftmaxOutput).", make_input=normal(2.0))
+    for op in ("LinearRegressionOutput", "LogisticRegressionOutput", "MAERegressionOutput"):
+        add("regression_" + op, getattr(mx.sym, op)(data, name="reg0"), {"data": (2, 3, 5)},
+            "%s: its label is unused at inference." % op, make_input=normal(2.0))
+    add("regression_column", mx.sym.LinearRegressionOutput(data, name="reg0"), {"data": (4, 1)},
+        "LinearRegressionOutput on (N, 1) data: the label is inferred as (N,).")
+    bn_like = normal(2.0, 0.5)
+    add("instance_norm", mx.sym.InstanceNorm(data, name="in0"), {"data": (2, 3, 5, 7)},
+        "InstanceNorm, eps default 1e-3.", make_input=bn_like)
+    add("instance_norm_3d", mx.sym.InstanceNorm(data, eps=1e-5, name="in0"), {"data": (2, 3, 11)},
+        "InstanceNorm on (N, C, W), eps 1e-5.", make_input=bn_like)
+    add("layer_norm", mx.sym.LayerNorm(data, name="ln0"), {"data": (2, 3, 7)},
+        "LayerNorm over the last axis.", make_input=bn_like)
+    add("layer_norm_axis1", mx.sym.LayerNorm(data, axis=1, eps=1e-3, name="ln0"),
+        {"data": (2, 5, 3, 2)}, "LayerNorm over axis 1, eps 1e-3.", make_input=bn_like)
+    add("layer_norm_mean_var", mx.sym.Group(list(mx.sym.LayerNorm(data, output_mean_var=True,
+                                                                  name="ln0"))),
+        {"data": (2, 3, 7)}, "LayerNorm with output_mean_var: output, mean and std visible.",
+        make_input=bn_like)
+    add("group_norm", mx.sym.GroupNorm(data, num_groups=3, name="gn0"), {"data": (2, 6, 3, 5)},
+        "GroupNorm with 3 groups of 2 channels; gamma/beta per group.", make_input=bn_like)
+    for mode in ("instance", "channel", "spatial"):
+        add("l2_normalization_" + mode, mx.sym.L2Normalization(data, mode=mode, name="l2n0"),
+            {"data": (2, 3, 5, 4)}, "L2Normalization mode=%s." % mode)
+    for mode in ("constant", "edge", "reflect"):
+        add("pad_" + mode, mx.sym.Pad(data, mode=mode, pad_width=(0, 0, 0, 0, 1, 2, 2, 1),
+                                      constant_value=1.5, name="pad0"),
+            {"data": (2, 3, 4, 5)}, "Pad mode=%s, pad_width (0,0,0,0,1,2,2,1)." % mode)
+    add("pad_5d_reflect", mx.sym.Pad(data, mode="reflect", pad_width=(0, 0, 0, 0, 1, 1, 0, 2, 2, 0),
+                                     name="pad0"),
+        {"data": (1, 2, 3, 4, 5)}, "Pad a 5-D input, mode reflect.")
+    add("crop_h_w", mx.sym.Crop(data, num_args=1, h_w=(3, 4), offset=(1, 2), name="crop0"),
+        {"data": (2, 3, 5, 7)}, "Crop to 3x4 at offset (1, 2).")
+    add("crop_center_like", mx.sym.Crop(lhs, rhs, num_args=2, center_crop=True, name="crop0"),
+        {"lhs": (2, 3, 7, 8), "rhs": (2, 1, 4, 5)}, "Crop like a second input, centred.")
+
+    # ---- reductions ------------------------------------------------------
+    for op in ("sum", "mean", "prod", "max", "min", "nansum", "nanprod"):
+        make = uniform(0.5, 1.5) if "prod" in op else normal()
+        add("reduce_%s_all" % op, sym_op(op)(data, name="op0"), {"data": (2, 3, 5)},
+            "%s over every axis (axis None)." % op, make_input=make)
+        add("reduce_%s_axis" % op, sym_op(op)(data, axis=(0, 2), name="op0"),
+            {"data": (2, 3, 5, 4)}, "%s over axes (0, 2): a gather before reducing." % op,
+            make_input=make)
+    add("reduce_sum_keepdims", mx.sym.sum(data, axis=-1, keepdims=True, name="op0"),
+        {"data": (2, 3, 5)}, "sum over the last axis with keepdims.")
+    add("reduce_sum_exclude", mx.sym.sum(data, axis=1, exclude=True, name="op0"),
+        {"data": (2, 3, 5)}, "sum with exclude: every axis except 1.")
+    add("reduce_mean_exclude_keepdims", mx.sym.mean(data, axis=(1,), exclude=True,
+                                                    keepdims=True, name="op0"),
+        {"data": (2, 3, 5)}, "mean with exclude and keepdims.")
+    add("reduce_sum_axis_alias", mx.sym.sum_axis(data, axis=1, name="op0"), {"data": (2, 3, 5)},
+        "sum_axis (the old name of sum) over axis 1.")
+    add("reduce_max_empty_axis", mx.sym.max(data, axis=(), name="op0"), {"data": (2, 3, 5)},
+        "max with axis=(): reduces everything.")
+    for label, kw in [("all", {}), ("ord1_axis", dict(ord=1, axis=1)),
+                      ("axes_keepdims", dict(axis=(1, 2), keepdims=True))]:
+        add("norm_" + label, mx.sym.norm(data, name="op0", **kw), {"data": (2, 3, 5)},
+            "norm %s." % (kw or "defaults (ord 2, all axes)"))
+
+    # ---- arg-extremes, pick, topk, sort ----------------------------------
+    ties_free = lambda rng, shape: rng.permutation(int(np.prod(shape))).reshape(shape) * 0.37 - 5
+    for op in ("argmax", "argmin"):
+        add(op + "_axis1", sym_op(op)(data, axis=1, name="op0"), {"data": (2, 7, 5)},
+            "%s along axis 1." % op, make_input=ties_free)
+        add(op + "_none", sym_op(op)(data, name="op0"), {"data": (2, 7, 5)},
+            "%s over the flattened input (axis None)." % op, make_input=ties_free)
+        add(op + "_keepdims", sym_op(op)(data, axis=-1, keepdims=True, name="op0"),
+            {"data": (2, 7, 5)}, "%s along the last axis with keepdims." % op,
+            make_input=ties_free)
+    add("argmax_ties", mx.sym.argmax(data, axis=1, name="op0"), {"data": (2, 7, 5)},
+        "argmax with ties (values in {-1, 0, 1}): the first index wins.", make_input=integers(-1, 1))
+    add("argmax_channel", mx.sym.argmax_channel(data, name="op0"), {"data": (3, 7)},
+        "argmax_channel: argmax over the last axis.", make_input=ties_free)
+    idx = mx.sym.var("index")
+    add("pick_clip", mx.sym.pick(data, idx, axis=1, name="op0"),
+        {"data": (2, 5, 3), "index": (2, 3)}, "pick along axis 1, indices -2..6 clipped.",
+        make_input=integers(-2, 6))
+    add("pick_wrap_keepdims", mx.sym.pick(data, idx, axis=-1, mode="wrap", keepdims=True,
+                                          name="op0"),
+        {"data": (2, 5, 3), "index": (2, 5, 1)}, "pick along the last axis, mode wrap, keepdims.",
+        make_input=integers(-4, 5))
+    for ret in ("indices", "value", "mask", "both"):
+        add("topk_" + ret, mx.sym.Group(list(mx.sym.topk(data, k=3, ret_typ=ret, name="op0")))
+            if ret == "both" else mx.sym.topk(data, k=3, ret_typ=ret, name="op0"),
+            {"data": (2, 3, 7)}, "topk k=3 on the last axis, ret_typ=%s." % ret,
+            make_input=ties_free)
+    add("topk_axis1_ascend", mx.sym.topk(data, axis=1, k=2, ret_typ="value", is_ascend=True,
+                                         name="op0"),
+        {"data": (2, 5, 3)}, "topk k=2 along axis 1, ascending.", make_input=ties_free)
+    add("topk_axis_none", mx.sym.topk(data, axis=None, k=4, name="op0"), {"data": (2, 5, 3)},
+        "topk over the flattened input (axis None).", make_input=ties_free)
+    add("sort_default", mx.sym.sort(data, name="op0"), {"data": (2, 3, 7)},
+        "sort along the last axis, ascending.", make_input=ties_free)
+    add("sort_axis0_descend", mx.sym.sort(data, axis=0, is_ascend=False, name="op0"),
+        {"data": (4, 3, 5)}, "sort along axis 0, descending.", make_input=ties_free)
+    add("argsort", mx.sym.argsort(data, axis=1, name="op0"), {"data": (2, 5, 3)},
+        "argsort along axis 1.", make_input=ties_free)
+
+    # ---- indexing --------------------------------------------------------
+    add("embedding", mx.sym.Embedding(data, input_dim=7, output_dim=5, name="emb0"),
+        {"data": (2, 3)}, "Embedding of indices -2..9 (clipped to [0, 6]), input_dim 7.",
+        make_input=integers(-2, 9))
+    add("embedding_fractional", mx.sym.Embedding(data, input_dim=5, output_dim=3, name="emb0"),
+        {"data": (4,)}, "Embedding of fractional indices: truncated towards zero.",
+        make_input=lambda rng, shape: np.array([0.9, 2.5, 3.99, -0.7]))
+    a = mx.sym.var("a")
+    for mode, lo, hi in (("clip", -3, 8), ("wrap", -9, 12)):
+        add("take_" + mode, mx.sym.take(a, idx, mode=mode, name="op0"),
+            {"a": (5, 3), "index": (2, 4)}, "take along axis 0, mode %s, indices %d..%d." %
+            (mode, lo, hi), make_input=integers(lo, hi))
+    add("take_axis1", mx.sym.take(a, idx, axis=1, name="op0"), {"a": (2, 5, 3), "index": (4,)},
+        "take along axis 1.", make_input=integers(0, 4))
+    add("take_axis_neg", mx.sym.take(a, idx, axis=-1, mode="wrap", name="op0"),
+        {"a": (2, 5, 3), "index": (2, 2)}, "take along the last axis, mode wrap.",
+        make_input=integers(-4, 4))
+    add("one_hot", mx.sym.one_hot(data, depth=6, name="op0"), {"data": (2, 3)},
+        "one_hot depth 6 of indices -1..7 (out of range: all off).", make_input=integers(-1, 7))
+    add("one_hot_values", mx.sym.one_hot(data, depth=4, on_value=2.5, off_value=-1, name="op0"),
+        {"data": (5,)}, "one_hot with on_value 2.5 and off_value -1.", make_input=integers(0, 3))
+
+    # ---- matrix products -------------------------------------------------
+    for ta, tb in ((False, False), (True, False), (False, True), (True, True)):
+        ls = (5, 3) if ta else (3, 5)
+        rs = (7, 5) if tb else (5, 7)
+        add("dot_%s%s" % ("T" if ta else "N", "T" if tb else "N"),
+            mx.sym.dot(lhs, rhs, transpose_a=ta, transpose_b=tb, name="op0"),
+            {"lhs": ls, "rhs": rs}, "dot of matrices, transpose_a=%s transpose_b=%s." % (ta, tb))
+        bl = (2,) + ls
+        br = (2,) + rs
+        add("batch_dot_%s%s" % ("T" if ta else "N", "T" if tb else "N"),
+            mx.sym.batch_dot(lhs, rhs, transpose_a=ta, transpose_b=tb, name="op0"),
+            {"lhs": bl, "rhs": br}, "batch_dot, transpose_a=%s transpose_b=%s." % (ta, tb))
+    add("dot_nd", mx.sym.dot(lhs, rhs, name="op0"), {"lhs": (2, 3, 5), "rhs": (5, 2, 3)},
+        "dot of a 3-D and a 3-D array: (2,3,5) . (5,2,3) -> (2,3,2,3).")
+    add("dot_nd_transpose_a", mx.sym.dot(lhs, rhs, transpose_a=True, name="op0"),
+        {"lhs": (5, 2, 3), "rhs": (5, 4)}, "dot with transpose_a of a 3-D lhs: (5,2,3)^T . (5,4).")
+    add("dot_vectors", mx.sym.dot(lhs, rhs, name="op0"), {"lhs": (7,), "rhs": (7,)},
+        "dot of two vectors: shape (1,).")
+    add("dot_vector_matrix", mx.sym.dot(lhs, rhs, name="op0"), {"lhs": (5,), "rhs": (5, 3)},
+        "dot of a vector and a matrix.")
+
+    # ---- Cast ------------------------------------------------------------
+    add("cast_float32", mx.sym.Cast(data, dtype="float32", name="op0"), {"data": (2, 3, 5)},
+        "Cast to float32 (a copy).")
+
     # ---- scalar operand --------------------------------------------------
     for op in SCALAR_OPS:
         fn = op.strip("_").replace("_scalar", "").lstrip("r") if op != "smooth_l1" else "smooth_l1"

@@ -91,6 +91,21 @@ inline float Bfloat16ToFloat(uint16_t raw) {
 // for an invalid flag.
 bool ConvertToFloat32(int flag, const void* src, size_t count, float* dst);
 
+// float to IEEE half and to bfloat16, rounding to nearest even (overflow
+// gives infinity, NaN stays NaN).
+uint16_t FloatToHalf(float value);
+uint16_t FloatToBfloat16(float value);
+
+// The value `value` becomes when stored as type `flag`, read back as float:
+// float16/bfloat16 round to nearest even; integer types truncate towards
+// zero and wrap to their width (the C cast MXNet's Cast performs, as x86
+// does it); bool is 1 for any non-zero value. float32/float64 keep it.
+float RoundToDType(int flag, float value);
+
+// Converts `count` floats to type `flag` at `dst` (RoundToDType's values).
+// Returns false for an invalid flag.
+bool ConvertFromFloat32(int flag, const float* src, size_t count, void* dst);
+
 }  // namespace mxlite
 
 #endif  // MXLITE_BASE_DTYPE_H_

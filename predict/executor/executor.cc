@@ -49,6 +49,9 @@ Status Executor::Bind(const std::map<std::string, int>& input_dtypes) {
   // Inputs typed neither by the caller nor by the params file are float32,
   // as in MXNet's predict API (a "__dtype__" hint does not override that).
   for (const auto& input : input_shapes_) known_dtypes.emplace(input.first, kFloat32);
+  // Inputs typed neither by the caller nor by the params file are float32,
+  // as in MXNet's predict API (a "__dtype__" hint does not override that).
+  for (const auto& input : input_shapes_) known_dtypes.emplace(input.first, kFloat32);
   EntryDTypes dtypes;
   MXL_RETURN_IF_ERROR(InferDTypes(graph, known_dtypes, &dtypes));
 

@@ -242,10 +242,12 @@ std::string AttrParser::String(const char* key, const std::string& default_value
   return raw ? *raw : default_value;
 }
 
-int64_t AttrParser::OptionalInt(const char* key) {
-  Document(key, "int or None", "None", false);
+int64_t AttrParser::OptionalInt(const char* key, int64_t default_value) {
+  Document(key, "int or None",
+           default_value == kNoneInt ? std::string("None") : std::to_string(default_value), false);
   const std::string* raw = Lookup(key, false);
-  if (!raw || attr_parser_cc::IsNone(*raw)) return kNoneInt;
+  if (!raw) return default_value;
+  if (attr_parser_cc::IsNone(*raw)) return kNoneInt;
   int64_t value = kNoneInt;
   if (!attr_parser_cc::ParseInt(*raw, &value)) Bad(key, *raw, "an integer or None");
   return value;

@@ -57,8 +57,9 @@ class AttrParser {
   // Index of the value in `choices`; `default_index` when absent.
   int Enum(const char* key, const std::vector<std::string>& choices, int default_index);
   std::string String(const char* key, const std::string& default_value);
-  // An int or "None"; absent gives kNoneInt (MXNet's "int or None" fields).
-  int64_t OptionalInt(const char* key);
+  // An int or "None" (MXNet's "int or None" fields): "None" gives kNoneInt,
+  // absence `default_value` (which may be kNoneInt).
+  int64_t OptionalInt(const char* key, int64_t default_value = kNoneInt);
   // A number or "None"; false (and *value untouched) when None or absent.
   bool OptionalFloat(const char* key, double* value);
   // A boolean or "None" (None counts as false).

@@ -6,7 +6,7 @@
  * Each operator only states its view; one kernel does the copying:
  *   transpose, SwapAxis   the input strides permuted;
  *   slice, slice_axis,    an offset to the first element and the input
- *   slice_like            strides times the steps (negative steps walk back);
+ *   slice_like, Crop      strides times the steps (negative steps walk back);
  *   reverse (flip)        negative strides from the last element;
  *   tile                  view (r0, d0, r1, d1, ...), stride 0 on each r;
  *   repeat                view (..., d, r, ...), stride 0 on r;
@@ -567,6 +567,69 @@ Status CreateBroadcastLike(AttrParser* attrs, std::unique_ptr<Operator>* out) {
     return attrs->Finish();
   }
   out->reset(new BroadcastLike(has_lhs, lhs_axes, rhs_axes));
+  return Status();
+}
+
+// ---------------------------------------------------------------------------
+// Crop: a (h, w) window of an (N, C, H, W) input, its size from h_w or from
+// the second input (crop_like), at `offset` or centred (center_crop).
+
+class Crop : public GatherOp {
+ public:
+  Crop(int num_args, std::vector<int64_t> offset, std::vector<int64_t> h_w, bool center)
+      : num_args_(num_args), offset_(std::move(offset)), h_w_(std::move(h_w)), center_(center) {}
+
+  std::vector<std::string> InputNames() const override {
+    if (num_args_ == 1) return {"data"};
+    return {"data", "crop_like"};
+  }
+
+  Status MakeView(const std::vector<Shape>& in, Shape* oshape, GatherView* view) const override {
+    const Shape& data = in[0];
+    MXL_CHECK(data.ndim() == 4, "input 'data' has shape ", data.ToString(),
+              " but Crop needs 4-D input (N, C, H, W)");
+    int64_t h = h_w_[0], w = h_w_[1];
+    if (num_args_ == 2) {
+      const Shape& like = in[1];
+      MXL_CHECK(like.ndim() == 4, "input 'crop_like' has shape ", like.ToString(),
+                " but needs 4 dims");
+      h = like[2];
+      w = like[3];
+    }
+    MXL_CHECK(h > 0 && w > 0 && h <= data[2] && w <= data[3], "cannot crop ", h, "x", w,
+              " out of input 'data' of shape ", data.ToString());
+    const int64_t top = center_ ? (data[2] - h) / 2 : offset_[0];
+    const int64_t left = center_ ? (data[3] - w) / 2 : offset_[1];
+    MXL_CHECK(top + h <= data[2] && left + w <= data[3], "attribute offset=", TupleText(offset_),
+              " puts the ", h, "x", w, " window outside input 'data' of shape ", data.ToString());
+    *view = DenseView(data);
+    NarrowView(2, top, 1, h, view);
+    NarrowView(3, left, 1, w, view);
+    *oshape = view->view_shape;
+    return Status();
+  }
+
+ private:
+  int num_args_;
+  std::vector<int64_t> offset_, h_w_;
+  bool center_;
+};
+
+Status CreateCrop(AttrParser* attrs, std::unique_ptr<Operator>* out) {
+  const int64_t num_args = attrs->Int("num_args");
+  const std::vector<int64_t> offset = attrs->Tuple("offset", {0, 0});
+  const std::vector<int64_t> h_w = attrs->Tuple("h_w", {0, 0});
+  const bool center = attrs->Bool("center_crop", false);
+  MXL_RETURN_IF_ERROR(attrs->Finish());
+  if (num_args != 1 && num_args != 2) {
+    attrs->Fail("num_args", StrCat(num_args, " must be 1 (size from h_w) or 2 (from crop_like)"));
+  } else if (offset.size() != 2 || offset[0] < 0 || offset[1] < 0) {
+    attrs->Fail("offset", StrCat(TupleText(offset), " must be two non-negative values"));
+  } else if (h_w.size() != 2 || (num_args == 1 && (h_w[0] < 1 || h_w[1] < 1))) {
+    attrs->Fail("h_w", StrCat(TupleText(h_w), " must be two positive values with num_args 1"));
+  }
+  MXL_RETURN_IF_ERROR(attrs->Finish());
+  out->reset(new Crop(static_cast<int>(num_args), offset, h_w, center));
   return Status();
 }
 

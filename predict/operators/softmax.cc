@@ -1,8 +1,8 @@
 /*
- * The softmax family: softmax, SoftmaxOutput (alias Softmax) and
- * SoftmaxActivation. All three reduce to one kernel: the data seen as
- * (outer, extent, inner), softmax over the extent for every (outer, inner)
- * pair, computed stably as
+ * The softmax family: softmax, log_softmax, softmin, SoftmaxOutput (alias
+ * Softmax) and SoftmaxActivation. All of them reduce to one kernel: the
+ * data seen as (outer, extent, inner), softmax over the extent for every
+ * (outer, inner) pair, computed stably as
  *
  *   m = max_j x_j,  e_j = exp((x_j - m) / T),  y_j = e_j / sum_j e_j.
  *
@@ -12,10 +12,13 @@
  * MXNET_SAFE_ACCUMULATION and mshadow's Softmax used by the other two). The
  * kernel reads each x_j before writing y_j, so it runs in place.
  *
+ * log_softmax writes (x_j - m) / T - log(sum_j e_j) instead; softmin is the
+ * softmax of -x.
+ *
  * How each operator picks the axis:
- *   - softmax: `axis` (default -1), temperature optional ("None" is 1). The
- *     dtype attribute may only ask for float32, and use_length (the extra
- *     `length` input) is not supported;
+ *   - softmax, log_softmax, softmin: `axis` (default -1), temperature
+ *     optional ("None" is 1). The dtype attribute may only ask for float32,
+ *     and use_length (the extra `length` input) is not supported;
  *   - SoftmaxOutput: inputs data and label; the label only matters for the
  *     gradient, so inference never reads it, but its shape is inferred as
  *     MXNet does (data's shape without the last axis; with multi_output
@@ -36,10 +39,11 @@
 namespace mxlite {
 namespace softmax_op {
 
-// Softmax over the middle dim of x viewed as (outer, extent, inner). `scratch`
-// is grown to 2 * inner floats when inner > 1.
+// Softmax over the middle dim of x viewed as (outer, extent, inner), or its
+// logarithm with `log_output` ((x_j - m) / T - log(sum_j e_j), as MXNet's
+// log_softmax). `scratch` is grown to 2 * inner floats when inner > 1.
 void SoftmaxAxis(const float* x, float* y, int64_t outer, int64_t extent, int64_t inner,
-                 float temperature, std::vector<float>* scratch) {
+                 float temperature, bool log_output, std::vector<float>* scratch) {
   if (extent <= 0 || inner <= 0) return;
   const bool scaled = temperature != 1.f;
   if (inner == 1) {
@@ -53,10 +57,17 @@ void SoftmaxAxis(const float* x, float* y, int64_t outer, int64_t extent, int64_
       float sum = 0.f;
       for (int64_t j = 0; j < extent; ++j) {
         const float e = scaled ? std::exp((src[j] - mmax) / temperature) : std::exp(src[j] - mmax);
-        dst[j] = e;
+        if (!log_output) dst[j] = e;  // dst may be src: log_output reads src again
         sum += e;
       }
-      for (int64_t j = 0; j < extent; ++j) dst[j] /= sum;
+      if (log_output) {
+        const float log_sum = std::log(sum);
+        for (int64_t j = 0; j < extent; ++j) {
+          dst[j] = (scaled ? (src[j] - mmax) / temperature : src[j] - mmax) - log_sum;
+        }
+      } else {
+        for (int64_t j = 0; j < extent; ++j) dst[j] /= sum;
+      }
     }
     return;
   }
@@ -80,13 +91,24 @@ void SoftmaxAxis(const float* x, float* y, int64_t outer, int64_t extent, int64_
       for (int64_t i = 0; i < inner; ++i) {
         const float e =
             scaled ? std::exp((row[i] - mmax[i]) / temperature) : std::exp(row[i] - mmax[i]);
-        out_row[i] = e;
+        if (!log_output) out_row[i] = e;
         sum[i] += e;
       }
     }
+    if (log_output) {
+      for (int64_t i = 0; i < inner; ++i) sum[i] = std::log(sum[i]);
+    }
     for (int64_t j = 0; j < extent; ++j) {
+      const float* row = src + j * inner;
       float* out_row = dst + j * inner;
-      for (int64_t i = 0; i < inner; ++i) out_row[i] /= sum[i];
+      for (int64_t i = 0; i < inner; ++i) {
+        if (log_output) {
+          const float shifted = scaled ? (row[i] - mmax[i]) / temperature : row[i] - mmax[i];
+          out_row[i] = shifted - sum[i];
+        } else {
+          out_row[i] /= sum[i];
+        }
+      }
     }
   }
 }
@@ -105,9 +127,13 @@ Status SameShape(const Operator& op, std::vector<Shape>* in, std::vector<Shape>*
 // ---------------------------------------------------------------------------
 // softmax
 
+// softmax, log_softmax and softmin (the softmax of -x).
+enum SoftmaxForm { kPlain, kLog, kNegated };
+
 class Softmax : public Operator {
  public:
-  Softmax(int64_t axis, float temperature) : axis_(axis), temperature_(temperature) {}
+  Softmax(int64_t axis, float temperature, SoftmaxForm form)
+      : axis_(axis), temperature_(temperature), form_(form) {}
 
   std::vector<InplacePair> InplaceOptions() const override { return {{0, 0, false}}; }
 
@@ -126,24 +152,31 @@ class Softmax : public Operator {
                  const std::vector<NDArray>& out) override {
     const Shape& shape = in[0].shape();
     const int axis = static_cast<int>(axis_ < 0 ? axis_ + shape.ndim() : axis_);
-    SoftmaxAxis(in[0].fdata(), out[0].fdata(), shape.ProdRange(0, axis), shape[axis],
-                shape.ProdRange(axis + 1, shape.ndim()), temperature_, &scratch_);
+    const float* x = in[0].fdata();
+    if (form_ == kNegated) {
+      // Negate into the output, then run in place there.
+      float* y = out[0].fdata();
+      for (int64_t i = 0; i < out[0].Size(); ++i) y[i] = -x[i];
+      x = y;
+    }
+    SoftmaxAxis(x, out[0].fdata(), shape.ProdRange(0, axis), shape[axis],
+                shape.ProdRange(axis + 1, shape.ndim()), temperature_, form_ == kLog, &scratch_);
     return Status();
   }
 
  private:
   int64_t axis_;
   float temperature_;
+  SoftmaxForm form_;
   std::vector<float> scratch_;
 };
 
 Status CreateSoftmax(AttrParser* attrs, std::unique_ptr<Operator>* out) {
   int64_t axis = attrs->Int("axis", -1);
-  std::string temperature_text = attrs->String("temperature", "None");
-  double temperature = temperature_text == "None" ? 1.0 : attrs->Float("temperature", 1.0);
+  double temperature = 1.0;
+  attrs->OptionalFloat("temperature", &temperature);  // None means 1
   int dtype = attrs->Enum("dtype", {"None", "float16", "float32", "float64"}, 0);
-  std::string use_length_text = attrs->String("use_length", "None");
-  bool use_length = use_length_text == "None" ? false : attrs->Bool("use_length", false);
+  bool use_length = attrs->OptionalBool("use_length");
   MXL_RETURN_IF_ERROR(attrs->Finish());
   if (dtype == 1 || dtype == 3) {
     attrs->Fail("dtype", StrCat("output dtype ", dtype == 1 ? "float16" : "float64",
@@ -155,7 +188,10 @@ Status CreateSoftmax(AttrParser* attrs, std::unique_ptr<Operator>* out) {
     return attrs->Finish();
   }
   // MXNet casts the temperature to the data type before using it.
-  out->reset(new Softmax(axis, static_cast<float>(temperature)));
+  const SoftmaxForm form = attrs->op_name() == "log_softmax" ? kLog
+                           : attrs->op_name() == "softmin"   ? kNegated
+                                                             : kPlain;
+  out->reset(new Softmax(axis, static_cast<float>(temperature), form));
   return Status();
 }
 
@@ -224,7 +260,7 @@ class SoftmaxOutput : public Operator {
       outer = ndim > 0 ? shape[0] : 1;
       extent = outer > 0 ? size / outer : 0;
     }
-    SoftmaxAxis(in[0].fdata(), out[0].fdata(), outer, extent, inner, 1.f, &scratch_);
+    SoftmaxAxis(in[0].fdata(), out[0].fdata(), outer, extent, inner, 1.f, false, &scratch_);
     return Status();
   }
 
@@ -278,7 +314,7 @@ class SoftmaxActivation : public Operator {
       extent = shape[ndim - 1];
       outer = shape.ProdRange(0, ndim - 1);
     }
-    SoftmaxAxis(in[0].fdata(), out[0].fdata(), outer, extent, inner, 1.f, &scratch_);
+    SoftmaxAxis(in[0].fdata(), out[0].fdata(), outer, extent, inner, 1.f, false, &scratch_);
     return Status();
   }
 

@@ -1,0 +1,155 @@
+/*
+ * Activations with parameters: LeakyReLU (leaky, prelu, rrelu, elu, selu,
+ * gelu) and hard_sigmoid.
+ *
+ * LeakyReLU at inference (MXNet's leaky_relu-inl.h):
+ *   leaky  x > 0 ? x : slope * x
+ *   prelu  x > 0 ? x : gamma[c] * x, gamma one value per channel (axis 1)
+ *          or a single value for all
+ *   rrelu  the leaky form with slope (lower_bound + upper_bound) / 2 (the
+ *          random slope's mean); its second output, the mask, is that slope
+ *          (MXNet leaves it unwritten at inference)
+ *   elu    x > 0 ? x : slope * expm1(x)
+ *   selu   lambda * (x > 0 ? x : alpha * expm1(x)), with SELU's constants
+ *   gelu   0.5 * x * (1 + erf(x / sqrt(2)))
+ * hard_sigmoid: max(0, min(1, alpha * x + beta)).
+ */
+#include <algorithm>
+#include <cmath>
+
+#include "operator.h"
+
+namespace mxlite {
+namespace leaky_relu_op {
+
+enum ActType { kElu, kGelu, kLeaky, kPrelu, kRrelu, kSelu };
+
+constexpr float kSeluLambda = 1.0507009873554804934193349852946f;
+constexpr float kSeluAlpha = 1.6732632423543772848170429916717f;
+constexpr float kSqrtHalf = 0.70710678118654752440f;
+
+class LeakyReLU : public Operator {
+ public:
+  LeakyReLU(ActType type, float slope) : type_(type), slope_(slope) {}
+
+  std::vector<std::string> InputNames() const override {
+    if (type_ == kPrelu) return {"data", "gamma"};
+    return {"data"};
+  }
+  std::vector<std::string> OutputNames() const override {
+    if (type_ == kRrelu) return {"output", "mask"};
+    return {"output"};
+  }
+  int NumVisibleOutputs() const override { return type_ == kRrelu ? 2 : 1; }
+  std::vector<InplacePair> InplaceOptions() const override {
+    if (type_ == kPrelu || type_ == kRrelu) return {};
+    return {{0, 0, false}};
+  }
+
+  Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
+    MXL_RETURN_IF_ERROR(SameShapeInference(*this, in, out));
+    if (type_ == kRrelu) MXL_RETURN_IF_ERROR(AssignShape(out, 1, (*in)[0], "output", OutputNames()));
+    const Shape& data = (*in)[0];
+    if (type_ != kPrelu || !data.rank_known()) return Status();
+    MXL_CHECK(data.ndim() >= 2, "input 'data' has shape ", data.ToString(),
+              " but prelu needs a channel axis (at least 2 dims)");
+    const Shape& gamma = (*in)[1];
+    // A stored gamma of one value applies to every channel.
+    if (gamma.is_complete() && gamma.ndim() == 1 && gamma[0] == 1) return Status();
+    return AssignShape(in, 1, Shape({data[1]}), "input", InputNames());
+  }
+
+  Status Forward(const OpContext&, const std::vector<NDArray>& in,
+                 const std::vector<NDArray>& out) override {
+    const float* x = in[0].fdata();
+    float* y = out[0].fdata();
+    const int64_t size = in[0].Size();
+    switch (type_) {
+      case kLeaky:
+      case kRrelu:
+        for (int64_t i = 0; i < size; ++i) y[i] = x[i] > 0.f ? x[i] : slope_ * x[i];
+        if (type_ == kRrelu) {
+          float* mask = out[1].fdata();
+          std::fill(mask, mask + size, slope_);
+        }
+        break;
+      case kPrelu: {
+        const Shape& shape = in[0].shape();
+        const float* gamma = in[1].fdata();
+        const bool shared = in[1].Size() == 1;
+        const int64_t channels = shape[1], inner = shape.ProdRange(2, shape.ndim());
+        for (int64_t i = 0; i < size; ++i) {
+          const float g = gamma[shared ? 0 : i / inner % channels];
+          y[i] = x[i] > 0.f ? x[i] : g * x[i];
+        }
+        break;
+      }
+      case kElu:
+        for (int64_t i = 0; i < size; ++i) y[i] = x[i] > 0.f ? x[i] : slope_ * std::expm1(x[i]);
+        break;
+      case kSelu:
+        for (int64_t i = 0; i < size; ++i) {
+          y[i] = kSeluLambda * (x[i] > 0.f ? x[i] : kSeluAlpha * std::expm1(x[i]));
+        }
+        break;
+      case kGelu:
+        for (int64_t i = 0; i < size; ++i) y[i] = 0.5f * x[i] * (1.f + std::erf(x[i] * kSqrtHalf));
+        break;
+    }
+    return Status();
+  }
+
+ private:
+  ActType type_;
+  float slope_;
+};
+
+Status CreateLeakyReLU(AttrParser* attrs, std::unique_ptr<Operator>* out) {
+  const int type = attrs->Enum("act_type", {"elu", "gelu", "leaky", "prelu", "rrelu", "selu"}, 2);
+  const double slope = attrs->Float("slope", 0.25);
+  const double lower = attrs->Float("lower_bound", 0.125);
+  const double upper = attrs->Float("upper_bound", 0.334);
+  MXL_RETURN_IF_ERROR(attrs->Finish());
+  // MXNet keeps the bounds as float and averages them in float.
+  const float mean_slope = (static_cast<float>(lower) + static_cast<float>(upper)) / 2.f;
+  out->reset(new LeakyReLU(static_cast<ActType>(type),
+                           type == kRrelu ? mean_slope : static_cast<float>(slope)));
+  return Status();
+}
+
+// ---------------------------------------------------------------------------
+// hard_sigmoid
+
+class HardSigmoid : public Operator {
+ public:
+  HardSigmoid(float alpha, float beta) : alpha_(alpha), beta_(beta) {}
+
+  std::vector<InplacePair> InplaceOptions() const override { return {{0, 0, false}}; }
+
+  Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
+    return SameShapeInference(*this, in, out);
+  }
+
+  Status Forward(const OpContext&, const std::vector<NDArray>& in,
+                 const std::vector<NDArray>& out) override {
+    const float* x = in[0].fdata();
+    float* y = out[0].fdata();
+    const int64_t size = in[0].Size();
+    for (int64_t i = 0; i < size; ++i) y[i] = std::min(1.f, std::max(0.f, alpha_ * x[i] + beta_));
+    return Status();
+  }
+
+ private:
+  float alpha_, beta_;
+};
+
+Status CreateHardSigmoid(AttrParser* attrs, std::unique_ptr<Operator>* out) {
+  const double alpha = attrs->Float("alpha", 0.2);
+  const double beta = attrs->Float("beta", 0.5);
+  MXL_RETURN_IF_ERROR(attrs->Finish());
+  out->reset(new HardSigmoid(static_cast<float>(alpha), static_cast<float>(beta)));
+  return Status();
+}
+
+}  // namespace leaky_relu_op
+}  // namespace mxlite

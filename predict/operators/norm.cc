@@ -1,0 +1,300 @@
+/*
+ * Normalisations computed from the data itself: InstanceNorm, LayerNorm,
+ * GroupNorm and L2Normalization.
+ *
+ * Each one splits the input into groups of values that share a mean and a
+ * variance (or a norm). Viewed as (outer, extent, inner) with the
+ * statistics taken over `extent * inner` or over `extent` alone, one helper
+ * computes them; the operators only say how to split:
+ *   - InstanceNorm (N, C, ...): per (n, c) over the spatial values; then
+ *     gamma[c] * (x - mean) / sqrt(var + eps) + beta[c]. Hidden outputs:
+ *     mean and var, shape (N, C).
+ *   - LayerNorm: over `axis` (default -1) for every other position;
+ *     gamma/beta of shape (extent,) along that axis; hidden outputs mean
+ *     and std = sqrt(var + eps), the data shape with the axis set to 1
+ *     (visible with output_mean_var).
+ *   - GroupNorm (N, C, ...): C split into num_groups groups, statistics per
+ *     (n, group) over its channels and spatial values; gamma/beta hold one
+ *     value per group (MXNet 1.9.1's shape (num_groups,)); hidden mean and
+ *     std of shape (N, num_groups).
+ *   - L2Normalization: x / sqrt(sum x^2 + eps), the sum over everything but
+ *     the batch axis (instance), over the channels at each position
+ *     (channel), or over the spatial values of each channel (spatial). Its
+ *     hidden output is the norm.
+ * The variance is the population variance (divided by the count), and the
+ * sums accumulate in double.
+ */
+#include <cmath>
+
+#include "operator.h"
+#include "tensor_util.h"
+
+namespace mxlite {
+namespace norm_op {
+
+// Mean and population variance of x viewed as (outer, extent, inner): one
+// pair per (outer, inner) position when `per_position`, else per outer
+// index (over extent * inner values).
+void Moments(const float* x, int64_t outer, int64_t extent, int64_t inner, bool per_position,
+             std::vector<double>* mean, std::vector<double>* var) {
+  const int64_t groups = per_position ? outer * inner : outer;
+  mean->assign(groups, 0.0);
+  var->assign(groups, 0.0);
+  const double count = static_cast<double>(per_position ? extent : extent * inner);
+  for (int64_t o = 0; o < outer; ++o) {
+    const float* block = x + o * extent * inner;
+    for (int64_t e = 0; e < extent; ++e) {
+      for (int64_t i = 0; i < inner; ++i) {
+        (*mean)[per_position ? o * inner + i : o] += block[e * inner + i];
+      }
+    }
+  }
+  for (double& m : *mean) m /= count;
+  for (int64_t o = 0; o < outer; ++o) {
+    const float* block = x + o * extent * inner;
+    for (int64_t e = 0; e < extent; ++e) {
+      for (int64_t i = 0; i < inner; ++i) {
+        const int64_t g = per_position ? o * inner + i : o;
+        const double d = block[e * inner + i] - (*mean)[g];
+        (*var)[g] += d * d;
+      }
+    }
+  }
+  for (double& v : *var) v /= count;
+}
+
+// ---------------------------------------------------------------------------
+// InstanceNorm, LayerNorm, GroupNorm: (x - mean) / sqrt(var + eps) * gamma + beta
+
+enum NormKind { kInstance, kLayer, kGroup };
+
+class AffineNorm : public Operator {
+ public:
+  AffineNorm(NormKind kind, int64_t axis, int64_t num_groups, float eps, bool output_mean_var)
+      : kind_(kind), axis_(axis), num_groups_(num_groups), eps_(eps),
+        output_mean_var_(output_mean_var) {}
+
+  std::vector<std::string> InputNames() const override { return {"data", "gamma", "beta"}; }
+  std::vector<std::string> OutputNames() const override {
+    if (kind_ == kInstance) return {"output", "mean", "var"};
+    return {"output", "mean", "std"};
+  }
+  int NumVisibleOutputs() const override { return output_mean_var_ ? 3 : 1; }
+
+  Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
+    MXL_RETURN_IF_ERROR(SameShapeInference(*this, in, out));
+    const Shape& data = (*in)[0];
+    if (!data.is_complete()) return Status();
+    Shape affine, moments;
+    MXL_RETURN_IF_ERROR(Shapes(data, &affine, &moments));
+    MXL_RETURN_IF_ERROR(AssignShape(in, 1, affine, "input", InputNames()));
+    MXL_RETURN_IF_ERROR(AssignShape(in, 2, affine, "input", InputNames()));
+    MXL_RETURN_IF_ERROR(AssignShape(out, 1, moments, "output", OutputNames()));
+    return AssignShape(out, 2, moments, "output", OutputNames());
+  }
+
+  Status Forward(const OpContext&, const std::vector<NDArray>& in,
+                 const std::vector<NDArray>& out) override {
+    const Shape& shape = in[0].shape();
+    int64_t outer = 0, extent = 0, inner = 0, affine_extent = 0;
+    bool per_position = false;
+    Layout(shape, &outer, &extent, &inner, &per_position, &affine_extent);
+    const float* x = in[0].fdata();
+    const float* gamma = in[1].fdata();
+    const float* beta = in[2].fdata();
+    float* y = out[0].fdata();
+    Moments(x, outer, extent, inner, per_position, &mean_, &var_);
+    float* mean_out = out[1].fdata();
+    float* second_out = out[2].fdata();
+    for (size_t g = 0; g < mean_.size(); ++g) {
+      mean_out[g] = static_cast<float>(mean_[g]);
+      const double stddev = std::sqrt(var_[g] + eps_);
+      second_out[g] = static_cast<float>(kind_ == kInstance ? var_[g] : stddev);
+      var_[g] = 1.0 / stddev;  // reused as the scale
+    }
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t e = 0; e < extent; ++e) {
+        for (int64_t i = 0; i < inner; ++i) {
+          const int64_t index = (o * extent + e) * inner + i;
+          const int64_t g = per_position ? o * inner + i : o;
+          // Which gamma/beta entry: the channel (instance), the position
+          // along the axis (layer) or the group (group).
+          const int64_t a = kind_ == kLayer ? e : o % affine_extent;
+          y[index] = static_cast<float>((x[index] - mean_[g]) * var_[g]) * gamma[a] + beta[a];
+        }
+      }
+    }
+    return Status();
+  }
+
+ private:
+  // How the data splits: statistics per outer index (over extent * inner)
+  // or per (outer, inner) position (over extent).
+  void Layout(const Shape& shape, int64_t* outer, int64_t* extent, int64_t* inner,
+              bool* per_position, int64_t* affine_extent) const {
+    if (kind_ == kLayer) {
+      const int axis = static_cast<int>(axis_ < 0 ? axis_ + shape.ndim() : axis_);
+      *outer = shape.ProdRange(0, axis);
+      *extent = shape[axis];
+      *inner = shape.ProdRange(axis + 1, shape.ndim());
+      *per_position = true;
+      *affine_extent = shape[axis];
+    } else if (kind_ == kInstance) {
+      *outer = shape[0] * shape[1];
+      *extent = 1;
+      *inner = shape.ProdRange(2, shape.ndim());
+      *per_position = false;
+      *affine_extent = shape[1];
+    } else {
+      *outer = shape[0] * num_groups_;
+      *extent = 1;
+      *inner = shape.ProdRange(1, shape.ndim()) / num_groups_;
+      *per_position = false;
+      *affine_extent = num_groups_;
+    }
+  }
+
+  Status Shapes(const Shape& data, Shape* affine, Shape* moments) const {
+    if (kind_ == kLayer) {
+      int axis = 0;
+      MXL_RETURN_IF_ERROR(CheckAxis(axis_, data, "axis", &axis));
+      *affine = Shape({data[axis]});
+      *moments = data;
+      (*moments)[axis] = 1;
+      return Status();
+    }
+    MXL_CHECK(data.ndim() >= 2, "input 'data' has shape ", data.ToString(),
+              " but needs a channel axis (N, C, ...)");
+    if (kind_ == kInstance) {
+      *affine = Shape({data[1]});
+      *moments = Shape({data[0], data[1]});
+      return Status();
+    }
+    MXL_CHECK(data[1] % num_groups_ == 0, "input 'data' has ", data[1],
+              " channels, not divisible by num_groups=", num_groups_);
+    *affine = Shape({num_groups_});
+    *moments = Shape({data[0], num_groups_});
+    return Status();
+  }
+
+  NormKind kind_;
+  int64_t axis_, num_groups_;
+  float eps_;
+  bool output_mean_var_;
+  std::vector<double> mean_, var_;
+};
+
+Status CreateInstanceNorm(AttrParser* attrs, std::unique_ptr<Operator>* out) {
+  const double eps = attrs->Float("eps", 1e-3);
+  MXL_RETURN_IF_ERROR(attrs->Finish());
+  out->reset(new AffineNorm(kInstance, 1, 1, static_cast<float>(eps), false));
+  return Status();
+}
+
+Status CreateLayerNorm(AttrParser* attrs, std::unique_ptr<Operator>* out) {
+  const int64_t axis = attrs->Int("axis", -1);
+  const double eps = attrs->Float("eps", 1e-5);
+  const bool output_mean_var = attrs->Bool("output_mean_var", false);
+  MXL_RETURN_IF_ERROR(attrs->Finish());
+  out->reset(new AffineNorm(kLayer, axis, 1, static_cast<float>(eps), output_mean_var));
+  return Status();
+}
+
+Status CreateGroupNorm(AttrParser* attrs, std::unique_ptr<Operator>* out) {
+  const int64_t num_groups = attrs->Int("num_groups", 1);
+  const double eps = attrs->Float("eps", 1e-5);
+  const bool output_mean_var = attrs->Bool("output_mean_var", false);
+  MXL_RETURN_IF_ERROR(attrs->Finish());
+  if (num_groups < 1) {
+    attrs->Fail("num_groups", StrCat(num_groups, " must be at least 1"));
+    return attrs->Finish();
+  }
+  out->reset(new AffineNorm(kGroup, 1, num_groups, static_cast<float>(eps), output_mean_var));
+  return Status();
+}
+
+// ---------------------------------------------------------------------------
+// L2Normalization
+
+enum L2Mode { kL2Channel, kL2Instance, kL2Spatial };
+
+class L2Normalization : public Operator {
+ public:
+  L2Normalization(L2Mode mode, float eps) : mode_(mode), eps_(eps) {}
+
+  std::vector<std::string> OutputNames() const override { return {"output", "norm"}; }
+
+  Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
+    MXL_RETURN_IF_ERROR(SameShapeInference(*this, in, out));
+    const Shape& data = (*in)[0];
+    if (!data.is_complete()) return Status();
+    MXL_CHECK(data.ndim() >= (mode_ == kL2Instance ? 2 : 3), "input 'data' has shape ",
+              data.ToString(), " which is too small for this mode");
+    std::vector<int64_t> dims;
+    if (mode_ == kL2Instance) {
+      dims = {data[0]};
+    } else if (mode_ == kL2Channel) {
+      dims = data.dims();
+      dims.erase(dims.begin() + 1);
+    } else {
+      dims = {data[0], data[1]};
+    }
+    return AssignShape(out, 1, Shape(dims), "output", OutputNames());
+  }
+
+  Status Forward(const OpContext&, const std::vector<NDArray>& in,
+                 const std::vector<NDArray>& out) override {
+    const Shape& shape = in[0].shape();
+    // (outer, extent, inner) with the sum over extent (channel) or over
+    // extent * inner (instance, spatial).
+    int64_t outer = shape[0], extent = 1, inner = shape.ProdRange(1, shape.ndim());
+    bool per_position = false;
+    if (mode_ == kL2Channel) {
+      extent = shape[1];
+      inner = shape.ProdRange(2, shape.ndim());
+      per_position = true;
+    } else if (mode_ == kL2Spatial) {
+      outer = shape[0] * shape[1];
+      inner = shape.ProdRange(2, shape.ndim());
+    }
+    const float* x = in[0].fdata();
+    float* y = out[0].fdata();
+    float* norm = out[1].fdata();
+    const int64_t groups = per_position ? outer * inner : outer;
+    sums_.assign(groups, 0.0);
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t e = 0; e < extent; ++e) {
+        for (int64_t i = 0; i < inner; ++i) {
+          const double v = x[(o * extent + e) * inner + i];
+          sums_[per_position ? o * inner + i : o] += v * v;
+        }
+      }
+    }
+    for (int64_t g = 0; g < groups; ++g) norm[g] = static_cast<float>(std::sqrt(sums_[g] + eps_));
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t e = 0; e < extent; ++e) {
+        for (int64_t i = 0; i < inner; ++i) {
+          const int64_t index = (o * extent + e) * inner + i;
+          y[index] = x[index] / norm[per_position ? o * inner + i : o];
+        }
+      }
+    }
+    return Status();
+  }
+
+ private:
+  L2Mode mode_;
+  float eps_;
+  std::vector<double> sums_;
+};
+
+Status CreateL2Normalization(AttrParser* attrs, std::unique_ptr<Operator>* out) {
+  const double eps = attrs->Float("eps", 1e-10);
+  const int mode = attrs->Enum("mode", {"channel", "instance", "spatial"}, 1);
+  MXL_RETURN_IF_ERROR(attrs->Finish());
+  out->reset(new L2Normalization(static_cast<L2Mode>(mode), static_cast<float>(eps)));
+  return Status();
+}
+
+}  // namespace norm_op
+}  // namespace mxlite

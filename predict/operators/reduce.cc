@@ -1,0 +1,556 @@
+/*
+ * Reductions and orderings along axes: sum (sum_axis), mean, prod, nansum,
+ * nanprod, max (max_axis), min (min_axis), norm; argmax, argmin,
+ * argmax_channel, pick; topk, sort, argsort.
+ *
+ * All of them work on "blocks": the input is viewed with the axes being
+ * reduced (or sorted) moved last, so that every output element owns one
+ * contiguous block of `length` values. When those axes already are the last
+ * ones the input is used as it is; otherwise one strided gather
+ * (tensor_util.h) rearranges it into scratch space first. Each operator then
+ * runs a plain loop per block.
+ *
+ * Shapes follow MXNet's ReduceAxesShapeImpl: axis None or () reduces
+ * everything (to shape (1,), or all ones with keepdims); negative axes count
+ * from the end; exclude reduces every axis except those listed; a result
+ * with no dims left is (1,). Sums, means, products and norms accumulate in
+ * double (MXNet's CPU reducer uses Kahan summation, which double matches to
+ * float precision). argmax/argmin return the first index of the extreme
+ * value, as a value of the input's type. topk, sort and argsort order each
+ * block with a stable sort (descending puts larger values first, ties keep
+ * their input order).
+ */
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "operator.h"
+#include "tensor_util.h"
+
+namespace mxlite {
+namespace reduce_op {
+
+// The input arranged as blocks: `rows` runs of `length` values, row r being
+// the values that output element r reduces.
+struct Blocks {
+  int64_t rows = 0, length = 0;
+  bool rearrange = false;        // false: the input already is in this order
+  Shape view_shape;              // kept axes, then reduced axes
+  std::vector<int64_t> strides;  // input strides in that order
+};
+
+Blocks MakeBlocks(const Shape& in, const std::vector<bool>& reduced) {
+  Blocks blocks;
+  const std::vector<int64_t> dense = RowMajorStrides(in);
+  std::vector<int64_t> dims;
+  blocks.rows = 1;
+  blocks.length = 1;
+  for (int pass = 0; pass < 2; ++pass) {  // kept axes first, then reduced ones
+    for (int d = 0; d < in.ndim(); ++d) {
+      if (reduced[d] != (pass == 1)) continue;
+      dims.push_back(in[d]);
+      blocks.strides.push_back(dense[d]);
+      (pass == 0 ? blocks.rows : blocks.length) *= in[d];
+    }
+  }
+  blocks.view_shape = Shape(dims);
+  // Already in order when no reduced axis of extent > 1 precedes a kept one.
+  bool seen_reduced = false;
+  for (int d = 0; d < in.ndim(); ++d) {
+    if (in[d] == 1) continue;
+    if (reduced[d]) {
+      seen_reduced = true;
+    } else if (seen_reduced) {
+      blocks.rearrange = true;
+    }
+  }
+  return blocks;
+}
+
+// The blocks' values: the input itself, or rearranged into *scratch.
+const float* ArrangeBlocks(const float* in, const Blocks& blocks, std::vector<float>* scratch) {
+  if (!blocks.rearrange) return in;
+  scratch->resize(static_cast<size_t>(blocks.rows * blocks.length));
+  GatherStrided(in, 0, blocks.strides, blocks.view_shape, scratch->data());
+  return scratch->data();
+}
+
+// Which axes a reduction covers, and its output shape (MXNet's rules).
+Status ReducedAxes(const Shape& in, bool has_axes, const std::vector<int64_t>& axes, bool keepdims,
+                   bool exclude, std::vector<bool>* reduced, Shape* oshape) {
+  const int ndim = in.ndim();
+  reduced->assign(ndim, false);
+  if (!has_axes || axes.empty()) {
+    reduced->assign(ndim, true);
+  } else {
+    for (int64_t axis : axes) {
+      int resolved = 0;
+      MXL_RETURN_IF_ERROR(CheckAxis(axis, in, "axis", &resolved));
+      MXL_CHECK(!(*reduced)[resolved], "attribute axis=", TupleText(axes), " names axis ",
+                resolved, " twice");
+      (*reduced)[resolved] = true;
+    }
+    if (exclude) {
+      for (int d = 0; d < ndim; ++d) (*reduced)[d] = !(*reduced)[d];
+    }
+  }
+  std::vector<int64_t> dims;
+  for (int d = 0; d < ndim; ++d) {
+    if (!(*reduced)[d]) {
+      dims.push_back(in[d]);
+    } else if (keepdims) {
+      dims.push_back(1);
+    }
+  }
+  if (dims.empty()) dims.push_back(1);
+  *oshape = Shape(dims);
+  return Status();
+}
+
+// ---------------------------------------------------------------------------
+// sum, mean, prod, nansum, nanprod, max, min, norm
+
+enum ReduceKind { kSum, kMean, kProd, kNanSum, kNanProd, kMax, kMin, kNorm1, kNorm2 };
+
+float ReduceBlock(ReduceKind kind, const float* x, int64_t length) {
+  switch (kind) {
+    case kMax:
+    case kMin: {
+      float best = x[0];
+      for (int64_t i = 1; i < length; ++i) {
+        if (kind == kMax ? x[i] > best : x[i] < best) best = x[i];
+      }
+      return best;
+    }
+    case kProd:
+    case kNanProd: {
+      double product = 1.0;
+      for (int64_t i = 0; i < length; ++i) {
+        if (kind == kProd || !std::isnan(x[i])) product *= x[i];
+      }
+      return static_cast<float>(product);
+    }
+    default: {
+      double sum = 0.0;
+      for (int64_t i = 0; i < length; ++i) {
+        const double v = x[i];
+        if (kind == kNorm1) {
+          sum += std::fabs(v);
+        } else if (kind == kNorm2) {
+          sum += v * v;
+        } else if (kind != kNanSum || !std::isnan(v)) {
+          sum += v;
+        }
+      }
+      if (kind == kMean) return static_cast<float>(sum / static_cast<double>(length));
+      if (kind == kNorm2) return static_cast<float>(std::sqrt(sum));
+      return static_cast<float>(sum);
+    }
+  }
+}
+
+class Reduce : public Operator {
+ public:
+  Reduce(ReduceKind kind, bool has_axes, std::vector<int64_t> axes, bool keepdims, bool exclude)
+      : kind_(kind), has_axes_(has_axes), axes_(std::move(axes)), keepdims_(keepdims),
+        exclude_(exclude) {}
+
+  Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
+    const Shape& data = (*in)[0];
+    if (!data.is_complete()) return Status();
+    std::vector<bool> reduced;
+    Shape oshape;
+    MXL_RETURN_IF_ERROR(ReducedAxes(data, has_axes_, axes_, keepdims_, exclude_, &reduced, &oshape));
+    return AssignShape(out, 0, oshape, "output", OutputNames());
+  }
+
+  Status Prepare(const std::vector<NDArray>& in, const std::vector<NDArray>&,
+                 size_t* workspace_bytes) override {
+    *workspace_bytes = 0;
+    std::vector<bool> reduced;
+    Shape oshape;
+    MXL_RETURN_IF_ERROR(
+        ReducedAxes(in[0].shape(), has_axes_, axes_, keepdims_, exclude_, &reduced, &oshape));
+    blocks_ = MakeBlocks(in[0].shape(), reduced);
+    return Status();
+  }
+
+  Status Forward(const OpContext&, const std::vector<NDArray>& in,
+                 const std::vector<NDArray>& out) override {
+    const float* x = ArrangeBlocks(in[0].fdata(), blocks_, &scratch_);
+    float* y = out[0].fdata();
+    const int64_t length = blocks_.length;
+    for (int64_t r = 0; r < blocks_.rows; ++r) {
+      if (length == 0) {
+        // An empty reduction: the identity of the operation (max/min have
+        // none; MXNet leaves them at their initial values, which are these).
+        y[r] = kind_ == kProd || kind_ == kNanProd ? 1.f
+               : kind_ == kMax ? -INFINITY : kind_ == kMin ? INFINITY : kind_ == kMean ? NAN : 0.f;
+      } else {
+        y[r] = ReduceBlock(kind_, x + r * length, length);
+      }
+    }
+    return Status();
+  }
+
+ private:
+  ReduceKind kind_;
+  bool has_axes_;
+  std::vector<int64_t> axes_;
+  bool keepdims_, exclude_;
+  Blocks blocks_;
+  std::vector<float> scratch_;
+};
+
+Status CreateReduce(AttrParser* attrs, std::unique_ptr<Operator>* out) {
+  static const struct {
+    const char* name;
+    ReduceKind kind;
+  } kKinds[] = {{"sum", kSum},         {"mean", kMean}, {"prod", kProd}, {"nansum", kNanSum},
+                {"nanprod", kNanProd}, {"max", kMax},   {"min", kMin}};
+  std::vector<int64_t> axes;
+  const bool has_axes = attrs->OptionalTuple("axis", &axes);
+  const bool keepdims = attrs->Bool("keepdims", false);
+  const bool exclude = attrs->Bool("exclude", false);
+  MXL_RETURN_IF_ERROR(attrs->Finish());
+  for (const auto& entry : kKinds) {
+    if (attrs->op_name() == entry.name) {
+      out->reset(new Reduce(entry.kind, has_axes, axes, keepdims, exclude));
+      return Status();
+    }
+  }
+  return Status::Error(StrCat("internal error: no reduction for '", attrs->op_name(), "'"));
+}
+
+Status CreateNorm(AttrParser* attrs, std::unique_ptr<Operator>* out) {
+  const int64_t ord = attrs->Int("ord", 2);
+  std::vector<int64_t> axes;
+  const bool has_axes = attrs->OptionalTuple("axis", &axes);
+  const int out_dtype = attrs->Enum(
+      "out_dtype", {"None", "float16", "float32", "float64", "int32", "int64", "int8"}, 0);
+  const bool keepdims = attrs->Bool("keepdims", false);
+  MXL_RETURN_IF_ERROR(attrs->Finish());
+  if (ord != 1 && ord != 2) {
+    attrs->Fail("ord", StrCat(ord, " is not supported (MXNet's norm takes 1 or 2)"));
+  } else if (axes.size() > 2) {
+    attrs->Fail("axis", StrCat(TupleText(axes), ": norm reduces at most 2 axes"));
+  } else if (out_dtype != 0 && out_dtype != 2) {
+    attrs->Fail("out_dtype", "only None and float32 are supported");
+  }
+  MXL_RETURN_IF_ERROR(attrs->Finish());
+  out->reset(new Reduce(ord == 1 ? kNorm1 : kNorm2, has_axes, axes, keepdims, false));
+  return Status();
+}
+
+// ---------------------------------------------------------------------------
+// argmax, argmin, argmax_channel
+
+class ArgExtreme : public Operator {
+ public:
+  // axis kNoneInt: the flattened input.
+  ArgExtreme(bool is_max, int64_t axis, bool keepdims)
+      : is_max_(is_max), axis_(axis), keepdims_(keepdims) {}
+
+  Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
+    const Shape& data = (*in)[0];
+    if (!data.is_complete()) return Status();
+    std::vector<bool> reduced;
+    Shape oshape;
+    MXL_RETURN_IF_ERROR(Axes(data, &reduced, &oshape));
+    return AssignShape(out, 0, oshape, "output", OutputNames());
+  }
+
+  Status Prepare(const std::vector<NDArray>& in, const std::vector<NDArray>&,
+                 size_t* workspace_bytes) override {
+    *workspace_bytes = 0;
+    std::vector<bool> reduced;
+    Shape oshape;
+    MXL_RETURN_IF_ERROR(Axes(in[0].shape(), &reduced, &oshape));
+    blocks_ = MakeBlocks(in[0].shape(), reduced);
+    return Status();
+  }
+
+  Status Forward(const OpContext&, const std::vector<NDArray>& in,
+                 const std::vector<NDArray>& out) override {
+    MXL_CHECK(blocks_.length > 0, "cannot take the arg", is_max_ ? "max" : "min",
+              " of an empty axis");
+    const float* x = ArrangeBlocks(in[0].fdata(), blocks_, &scratch_);
+    float* y = out[0].fdata();
+    for (int64_t r = 0; r < blocks_.rows; ++r) {
+      const float* row = x + r * blocks_.length;
+      int64_t best = 0;
+      for (int64_t i = 1; i < blocks_.length; ++i) {
+        if (is_max_ ? row[i] > row[best] : row[i] < row[best]) best = i;
+      }
+      y[r] = static_cast<float>(best);
+    }
+    return Status();
+  }
+
+ private:
+  Status Axes(const Shape& data, std::vector<bool>* reduced, Shape* oshape) const {
+    if (axis_ == kNoneInt) {
+      return ReducedAxes(data, false, {}, keepdims_, false, reduced, oshape);
+    }
+    return ReducedAxes(data, true, {axis_}, keepdims_, false, reduced, oshape);
+  }
+
+  bool is_max_;
+  int64_t axis_;
+  bool keepdims_;
+  Blocks blocks_;
+  std::vector<float> scratch_;
+};
+
+Status CreateArgExtreme(AttrParser* attrs, std::unique_ptr<Operator>* out) {
+  const bool channel = attrs->op_name() == "argmax_channel";
+  int64_t axis = -1;
+  bool keepdims = false;
+  if (!channel) {  // argmax_channel has no attributes: the last axis
+    axis = attrs->OptionalInt("axis");
+    keepdims = attrs->Bool("keepdims", false);
+  }
+  MXL_RETURN_IF_ERROR(attrs->Finish());
+  out->reset(new ArgExtreme(attrs->op_name() != "argmin", axis, keepdims));
+  return Status();
+}
+
+// ---------------------------------------------------------------------------
+// pick: data[..., index[...], ...] along one axis.
+
+class Pick : public Operator {
+ public:
+  Pick(int64_t axis, bool keepdims, bool wrap) : axis_(axis), keepdims_(keepdims), wrap_(wrap) {}
+
+  std::vector<std::string> InputNames() const override { return {"data", "index"}; }
+
+  Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
+    const Shape& data = (*in)[0];
+    if (!data.is_complete()) return Status();
+    std::vector<bool> reduced;
+    Shape oshape;
+    MXL_RETURN_IF_ERROR(Axes(data, &reduced, &oshape));
+    MXL_RETURN_IF_ERROR(AssignShape(out, 0, oshape, "output", OutputNames()));
+    return AssignShape(in, 1, oshape, "input", InputNames());
+  }
+
+  Status InferType(std::vector<int>* in, std::vector<int>* out) const override {
+    return UnifyDTypes(*this, {0}, false, in, out);  // the index may have any type
+  }
+
+  Status Prepare(const std::vector<NDArray>& in, const std::vector<NDArray>&,
+                 size_t* workspace_bytes) override {
+    *workspace_bytes = 0;
+    std::vector<bool> reduced;
+    Shape oshape;
+    MXL_RETURN_IF_ERROR(Axes(in[0].shape(), &reduced, &oshape));
+    blocks_ = MakeBlocks(in[0].shape(), reduced);
+    return Status();
+  }
+
+  Status Forward(const OpContext&, const std::vector<NDArray>& in,
+                 const std::vector<NDArray>& out) override {
+    const float* x = ArrangeBlocks(in[0].fdata(), blocks_, &scratch_);
+    const float* index = in[1].fdata();
+    float* y = out[0].fdata();
+    const int64_t length = blocks_.length;
+    for (int64_t r = 0; r < blocks_.rows; ++r) {
+      int64_t i = static_cast<int64_t>(index[r]);
+      if (wrap_) {
+        i %= length;
+        if (i < 0) i += length;
+      } else {
+        i = std::min(std::max<int64_t>(i, 0), length - 1);
+      }
+      y[r] = x[r * length + i];
+    }
+    return Status();
+  }
+
+ private:
+  Status Axes(const Shape& data, std::vector<bool>* reduced, Shape* oshape) const {
+    if (axis_ == kNoneInt) return ReducedAxes(data, false, {}, keepdims_, false, reduced, oshape);
+    return ReducedAxes(data, true, {axis_}, keepdims_, false, reduced, oshape);
+  }
+
+  int64_t axis_;
+  bool keepdims_, wrap_;
+  Blocks blocks_;
+  std::vector<float> scratch_;
+};
+
+Status CreatePick(AttrParser* attrs, std::unique_ptr<Operator>* out) {
+  const int64_t axis = attrs->OptionalInt("axis", -1);
+  const bool keepdims = attrs->Bool("keepdims", false);
+  const int mode = attrs->Enum("mode", {"clip", "wrap"}, 0);
+  MXL_RETURN_IF_ERROR(attrs->Finish());
+  out->reset(new Pick(axis, keepdims, mode == 1));
+  return Status();
+}
+
+// ---------------------------------------------------------------------------
+// topk, sort, argsort
+
+enum SortOutput { kValues, kIndices, kMask, kBoth };
+
+class SortOp : public Operator {
+ public:
+  // k < 1 means the whole axis; axis kNoneInt the flattened input.
+  SortOp(int64_t axis, int64_t k, SortOutput output, bool ascending, int num_outputs,
+         int visible_outputs)
+      : axis_(axis), k_(k), output_(output), ascending_(ascending), num_outputs_(num_outputs),
+        visible_outputs_(visible_outputs) {}
+
+  std::vector<std::string> OutputNames() const override {
+    if (num_outputs_ == 1) return {"output"};
+    return {"output0", "output1"};
+  }
+  int NumVisibleOutputs() const override { return visible_outputs_; }
+
+  Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
+    const Shape& data = (*in)[0];
+    if (!data.is_complete()) return Status();
+    int axis = 0;
+    int64_t k = 0;
+    Shape flat;
+    MXL_RETURN_IF_ERROR(Geometry(data, &flat, &axis, &k));
+    Shape oshape = flat;
+    if (output_ != kMask) oshape[axis] = k;
+    for (int i = 0; i < num_outputs_; ++i) {
+      MXL_RETURN_IF_ERROR(AssignShape(out, i, oshape, "output", OutputNames()));
+    }
+    return Status();
+  }
+
+  Status Prepare(const std::vector<NDArray>& in, const std::vector<NDArray>&,
+                 size_t* workspace_bytes) override {
+    *workspace_bytes = 0;
+    Shape flat;
+    int axis = 0;
+    MXL_RETURN_IF_ERROR(Geometry(in[0].shape(), &flat, &axis, &k_used_));
+    std::vector<bool> sorted(flat.ndim(), false);
+    sorted[axis] = true;
+    blocks_ = MakeBlocks(flat, sorted);
+    // Results are produced block by block, (rows, k), then moved to the
+    // output layout: the axis back in its place.
+    Shape result_dims = flat;
+    result_dims[axis] = output_ == kMask ? flat[axis] : k_used_;
+    // Strides into the (rows, k) buffer for each output dim.
+    std::vector<int64_t> strides(flat.ndim());
+    int64_t stride = result_dims[axis];
+    for (int d = flat.ndim() - 1; d >= 0; --d) {
+      if (d == axis) continue;
+      strides[d] = stride;
+      stride *= result_dims[d];
+    }
+    strides[axis] = 1;
+    scatter_strides_ = strides;
+    result_shape_ = result_dims;
+    order_.resize(static_cast<size_t>(blocks_.length));
+    return Status();
+  }
+
+  Status Forward(const OpContext&, const std::vector<NDArray>& in,
+                 const std::vector<NDArray>& out) override {
+    const float* x = ArrangeBlocks(in[0].fdata(), blocks_, &scratch_);
+    const int64_t length = blocks_.length;
+    const int64_t width = output_ == kMask ? length : k_used_;
+    values_.resize(static_cast<size_t>(blocks_.rows * width));
+    indices_.resize(values_.size());
+    for (int64_t r = 0; r < blocks_.rows; ++r) {
+      const float* row = x + r * length;
+      std::iota(order_.begin(), order_.end(), 0);
+      auto before = [&](int64_t a, int64_t b) {
+        return ascending_ ? row[a] < row[b] : row[a] > row[b];
+      };
+      std::stable_sort(order_.begin(), order_.end(), before);
+      float* value_row = values_.data() + r * width;
+      float* index_row = indices_.data() + r * width;
+      if (output_ == kMask) {
+        std::fill(value_row, value_row + length, 0.f);
+        for (int64_t i = 0; i < k_used_; ++i) value_row[order_[i]] = 1.f;
+      } else {
+        for (int64_t i = 0; i < width; ++i) {
+          value_row[i] = row[order_[i]];
+          index_row[i] = static_cast<float>(order_[i]);
+        }
+      }
+    }
+    // Output 0 holds values (or the mask, or indices for ret_typ indices and
+    // argsort); output 1, when present, the indices.
+    const bool first_is_indices = output_ == kIndices;
+    GatherStrided(first_is_indices ? indices_.data() : values_.data(), 0, scatter_strides_,
+                  result_shape_, out[0].fdata());
+    if (num_outputs_ == 2) {
+      GatherStrided(indices_.data(), 0, scatter_strides_, result_shape_, out[1].fdata());
+    }
+    return Status();
+  }
+
+ private:
+  // The input as the operator sees it (flattened when axis is None), the
+  // resolved axis and k.
+  Status Geometry(const Shape& data, Shape* flat, int* axis, int64_t* k) const {
+    *flat = axis_ == kNoneInt ? Shape({data.Size()}) : data;
+    MXL_RETURN_IF_ERROR(CheckAxis(axis_ == kNoneInt ? 0 : axis_, *flat, "axis", axis));
+    const int64_t extent = (*flat)[*axis];
+    *k = k_ < 1 ? extent : k_;
+    MXL_CHECK(*k <= extent, "attribute k=", k_, " exceeds the ", extent,
+              " elements along the axis of input shape ", data.ToString());
+    return Status();
+  }
+
+  int64_t axis_, k_;
+  SortOutput output_;
+  bool ascending_;
+  int num_outputs_, visible_outputs_;
+  // Set by Prepare.
+  int64_t k_used_ = 0;
+  Blocks blocks_;
+  std::vector<int64_t> scatter_strides_;
+  Shape result_shape_;
+  std::vector<int64_t> order_;
+  std::vector<float> scratch_, values_, indices_;
+};
+
+Status CreateTopK(AttrParser* attrs, std::unique_ptr<Operator>* out) {
+  const int64_t axis = attrs->OptionalInt("axis", -1);
+  const int64_t k = attrs->Int("k", 1);
+  const int ret_typ = attrs->Enum("ret_typ", {"value", "indices", "mask", "both"}, 1);
+  const bool is_ascend = attrs->Bool("is_ascend", false);
+  const int dtype = attrs->Enum("dtype", {"float32", "float16", "float64", "int32", "int64",
+                                          "uint8"}, 0);
+  MXL_RETURN_IF_ERROR(attrs->Finish());
+  if (dtype != 0) {
+    attrs->Fail("dtype", "only float32 indices are supported");
+    return attrs->Finish();
+  }
+  const SortOutput output = static_cast<SortOutput>(ret_typ);
+  // MXNet: indices and mask have one output; value has a hidden second (the
+  // indices); both shows two.
+  const int num_outputs = output == kIndices || output == kMask ? 1 : 2;
+  out->reset(new SortOp(axis, k, output, is_ascend, num_outputs, output == kBoth ? 2 : 1));
+  return Status();
+}
+
+Status CreateSort(AttrParser* attrs, std::unique_ptr<Operator>* out) {
+  const bool argsort = attrs->op_name() == "argsort";
+  const int64_t axis = attrs->OptionalInt("axis", -1);
+  const bool is_ascend = attrs->Bool("is_ascend", true);
+  int dtype = 0;
+  if (argsort) {
+    dtype = attrs->Enum("dtype", {"float32", "float16", "float64", "int32", "int64", "uint8"}, 0);
+  }
+  MXL_RETURN_IF_ERROR(attrs->Finish());
+  if (dtype != 0) {
+    attrs->Fail("dtype", "only float32 indices are supported");
+    return attrs->Finish();
+  }
+  // sort: sorted values plus hidden indices; argsort: the indices alone.
+  out->reset(argsort ? new SortOp(axis, 0, kIndices, is_ascend, 1, 1)
+                     : new SortOp(axis, 0, kValues, is_ascend, 2, 1));
+  return Status();
+}
+
+}  // namespace reduce_op
+}  // namespace mxlite
