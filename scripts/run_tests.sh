@@ -20,7 +20,7 @@ if [ ! -x "$TEST_VENV/bin/python" ]; then
   echo "== creating $TEST_VENV"
   "$PYTHON" -m venv "$TEST_VENV"
 fi
-"$TEST_VENV/bin/python" -m pip install -q --upgrade pip setuptools wheel numpy pytest
+"$TEST_VENV/bin/python" -m pip install -q --upgrade pip setuptools wheel numpy pytest wasmtime
 echo "== installing mxlite from this checkout"
 "$TEST_VENV/bin/python" -m pip install -q --no-build-isolation --force-reinstall --no-deps .
 
