@@ -8,7 +8,9 @@
   tolerance of MXNet 1.9.1's;
 - the API module works on its own, called the way a browser would call it:
   MXPredCreate / SetInput / Forward / GetOutput through linear memory, and
-  an error comes back through MXGetLastError.
+  an error comes back through MXGetLastError;
+- the JavaScript binding for browsers (mobile/wasm/mxlite.js) runs a zoo
+  model under Node and matches MXNet.
 """
 import os
 import struct
@@ -188,3 +190,50 @@ def test_api_module_reports_bad_json(wasm_build):
     status, _ = api.create('{"nodes": [', b'', {'data': [1, 2]})
     assert status == -1
     assert api.last_error().startswith('symbol JSON:')
+
+
+# Drives mobile/wasm/mxlite.js under Node: one case through the JavaScript
+# API, output 0 to a file, then a broken JSON that must throw the core's
+# message.
+NODE_DRIVER = r'''
+import { readFileSync, writeFileSync } from 'node:fs';
+const [jsPath, wasmPath, symbolPath, paramsPath, inputPath, dims, outPath] =
+    process.argv.slice(2);
+const { loadMXLite } = await import(jsPath);
+const mxlite = await loadMXLite(readFileSync(wasmPath));
+const shape = dims.split(',').map(Number);
+const predictor = mxlite.createPredictor(readFileSync(symbolPath, 'utf8'),
+                                         readFileSync(paramsPath), { data: shape });
+const input = readFileSync(inputPath);
+predictor.setInput('data', new Float32Array(input.buffer, input.byteOffset,
+                                            input.byteLength / 4));
+predictor.forward();
+const output = predictor.getOutput(0);
+writeFileSync(outPath, Buffer.from(output.data.buffer));
+console.log(`shape ${output.shape.join(' ')}`);
+predictor.free();
+try {
+  mxlite.createPredictor('{"nodes": [', new Uint8Array(0), { data: shape });
+  console.log('bad json: no error');
+} catch (error) {
+  console.log(`bad json: ${error.message}`);
+}
+'''
+
+
+def test_javascript_binding_under_node(wasm_build, tmp_path):
+    node = require_tool('node', 'nodejs')
+    (tmp_path / 'driver.mjs').write_text(NODE_DRIVER)
+    case = zoo_cases(['squeezenet1.1'])[0]
+    inputs, expected = case.io()
+    inputs['data'].astype('<f4').tofile(tmp_path / 'input.f32')
+    js = 'file://' + os.path.join(ROOT, 'mobile', 'wasm', 'mxlite.js')
+    report = run([node, str(tmp_path / 'driver.mjs'), js, str(wasm_build / 'wasm' / 'mxlite.wasm'),
+                  case.path('-symbol.json'), case.path('-0000.params'),
+                  str(tmp_path / 'input.f32'), ','.join(map(str, inputs['data'].shape)),
+                  str(tmp_path / 'out.f32')]).stdout
+    lines = report.strip().split('\n')
+    assert lines[0] == 'shape ' + ' '.join(map(str, expected[0].shape))
+    ours = np.fromfile(tmp_path / 'out.f32', dtype='<f4').reshape(expected[0].shape)
+    assert_close(ours, expected[0], case.rtol, 'JavaScript API')
+    assert lines[1].startswith('bad json: symbol JSON:')
