@@ -89,8 +89,8 @@ def build(target, source, work, minimal):
         base.append('-fno-exceptions')  # wasm32-wasi has no exception runtime
     flags = MINIMAL_FLAGS if minimal else ['-O2']
     obj = os.path.join(work, f'{target.name}-{tag}.o')
-    cpu, wall = timed_compile(base + flags + (['-fPIC'] if not target.wasm else [])
-                              + ['-c', source, '-o', obj])
+    shared = [] if target.wasm else ['-fPIC', '-fvisibility=hidden']
+    cpu, wall = timed_compile(base + flags + shared + ['-c', source, '-o', obj])
     if target.wasm:
         library = os.path.join(work, f'{target.name}-{tag}.wasm')
         exports = [f'-Wl,--export={name}' for name in WASM_EXPORTS]
@@ -165,10 +165,11 @@ def markdown(rows, lines, command):
         f'{platform.machine()} host, build/mxlite-all.cc of {lines:,} lines).',
         '',
         'Stripped library: x86-64/aarch64/armv7 a shared library with the C predict API '
-        '(`-O2 -fPIC -shared`); wasm32 the API module of `make wasm`. Minimal: the same with '
-        '`-Os -DMXLITE_PREDICT_ONLY -fno-exceptions -ffunction-sections -fdata-sections '
-        '-Wl,--gc-sections`. Compile: CPU seconds of one `-O2 -c` of the file, pinned to '
-        'one core (wall seconds grow when other work shares the core). armv7 is built as Android armeabi-v7a (`-march=armv7-a -mfpu=neon`), '
+        '(`-O2 -fPIC -fvisibility=hidden -shared`, as `make lib`); wasm32 the API module of '
+        '`make wasm`. Minimal: the same with `-Os -DMXLITE_PREDICT_ONLY -fno-exceptions '
+        '-ffunction-sections -fdata-sections -Wl,--gc-sections`. Compile: CPU seconds of one '
+        '`-O2 -c` of the file, pinned to one core (wall seconds grow when other work shares '
+        'the core). armv7 is built as Android armeabi-v7a (`-march=armv7-a -mfpu=neon`), '
         'wasm32 with `-msimd128`.',
         '',
         *table,
