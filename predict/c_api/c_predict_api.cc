@@ -10,6 +10,7 @@
  */
 #include "../include/c_predict_api.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <map>
@@ -72,33 +73,6 @@ Status ReadInputShapes(mx_uint num_input_nodes, const char** input_keys,
   return Status();
 }
 
-// Loads the parameters that the graph uses, keyed by variable name. Names
-// may carry MXNet's "arg:"/"aux:" prefixes or none (Gluon save_parameters).
-Status LoadParams(const void* bytes, int size, const Graph& graph,
-                  std::map<std::string, NDArray>* params) {
-  MXL_CHECK(size >= 0, "param_size must not be negative (got ", size, ")");
-  if (size == 0) return Status();
-  MXL_CHECK(bytes != nullptr, "param_bytes is NULL but param_size is ", size);
-  std::vector<NDArray> arrays;
-  std::vector<std::string> names;
-  MXL_RETURN_IF_ERROR(LoadNDArrayList(bytes, static_cast<size_t>(size), "params", &arrays, &names));
-  for (size_t i = 0; i < names.size(); ++i) {
-    std::string name = names[i];
-    if (name.compare(0, 4, "arg:") == 0 || name.compare(0, 4, "aux:") == 0) name = name.substr(4);
-    int node = graph.FindNode(name);
-    if (node < 0 || !graph.nodes[node].is_variable()) continue;  // unused entries are fine
-    MXL_CHECK(!arrays[i].is_none(), "params: '", names[i], "' is an empty (none) array");
-    MXL_CHECK(params->count(name) == 0, "params: '", name, "' appears twice");
-    NDArray array = arrays[i];
-    if (array.dtype() != kFloat32) {
-      // Graphs run in float32 for now: convert stored float16/float64/...
-      MXL_RETURN_IF_ERROR(arrays[i].ToFloat32(&array));
-    }
-    (*params)[name] = array;
-  }
-  return Status();
-}
-
 Status CreatePredictors(const char* symbol_json, const void* param_bytes, int param_size,
                         int dev_type, mx_uint num_input_nodes, const char** input_keys,
                         const mx_uint* input_shape_indptr, const mx_uint* input_shape_data,
@@ -111,23 +85,22 @@ Status CreatePredictors(const char* symbol_json, const void* param_bytes, int pa
             " is not available: mxlite runs on the CPU (dev_type 1)");
   MXL_CHECK(count >= 1, "num_threads must be at least 1 (got ", count, ")");
 
-  auto model = std::make_shared<Model>();
-  MXL_RETURN_IF_ERROR(LoadSymbolJson(symbol_json, std::strlen(symbol_json), &model->graph));
+  MXL_CHECK(param_size >= 0, "param_size must not be negative (got ", param_size, ")");
+  std::vector<std::string> keys;
   if (num_output_nodes > 0) {
     MXL_CHECK(output_keys != nullptr, "output_keys is NULL");
-    std::vector<std::string> keys;
     for (mx_uint i = 0; i < num_output_nodes; ++i) {
       MXL_CHECK(output_keys[i] != nullptr, "output key ", i, " is NULL");
       keys.push_back(output_keys[i]);
     }
-    MXL_RETURN_IF_ERROR(SelectOutputs(keys, &model->graph));
   }
-  PruneToOutputs(&model->graph);
+  std::shared_ptr<Model> model;
+  MXL_RETURN_IF_ERROR(LoadModel(symbol_json, std::strlen(symbol_json), param_bytes,
+                                static_cast<size_t>(param_size), keys, &model));
 
   std::map<std::string, Shape> shapes;
   MXL_RETURN_IF_ERROR(ReadInputShapes(num_input_nodes, input_keys, input_shape_indptr,
                                       input_shape_data, &shapes));
-  MXL_RETURN_IF_ERROR(LoadParams(param_bytes, param_size, model->graph, &model->params));
 
   std::map<std::string, int> dtypes;
   if (num_dtypes > 0) {
@@ -147,7 +120,11 @@ Status CreatePredictors(const char* symbol_json, const void* param_bytes, int pa
   for (int i = 0; i < count; ++i) {
     std::unique_ptr<Predictor> predictor(new Predictor());
     predictor->model = shared;
-    MXL_RETURN_IF_ERROR(Executor::Create(shared, shapes, dtypes, &predictor->executor));
+    // Handles made for one thread each run single-threaded unless the user
+    // asked for more with MXLITE_NUM_THREADS.
+    const int threads = count > 1 && std::getenv("MXLITE_NUM_THREADS") == nullptr ? 1 : 0;
+    MXL_RETURN_IF_ERROR(
+        Executor::Create(shared, shapes, dtypes, &predictor->executor, threads));
     made.push_back(std::move(predictor));
   }
   for (int i = 0; i < count; ++i) out[i] = made[i].release();
@@ -155,6 +132,18 @@ Status CreatePredictors(const char* symbol_json, const void* param_bytes, int pa
 }
 
 Predictor* AsPredictor(PredictorHandle handle) { return static_cast<Predictor*>(handle); }
+
+// Monitoring and step-by-step execution show every node of the symbol file,
+// as MXNet does, so they run on an executor without fused operators; the
+// predictor switches to one (keeping its inputs) the first time they are
+// used.
+Status UseUnoptimized(Predictor* predictor) {
+  if (!predictor->executor->optimized()) return Status();
+  std::unique_ptr<Executor> plain;
+  MXL_RETURN_IF_ERROR(predictor->executor->Unoptimized(&plain));
+  predictor->executor = std::move(plain);
+  return Status();
+}
 
 }  // namespace c_api_cc
 }  // namespace mxlite
@@ -327,6 +316,7 @@ int MXPredPartialForward(PredictorHandle handle, int step, int* step_left) {
   MXL_API_BEGIN();
   MXL_API_REQUIRE(handle != nullptr, "MXPredPartialForward: the predictor handle is NULL");
   MXL_API_REQUIRE(step_left != nullptr, "MXPredPartialForward: step_left is NULL");
+  MXL_API_CALL(mxlite::c_api_cc::UseUnoptimized(AsPredictor(handle)));
   MXL_API_CALL(AsPredictor(handle)->executor->PartialForward(step, step_left));
   MXL_API_END();
   return 0;
@@ -361,6 +351,7 @@ int MXPredSetMonitorCallback(PredictorHandle handle, PredMonitorCallback callbac
                              void* callback_handle, bool monitor_all) {
   MXL_API_BEGIN();
   MXL_API_REQUIRE(handle != nullptr, "MXPredSetMonitorCallback: the predictor handle is NULL");
+  MXL_API_CALL(mxlite::c_api_cc::UseUnoptimized(AsPredictor(handle)));
   AsPredictor(handle)->executor->SetMonitor(callback, callback_handle, monitor_all);
   MXL_API_END();
   return 0;

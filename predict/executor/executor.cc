@@ -1,14 +1,34 @@
 #include "executor.h"
 
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+
+#include "../graph/fuse.h"
+
+#include "../ndarray/ndarray_io.h"
 
 namespace mxlite {
 
 Status Executor::Create(std::shared_ptr<const Model> model,
                         const std::map<std::string, Shape>& input_shapes,
                         const std::map<std::string, int>& input_dtypes,
-                        std::unique_ptr<Executor>* out) {
+                        std::unique_ptr<Executor>* out, int threads, bool optimize) {
   std::unique_ptr<Executor> executor(new Executor());
+  const char* profile = std::getenv("MXLITE_PROFILE");
+  if (profile != nullptr && std::strcmp(profile, "1") == 0) {
+    executor->profile_.reset(new std::map<std::string, OpProfile>());
+  }
+  const char* graph_opt = std::getenv("MXLITE_GRAPH_OPT");
+  executor->optimized_ = optimize && !(graph_opt != nullptr && std::strcmp(graph_opt, "0") == 0);
+  if (executor->optimized_) {
+    MXL_RETURN_IF_ERROR(FuseOperators(model->graph, &executor->graph_));
+  } else {
+    executor->graph_ = model->graph;
+  }
+  executor->pool_ = std::make_shared<ThreadPool>(threads > 0 ? threads
+                                                             : ThreadPool::DefaultThreads());
   executor->model_ = std::move(model);
   executor->input_shapes_ = input_shapes;
   executor->input_dtypes_ = input_dtypes;
@@ -26,11 +46,25 @@ Status Executor::Reshape(const std::map<std::string, Shape>& input_shapes,
               "': it is not an input of this predictor");
     shapes[entry.first] = entry.second;
   }
-  return Create(model_, shapes, input_dtypes_, out);
+  MXL_RETURN_IF_ERROR(Create(model_, shapes, input_dtypes_, out, 1, optimized_));
+  (*out)->pool_ = pool_;  // same threads as this executor
+  return Status();
+}
+
+Status Executor::Unoptimized(std::unique_ptr<Executor>* out) const {
+  MXL_RETURN_IF_ERROR(Create(model_, input_shapes_, input_dtypes_, out, 1, false));
+  (*out)->pool_ = pool_;
+  // Carry the inputs over, so the switch is invisible to the caller.
+  for (const std::string& name : input_names_) {
+    const NDArray& from = entries_[graph_.FindNode(name)][0];
+    const NDArray& to = (*out)->entries_[(*out)->graph_.FindNode(name)][0];
+    std::memcpy(to.data(), from.data(), from.bytes());
+  }
+  return Status();
 }
 
 Status Executor::Bind(const std::map<std::string, int>& input_dtypes) {
-  const Graph& graph = model_->graph;
+  const Graph& graph = graph_;
   for (const auto& entry : input_shapes_) {
     int node = graph.FindNode(entry.first);
     MXL_CHECK(node >= 0 && graph.nodes[node].is_variable(), "input '", entry.first,
@@ -42,20 +76,23 @@ Status Executor::Bind(const std::map<std::string, int>& input_dtypes) {
   // Shapes: inputs are given, parameters only back up what inference leaves.
   std::map<std::string, Shape> param_shapes;
   for (const auto& param : model_->params) param_shapes[param.first] = param.second.shape();
-  EntryShapes shapes;
-  MXL_RETURN_IF_ERROR(InferShapes(graph, input_shapes_, param_shapes, &shapes));
   std::map<std::string, int> known_dtypes = input_dtypes;
   for (const auto& param : model_->params) known_dtypes[param.first] = param.second.dtype();
   // Inputs typed neither by the caller nor by the params file are float32,
   // as in MXNet's predict API (a "__dtype__" hint does not override that).
   for (const auto& input : input_shapes_) known_dtypes.emplace(input.first, kFloat32);
-  // Inputs typed neither by the caller nor by the params file are float32,
-  // as in MXNet's predict API (a "__dtype__" hint does not override that).
-  for (const auto& input : input_shapes_) known_dtypes.emplace(input.first, kFloat32);
+  EntryShapes shapes;
   EntryDTypes dtypes;
+  if (optimized_) {
+    // Check the graph as written first, so that every error names the
+    // user's nodes rather than fused ones.
+    MXL_RETURN_IF_ERROR(InferShapes(model_->graph, input_shapes_, param_shapes, &shapes));
+    MXL_RETURN_IF_ERROR(InferDTypes(model_->graph, known_dtypes, &dtypes));
+    MXL_RETURN_IF_ERROR(BindVariables(model_->graph, shapes, dtypes, false));
+  }
+  MXL_RETURN_IF_ERROR(InferShapes(graph, input_shapes_, param_shapes, &shapes));
   MXL_RETURN_IF_ERROR(InferDTypes(graph, known_dtypes, &dtypes));
-
-  MXL_RETURN_IF_ERROR(BindVariables(shapes, dtypes));
+  MXL_RETURN_IF_ERROR(BindVariables(graph, shapes, dtypes, true));
 
   // Operator outputs live in one planned arena.
   std::vector<std::vector<size_t>> entry_bytes(graph.nodes.size());
@@ -70,13 +107,27 @@ Status Executor::Bind(const std::map<std::string, int>& input_dtypes) {
   }
   MXL_RETURN_IF_ERROR(PlanMemory(graph, entry_bytes, &plan_));
   MXL_RETURN_IF_ERROR(Storage::Allocate(plan_.arena_bytes, &arena_));
+  // Blocks holding a graph output get storage of their own, so that
+  // TakeOutputs can hand them to the caller without copying.
+  block_storage_.assign(plan_.block_bytes.size(), nullptr);
+  for (const NodeEntry& output : graph.outputs) {
+    if (graph.nodes[output.node].is_variable()) continue;
+    const int block = plan_.entry_block[output.node][output.index];
+    if (!block_storage_[block]) {
+      MXL_RETURN_IF_ERROR(Storage::Allocate(plan_.block_bytes[block], &block_storage_[block]));
+    }
+  }
   ops_.resize(graph.nodes.size());
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     const Node& node = graph.nodes[n];
     if (node.is_variable()) continue;
     for (size_t i = 0; i < shapes[n].size(); ++i) {
       int block = plan_.entry_block[n][i];
-      entries_[n][i] = NDArray(shapes[n][i], dtypes[n][i], arena_, plan_.block_offset[block]);
+      if (block_storage_[block]) {
+        entries_[n][i] = NDArray(shapes[n][i], dtypes[n][i], block_storage_[block]);
+      } else {
+        entries_[n][i] = NDArray(shapes[n][i], dtypes[n][i], arena_, plan_.block_offset[block]);
+      }
     }
     MXL_RETURN_IF_ERROR(CreateOperator(node.op_name, node.name, node.attrs, &ops_[n]));
   }
@@ -92,8 +143,8 @@ Status Executor::Bind(const std::map<std::string, int>& input_dtypes) {
   return PrepareOperators();
 }
 
-Status Executor::BindVariables(const EntryShapes& shapes, const EntryDTypes& dtypes) {
-  const Graph& graph = model_->graph;
+Status Executor::BindVariables(const Graph& graph, const EntryShapes& shapes,
+                               const EntryDTypes& dtypes, bool allocate) {
   // Which variables some operator actually reads.
   std::vector<bool> read(graph.nodes.size(), false);
   std::vector<std::string> reader(graph.nodes.size());
@@ -112,10 +163,10 @@ Status Executor::BindVariables(const EntryShapes& shapes, const EntryDTypes& dty
   }
   for (const NodeEntry& output : graph.outputs) read[output.node] = true;
 
-  entries_.resize(graph.nodes.size());
+  if (allocate) entries_.resize(graph.nodes.size());
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     const Node& node = graph.nodes[n];
-    entries_[n].resize(node.num_outputs());
+    if (allocate) entries_[n].resize(node.num_outputs());
     if (!node.is_variable()) continue;
     const Shape& shape = shapes[n][0];
     const int dtype = dtypes[n][0];
@@ -126,6 +177,12 @@ Status Executor::BindVariables(const EntryShapes& shapes, const EntryDTypes& dty
                 shape.ToString());
       MXL_CHECK(param->second.dtype() == dtype, "parameter '", node.name, "' has dtype ",
                 DTypeName(param->second.dtype()), " but the graph needs ", DTypeName(dtype));
+    }
+    if (!allocate) {
+      MXL_CHECK(param != model_->params.end() || input_shapes_.count(node.name) || !read[n],
+                "parameter '", node.name, "' (", reader[n],
+                ") is neither in the params file nor among the inputs");
+      continue;
     }
     if (input_shapes_.count(node.name)) {
       // Inputs are owned; one that is also a parameter starts with its value.
@@ -145,7 +202,7 @@ Status Executor::BindVariables(const EntryShapes& shapes, const EntryDTypes& dty
 }
 
 Status Executor::PrepareOperators() {
-  const Graph& graph = model_->graph;
+  const Graph& graph = graph_;
   size_t workspace_bytes = 0;
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     if (!ops_[n]) continue;
@@ -166,7 +223,7 @@ Status Executor::PrepareOperators() {
 }
 
 Status Executor::SetInput(const std::string& name, const void* data, size_t count) {
-  const Graph& graph = model_->graph;
+  const Graph& graph = graph_;
   int node = graph.FindNode(name);
   MXL_CHECK(node >= 0 && graph.nodes[node].is_variable(), "cannot find input key '", name,
             "' among the graph's arguments");
@@ -182,7 +239,7 @@ Status Executor::SetInput(const std::string& name, const void* data, size_t coun
 }
 
 Status Executor::RunNode(int n) {
-  const Graph& graph = model_->graph;
+  const Graph& graph = graph_;
   if (!ops_[n]) return Status();
   if (!prepared_) MXL_RETURN_IF_ERROR(PrepareOperators());
   const Node& node = graph.nodes[n];
@@ -195,7 +252,18 @@ Status Executor::RunNode(int n) {
   OpContext context;
   context.workspace = workspace_ ? workspace_->data() : nullptr;
   context.workspace_bytes = workspace_bytes_;
+  context.pool = pool_.get();
+  const bool timed = profile_ != nullptr;
+  const auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
   Status status = ops_[n]->Forward(context, node_inputs_[n], entries_[n]);
+  if (timed) {
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const std::string kernel = ops_[n]->KernelName();
+    OpProfile& entry = (*profile_)[kernel.empty() ? node.op_name : node.op_name + " " + kernel];
+    entry.seconds += seconds;
+    entry.calls += 1;
+  }
   if (!status.ok()) {
     return Status::Error(StrCat("node ", graph.Describe(n), ": ", status.message()));
   }
@@ -207,6 +275,20 @@ Status Executor::RunNode(int n) {
     }
   }
   return Status();
+}
+
+Executor::~Executor() {
+  if (!profile_ || profile_->empty()) return;
+  // MXLITE_PROFILE=1: where the time went, per operator type, on stderr.
+  double total = 0;
+  for (const auto& entry : *profile_) total += entry.second.seconds;
+  std::fprintf(stderr, "mxlite profile (%d threads): %.3f ms in operators\n",
+               pool_ ? pool_->size() : 1, total * 1e3);
+  for (const auto& entry : *profile_) {
+    std::fprintf(stderr, "  %-32s %9.3f ms %5.1f%% %7lld calls\n", entry.first.c_str(),
+                 entry.second.seconds * 1e3, 100 * entry.second.seconds / total,
+                 static_cast<long long>(entry.second.calls));
+  }
 }
 
 Status Executor::Forward() {
@@ -223,8 +305,108 @@ Status Executor::PartialForward(int step, int* step_left) {
 }
 
 std::string Executor::output_name(int index) const {
-  const NodeEntry& entry = model_->graph.outputs[index];
-  return model_->graph.nodes[entry.node].OutputName(entry.index);
+  const NodeEntry& entry = graph_.outputs[index];
+  return graph_.nodes[entry.node].OutputName(entry.index);
+}
+
+Status Executor::ForwardWithInputs(const std::vector<ExternalInput>& inputs) {
+  const Graph& graph = graph_;
+  // Each input's storage is pointed at the caller's buffer for this pass, so
+  // every view of the input (each operator's gathered inputs) reads it, and
+  // is pointed back afterwards, on success or failure.
+  std::vector<std::pair<Storage*, void*>> lent;  // storage, its own memory
+  auto lend = [&](const ExternalInput& input) -> Status {
+    MXL_CHECK(input_shapes_.count(input.name), "'", input.name,
+              "' is not an input of this predictor");
+    const int node = graph.FindNode(input.name);
+    const NDArray& array = entries_[node][0];
+    MXL_CHECK(input.dtype == array.dtype(), "input '", input.name, "' is ",
+              DTypeName(input.dtype), " but the predictor expects ", DTypeName(array.dtype()));
+    MXL_CHECK(input.count == static_cast<size_t>(array.Size()), "input '", input.name,
+              "' has shape ", array.shape().ToString(), " (", array.Size(), " elements) but ",
+              input.count, " elements were given");
+    bool is_output = input.count == 0;
+    for (const NodeEntry& output : graph.outputs) is_output |= output.node == node;
+    // An output must still hold the value after the pass: copy that one.
+    if (is_output) return SetInput(input.name, input.data, input.count);
+    Storage* storage = array.storage().get();
+    lent.emplace_back(storage, storage->ExchangeData(const_cast<void*>(input.data)));
+    return Status();
+  };
+  Status status;
+  for (const ExternalInput& input : inputs) {
+    status = lend(input);
+    if (!status.ok()) break;
+  }
+  if (status.ok()) status = Forward();
+  for (auto it = lent.rbegin(); it != lent.rend(); ++it) it->first->ExchangeData(it->second);
+  return status;
+}
+
+Status Executor::TakeOutputs(std::vector<NDArray>* out) {
+  const Graph& graph = graph_;
+  out->assign(outputs_.size(), NDArray());
+  std::map<int, std::shared_ptr<Storage>> handed;  // block -> memory now the caller's
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    const NodeEntry& entry = graph.outputs[i];
+    const int block =
+        graph.nodes[entry.node].is_variable() ? -1 : plan_.entry_block[entry.node][entry.index];
+    if (block < 0 || !block_storage_[block]) {
+      MXL_RETURN_IF_ERROR(outputs_[i].Clone(&(*out)[i]));
+      continue;
+    }
+    auto taken = handed.find(block);
+    if (taken == handed.end()) {
+      std::shared_ptr<Storage> memory;
+      MXL_RETURN_IF_ERROR(block_storage_[block]->HandOver(&memory));
+      taken = handed.emplace(block, std::move(memory)).first;
+    }
+    (*out)[i] = NDArray(outputs_[i].shape(), outputs_[i].dtype(), taken->second);
+  }
+  return Status();
+}
+
+namespace executor_cc {
+
+// Loads the parameters that the graph uses, keyed by variable name.
+Status LoadParams(const void* bytes, size_t size, const Graph& graph,
+                  std::map<std::string, NDArray>* params) {
+  if (size == 0) return Status();
+  MXL_CHECK(bytes != nullptr, "param_bytes is NULL but param_size is ", size);
+  std::vector<NDArray> arrays;
+  std::vector<std::string> names;
+  MXL_RETURN_IF_ERROR(LoadNDArrayList(bytes, size, "params", &arrays, &names));
+  for (size_t i = 0; i < names.size(); ++i) {
+    std::string name = names[i];
+    if (name.compare(0, 4, "arg:") == 0 || name.compare(0, 4, "aux:") == 0) name = name.substr(4);
+    int node = graph.FindNode(name);
+    if (node < 0 || !graph.nodes[node].is_variable()) continue;  // unused entries are fine
+    MXL_CHECK(!arrays[i].is_none(), "params: '", names[i], "' is an empty (none) array");
+    MXL_CHECK(params->count(name) == 0, "params: '", name, "' appears twice");
+    NDArray array = arrays[i];
+    if (array.dtype() != kFloat32) {
+      // Graphs run in float32 for now: convert stored float16/float64/...
+      MXL_RETURN_IF_ERROR(arrays[i].ToFloat32(&array));
+    }
+    (*params)[name] = array;
+  }
+  return Status();
+}
+
+}  // namespace executor_cc
+
+Status LoadModel(const char* symbol_json, size_t symbol_json_size, const void* param_bytes,
+                 size_t param_size, const std::vector<std::string>& output_keys,
+                 std::shared_ptr<Model>* out) {
+  MXL_CHECK(symbol_json != nullptr, "the symbol JSON is NULL");
+  auto model = std::make_shared<Model>();
+  MXL_RETURN_IF_ERROR(LoadSymbolJson(symbol_json, symbol_json_size, &model->graph));
+  if (!output_keys.empty()) MXL_RETURN_IF_ERROR(SelectOutputs(output_keys, &model->graph));
+  PruneToOutputs(&model->graph);
+  MXL_RETURN_IF_ERROR(
+      executor_cc::LoadParams(param_bytes, param_size, model->graph, &model->params));
+  *out = std::move(model);
+  return Status();
 }
 
 }  // namespace mxlite

@@ -21,6 +21,7 @@
 
 #include "../graph/graph.h"
 #include "../graph/infer.h"
+#include "../kernels/thread_pool.h"
 #include "memory_plan.h"
 
 namespace mxlite {
@@ -32,25 +33,63 @@ struct Model {
   std::map<std::string, NDArray> params;
 };
 
+// Builds a Model the way every front end does: parses the symbol JSON
+// (upgrading legacy files), makes the internal outputs named `output_keys`
+// the outputs (MXPredCreatePartialOut's rule; empty keeps the symbol's
+// heads), prunes the graph to its outputs and loads the parameters it uses
+// from the params file bytes. Parameter names may carry MXNet's "arg:" and
+// "aux:" prefixes or none (Gluon save_parameters); entries the graph does
+// not use are ignored; stored float16/float64/... become float32.
+Status LoadModel(const char* symbol_json, size_t symbol_json_size, const void* param_bytes,
+                 size_t param_size, const std::vector<std::string>& output_keys,
+                 std::shared_ptr<Model>* out);
+
 // Called with (output name, array, user data) after each operator.
 using MonitorFn = void (*)(const char*, void*, void*);
 
 class Executor {
  public:
+  // `threads` operators may split their work over (0: ThreadPool's default,
+  // MXLITE_NUM_THREADS or the number of cores).
   static Status Create(std::shared_ptr<const Model> model,
                        const std::map<std::string, Shape>& input_shapes,
                        const std::map<std::string, int>& input_dtypes,
-                       std::unique_ptr<Executor>* out);
+                       std::unique_ptr<Executor>* out, int threads = 0,
+                       bool optimize = true);
 
   // A new executor for other input shapes, sharing this one's parameters.
   Status Reshape(const std::map<std::string, Shape>& input_shapes,
                  std::unique_ptr<Executor>* out) const;
+
+  // The same executor without graph optimisation (fused operators), with
+  // the current inputs: what monitoring and step-by-step execution need to
+  // see every node of the symbol file, as MXNet shows them.
+  Status Unoptimized(std::unique_ptr<Executor>* out) const;
+  bool optimized() const { return optimized_; }
 
   // Copies `count` elements (in the argument's dtype) into argument `name`.
   Status SetInput(const std::string& name, const void* data, size_t count);
   Status Forward();
   // Runs graph node `step` (variables count as steps).
   Status PartialForward(int step, int* step_left);
+
+  // An input read in place from the caller's memory (see ForwardWithInputs).
+  struct ExternalInput {
+    std::string name;
+    const void* data;  // `count` elements of `dtype`, aligned for that type
+    int dtype;
+    size_t count;
+  };
+  // Forward, reading the named inputs straight from the caller's buffers
+  // instead of copying them in. The buffers must stay unchanged until the
+  // call returns and are not read after it: later passes read whatever
+  // SetInput last wrote. Inputs not named keep those values too.
+  Status ForwardWithInputs(const std::vector<ExternalInput>& inputs);
+  // Hands out the outputs of the last pass without copying them: each
+  // output's memory moves to the caller's array, and this executor takes
+  // fresh memory for its next pass (blocks holding outputs live outside the
+  // arena for this). An output that is a variable comes back as a copy.
+  Status TakeOutputs(std::vector<NDArray>* out);
 
   int num_outputs() const { return static_cast<int>(outputs_.size()); }
   const NDArray& output(int index) const { return outputs_[index]; }
@@ -67,12 +106,28 @@ class Executor {
 
  private:
   Executor() = default;
+
+ public:
+  ~Executor();
+
+ private:
   Status Bind(const std::map<std::string, int>& input_dtypes);
-  Status BindVariables(const EntryShapes& shapes, const EntryDTypes& dtypes);
+  // Checks the variables of `graph` against the parameters and inputs and,
+  // with `allocate`, gives each its array.
+  Status BindVariables(const Graph& graph, const EntryShapes& shapes, const EntryDTypes& dtypes,
+                       bool allocate);
   Status PrepareOperators();
   Status RunNode(int n);
 
   std::shared_ptr<const Model> model_;
+  struct OpProfile {
+    double seconds = 0;
+    int64_t calls = 0;
+  };
+  // Time per operator type when MXLITE_PROFILE=1, printed on destruction.
+  std::unique_ptr<std::map<std::string, OpProfile>> profile_;
+  Graph graph_;  // the model's graph, optimised unless optimized_ is false
+  bool optimized_ = false;
   std::map<std::string, Shape> input_shapes_;
   std::map<std::string, int> input_dtypes_;
   std::vector<std::string> input_names_;
@@ -81,7 +136,11 @@ class Executor {
   std::vector<std::vector<NDArray>> node_inputs_;    // per node, gathered once
   std::vector<NDArray> outputs_;
   std::shared_ptr<Storage> arena_;
+  // Per planned block: its own storage when it holds a graph output (so
+  // TakeOutputs can hand it over), else null (a slice of arena_).
+  std::vector<std::shared_ptr<Storage>> block_storage_;
   std::shared_ptr<Storage> workspace_;
+  std::shared_ptr<ThreadPool> pool_;  // shared with executors made by Reshape
   size_t workspace_bytes_ = 0;
   MemoryPlan plan_;
   bool prepared_ = false;

@@ -23,6 +23,7 @@
 #include <cfloat>
 #include <cmath>
 
+#include "../kernels/thread_pool.h"
 #include "operator.h"
 
 namespace mxlite {
@@ -152,7 +153,7 @@ class Pooling : public Operator {
     return Status();
   }
 
-  Status Forward(const OpContext&, const std::vector<NDArray>& in,
+  Status Forward(const OpContext& ctx, const std::vector<NDArray>& in,
                  const std::vector<NDArray>& out) override {
     const Geometry& g = geometry_;
     const float* x = in[0].fdata();
@@ -160,7 +161,8 @@ class Pooling : public Operator {
     const int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
     const int64_t out_plane = g.out[0] * g.out[1] * g.out[2];
     const std::vector<Span>* spans = spans_;
-    for (int64_t plane = 0; plane < g.planes; ++plane) {
+    // Planes are independent: split them over the threads.
+    ParallelFor(ctx.pool, g.planes, [&](int64_t plane) {
       const float* src = x + plane * in_plane;
       float* dst = y + plane * out_plane;
       for (int64_t od = 0; od < g.out[0]; ++od) {
@@ -173,7 +175,7 @@ class Pooling : public Operator {
           }
         }
       }
-    }
+    });
     return Status();
   }
 
