@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <utility>
 
 namespace mxlite {
 
@@ -29,6 +30,15 @@ Status Storage::Allocate(size_t bytes, std::shared_ptr<Storage>* out) {
 }
 
 Storage::~Storage() { std::free(raw_); }
+
+Status Storage::HandOver(std::shared_ptr<Storage>* out) {
+  std::shared_ptr<Storage> fresh;
+  MXL_RETURN_IF_ERROR(Allocate(bytes_, &fresh));
+  std::swap(raw_, fresh->raw_);
+  std::swap(data_, fresh->data_);
+  *out = std::move(fresh);
+  return Status();
+}
 
 Status NDArray::Create(const Shape& shape, int dtype, NDArray* out) {
   MXL_CHECK(shape.is_complete(), "cannot allocate an array of incomplete shape ",

@@ -32,6 +32,21 @@ class Storage {
   void* data() const { return data_; }
   size_t bytes() const { return bytes_; }
 
+  // Points this storage at `data`, memory owned elsewhere and at least
+  // bytes() long, and returns the pointer it had. Every array viewing this
+  // storage follows, wherever it was copied to: the executor reads a
+  // caller's input in place this way for one pass, then points it back.
+  void* ExchangeData(void* data) {
+    void* previous = data_;
+    data_ = data;
+    return previous;
+  }
+  // Moves this storage's memory, contents included, into a new Storage
+  // (*out) and gives this one fresh zero-filled memory of the same size.
+  // Arrays viewing this storage now see the fresh memory; the old contents
+  // live on in *out for as long as its new owner keeps it.
+  Status HandOver(std::shared_ptr<Storage>* out);
+
  private:
   Storage(void* raw, void* data, size_t bytes) : raw_(raw), data_(data), bytes_(bytes) {}
   void* raw_;   // what calloc returned
