@@ -1,0 +1,29 @@
+"""The zoo and operator suites again on every kernel path and without graph
+optimisation: MXLITE_ISA caps the instruction set (AVX2, portable), and
+MXLITE_GRAPH_OPT=0 / MXLITE_WINOGRAD=0 / MXLITE_NUM_THREADS=1 turn off the
+fused operators, the Winograd path and threading. Each configuration must
+still match MXNet 1.9.1; each runs in its own process because the choices
+are read once per process."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import HERE
+
+CONFIGURATIONS = {
+    'portable-kernels': {'MXLITE_ISA': 'scalar'},
+    'avx2-kernels': {'MXLITE_ISA': 'avx2'},
+    'no-graph-optimisation': {'MXLITE_GRAPH_OPT': '0'},
+    'no-winograd-one-thread': {'MXLITE_WINOGRAD': '0', 'MXLITE_NUM_THREADS': '1'},
+}
+
+
+@pytest.mark.parametrize('name', sorted(CONFIGURATIONS))
+def test_suites_pass_under(name):
+    env = {**os.environ, **CONFIGURATIONS[name]}
+    result = subprocess.run(
+        [sys.executable, '-m', 'pytest', '-q', '-p', 'no:cacheprovider', 'test_zoo.py',
+         'test_ops.py'], cwd=HERE, env=env, capture_output=True, text=True, timeout=1200)
+    assert result.returncode == 0, result.stdout[-4000:]
