@@ -33,6 +33,13 @@ before the next one starts. The number of rounds is chosen from the warm-up
 times to spend about --budget-s seconds per model and thread count, within
 [--min-iters, --max-iters]; --iters fixes it. The table reports medians.
 
+On a shared machine (other builds, other test runs) a measurement can time
+the machine instead of the runtime. So the harness waits a while for idle CPUs
+before each model, drops inferences during which the scheduler preempted the
+worker (its involuntary context switches, from getrusage) and runs more rounds
+to replace them, and reports how many cores other processes kept busy
+(/proc/stat minus the workers' own CPU time) beside every row.
+
 Environments (created on first use): the oracle venv (build/venv-mxnet from
 scripts/setup_oracle.sh, or MXLITE_ORACLE_PYTHON) gets onnx==1.14.1 for the
 export; build/venv-bench (or MXLITE_BENCH_PYTHON) holds numpy and onnxruntime
@@ -466,7 +473,7 @@ class CaseMeasurement:
         for runtime in rotate(self.live(), index):
             reply = self.ask(runtime, cmd='run', n=1)
             if reply:
-                into.setdefault(runtime, []).append(reply['times'][0])
+                into.setdefault(runtime, []).append((reply['times'][0], reply['preempted'][0]))
             time.sleep(self.plan['gap_s'])
 
     def workers_cpu(self):
@@ -477,67 +484,69 @@ class CaseMeasurement:
                 total += stats['cpu_s']
         return total
 
-    def measure(self, rounds, block_s=1.0):
-        """Run the rounds in blocks of about block_s; a block during which other
-        processes kept more than BACKGROUND_WARN_CORES busy is thrown away and
-        run again after the machine quietens, for at most quiet_wait_s in all.
-        Returns the cores other processes used during the kept blocks."""
-        kept, index, spent_waiting = 0, 0, 0.0
-        kept_wall = kept_others = 0.0
-        self.discarded_blocks = 0
-        if cpu_busy_seconds() is None:  # no /proc/stat: measure without the check
-            block_s = float('inf')
-        while kept < rounds and self.live():
-            workers0, busy0, own0 = self.workers_cpu(), cpu_busy_seconds(), own_cpu_seconds()
-            wall0 = time.time()
-            block, count = {}, 0
-            while count == 0 or (time.time() - wall0 < block_s and kept + count < rounds):
-                self.one_round(index, block)
-                index += 1
-                count += 1
-            workers1 = self.workers_cpu()
-            wall = time.time() - wall0
-            others = None
-            if busy0 is not None:
-                others = max(0.0, cpu_busy_seconds() - busy0 - (workers1 - workers0) -
-                             (own_cpu_seconds() - own0))
-            if (others is not None and others / wall > BACKGROUND_WARN_CORES and
-                    spent_waiting < self.plan['quiet_wait_s']):
-                self.discarded_blocks += 1
-                started = time.time()
-                wait_for_quiet(self.plan['quiet_wait_s'] - spent_waiting)
-                spent_waiting += time.time() - started + wall
+    def measure(self, rounds, extend_s):
+        """Run the rounds; return the cores other processes used meanwhile.
+
+        An inference during which the worker was preempted (an involuntary
+        context switch: another process took the core) measured the machine,
+        not the runtime. Such samples are set aside, and rounds go on until every
+        runtime has `rounds` clean ones, for at most extend_s more than the
+        planned rounds took (and at most 4x the rounds). A runtime with fewer
+        than half its rounds clean is reported from all its samples, flagged."""
+        samples = {}
+        workers0, busy0, own0 = self.workers_cpu(), cpu_busy_seconds(), own_cpu_seconds()
+        start = time.time()
+        planned_s = None
+        index = 0
+        while self.live():
+            self.one_round(index, samples)
+            index += 1
+            if index < rounds:
                 continue
-            for runtime, times in block.items():
-                self.results[runtime]['times'] += times
-            kept += count
-            kept_wall += wall
-            kept_others += others or 0.0
-        if kept_wall <= 0 or cpu_busy_seconds() is None:
+            if planned_s is None:
+                planned_s = time.time() - start
+            clean_enough = all(sum(1 for _, switches in samples.get(r, []) if switches == 0)
+                               >= rounds for r in self.live())
+            if (clean_enough or index >= 4 * rounds or
+                    time.time() - start >= planned_s + extend_s):
+                break
+        workers1, wall = self.workers_cpu(), time.time() - start
+        for runtime, measured in samples.items():
+            result = self.results[runtime]
+            clean = [t for t, switches in measured if switches == 0]
+            result['samples'] = len(measured)
+            result['preempted_samples'] = len(measured) - len(clean)
+            result['disturbed'] = len(clean) < max(1, rounds // 2)
+            result['times'] = [t for t, _ in measured] if result['disturbed'] else clean
+        if busy0 is None or wall <= 0:
             return None
-        return kept_others / kept_wall
+        others = cpu_busy_seconds() - busy0 - (workers1 - workers0) - (own_cpu_seconds() - own0)
+        return max(0.0, others / wall)
 
     def run(self):
         plan = self.plan
         waited = wait_for_quiet(plan['quiet_wait_s']) if plan['quiet_wait_s'] > 0 else 0.0
+        # A machine that stayed busy through the wait will not be quiet a few
+        # seconds later either: then measure the planned rounds only.
+        extend_s = plan['quiet_wait_s'] if waited < plan['quiet_wait_s'] else 0.0
         try:
             self.start()
             warmup = {}
             for index in range(plan['warmup']):
                 self.one_round(index, warmup)
             for runtime in self.live():
-                self.results[runtime]['warmup'] = warmup.get(runtime, [])
+                self.results[runtime]['warmup'] = [t for t, _ in warmup.get(runtime, [])]
                 checked = self.ask(runtime, cmd='check')
                 if checked:
                     self.results[runtime]['rel_err'] = checked['rel_err']
             if plan['iters']:
                 rounds = plan['iters']
             else:
-                per_round = sum(statistics.median(warmup.get(r) or [0.0]) + plan['gap_s']
-                                for r in self.live())
+                per_round = sum(statistics.median(self.results[r]['warmup'] or [0.0]) +
+                                plan['gap_s'] for r in self.live())
                 rounds = math.ceil(plan['budget_s'] / max(per_round, 1e-6))
                 rounds = max(plan['min_iters'], min(plan['max_iters'], rounds))
-            background = self.measure(rounds)
+            background = self.measure(rounds, extend_s)
             for runtime in self.live():
                 stats = self.ask(runtime, cmd='stats')
                 if stats:
@@ -549,8 +558,7 @@ class CaseMeasurement:
             if result['times'] and result['error'] is None:
                 result['median_ms'] = 1000.0 * statistics.median(result['times'])
                 result['min_ms'] = 1000.0 * min(result['times'])
-        return self.results, {'others_cores': background, 'waited_s': waited,
-                              'discarded_blocks': self.discarded_blocks}
+        return self.results, {'others_cores': background, 'waited_s': waited}
 
 
 def measure_case(case, runtimes, threads, plan, setup):
@@ -558,13 +566,21 @@ def measure_case(case, runtimes, threads, plan, setup):
     return CaseMeasurement(case, runtimes, threads, plan, setup).run()
 
 
-def background_warning(name, threads, load):
+def load_warnings(name, threads, results, load):
+    """One line per case measured on a busy machine, or none."""
     others = load['others_cores']
-    if others is None or others <= BACKGROUND_WARN_CORES:
+    disturbed = ['%s %d/%d' % (LABELS[r], res['preempted_samples'], res['samples'])
+                 for r, res in results.items() if res.get('disturbed') and res.get('samples')]
+    busy = others is not None and others > BACKGROUND_WARN_CORES
+    if not busy and not disturbed:
         return []
-    return ['%s at %d thread%s: other processes kept %.2f cores busy while it was measured '
-            '(%d disturbed blocks of rounds were redone until the --quiet-wait-s limit)' % (
-                name, threads, '' if threads == 1 else 's', others, load['discarded_blocks'])]
+    text = '%s at %d thread%s:' % (name, threads, '' if threads == 1 else 's')
+    if busy:
+        text += ' other processes kept %.2f cores busy;' % others
+    if disturbed:
+        text += (' inferences preempted by other processes: %s (too few clean ones: the '
+                 'median includes them)' % ', '.join(disturbed))
+    return [text.rstrip(';')]
 
 
 def output_warnings(case, results):
@@ -686,9 +702,10 @@ def render(report):
         'ORT_ENABLE_ALL, sequential' % (report['versions'].get('onnxruntime'),
                                         report['versions'].get('onnx')),
         '- workers at niceness %d' % args['nice'] if args['nice'] else None,
-        '- batch 1, float32; median of %s alternating rounds after %d warm-up rounds '
-        '(one inference = set input + forward + copy output); thread counts %s' % (
-            report['rounds_text'], args['warmup'], ', '.join(map(str, threads))),
+        '- batch 1, float32; one inference = set input + forward + copy output; the runtimes '
+        'take turns, one inference each, after %d warm-up rounds; the median is over %s '
+        'inferences per runtime that no other process preempted; thread counts %s' % (
+            args['warmup'], report['rounds_text'], ', '.join(map(str, threads))),
         '']
     lines = [line for line in lines if line is not None]
     models = [m for m in report['models'] if m in report['results']]
@@ -810,10 +827,11 @@ def parse_args(argv):
     parser.add_argument('--warmup', type=int, default=3, help='warm-up rounds (default: 3)')
     parser.add_argument('--gap-ms', type=float, default=10.0,
                         help='pause after each inference (default: %(default)s)')
-    parser.add_argument('--quiet-wait-s', type=float, default=30.0,
+    parser.add_argument('--quiet-wait-s', type=float, default=10.0,
                         help='per model and thread count, wait up to this long for other '
-                             'processes to leave the CPUs idle, before measuring and to redo '
-                             'disturbed blocks of rounds (default: %(default)s; 0: never)')
+                             'processes to leave the CPUs idle before measuring, and measure '
+                             'up to this much longer to replace inferences that other processes '
+                             'preempted (default: %(default)s; 0: never)')
     parser.add_argument('--nice', type=int, default=0,
                         help='niceness of the workers; negative (root only) favours them over '
                              'other processes on a shared machine (default: 0)')
@@ -886,7 +904,7 @@ def main(argv=None):
             results, load = measure_case(cases[model], args.runtime_list, threads, plan, setup)
             report['results'].setdefault(model, {})[str(threads)] = results
             report['background'].setdefault(model, {})[str(threads)] = load
-            report['warnings'] += background_warning(model, threads, load)
+            report['warnings'] += load_warnings(model, threads, results, load)
             report['warnings'] += output_warnings(cases[model], results)
             report['warnings'] += ['%s on %s at %d thread%s failed: %s' % (
                 LABELS[r], model, threads, '' if threads == 1 else 's', res['error'])
@@ -906,7 +924,7 @@ def main(argv=None):
             results, load = measure_case(dot_case, dot_runtimes, threads, plan, setup)
             report['dot']['results'][str(threads)] = results
             report['background'].setdefault(dot_case['name'], {})[str(threads)] = load
-            report['warnings'] += background_warning(dot_case['name'], threads, load)
+            report['warnings'] += load_warnings(dot_case['name'], threads, results, load)
             report['warnings'] += output_warnings(dot_case, results)
             report['warnings'] += ['%s on %s at %d threads failed: %s' % (
                 LABELS[r], dot_case['name'], threads, res['error'])
@@ -920,9 +938,7 @@ def main(argv=None):
     body = render(report)
     print()
     print(body)
-    for warning in report['warnings']:
-        print('warning: ' + warning, file=sys.stderr)
-    print('(%.0f s)' % report['elapsed_s'])
+    print('(%.0f s, %d warnings)' % (report['elapsed_s'], len(report['warnings'])))
     os.makedirs(os.path.dirname(os.path.abspath(args.results_json)), exist_ok=True)
     with open(args.results_json, 'w', encoding='utf-8') as f:
         json.dump(report, f, indent=1)

@@ -16,7 +16,9 @@ pointed at stderr first, so a library that prints cannot corrupt the replies.
     {"cmd": "load", "model": {...}, "threads": T}
         -> {"load_s": seconds to build the predictor/session from the files,
             "rss_before_kb": peak RSS before loading}
-    {"cmd": "run", "n": N}  -> {"times": [seconds per iteration]}
+    {"cmd": "run", "n": N}  -> {"times": [seconds per iteration],
+                                "preempted": [involuntary context switches of the
+                                              process's threads per iteration]}
     {"cmd": "check"}        -> {"rel_err": max|out - expected| / max|expected|}
     {"cmd": "stats"}        -> {"maxrss_kb": peak RSS so far,
                                 "cpu_s": CPU time of the process so far}
@@ -178,14 +180,19 @@ class Worker:
         return {'load_s': load_s, 'rss_before_kb': rss_before}
 
     def run(self, request):
+        # An involuntary switch means the scheduler gave one of our threads'
+        # cores to another process mid-inference: the parent can drop that time.
         infer = self.runtime.infer
         clock = time.perf_counter
-        times = []
+        usage = resource.getrusage
+        times, preempted = [], []
         for _ in range(int(request['n'])):
+            switches = usage(resource.RUSAGE_SELF).ru_nivcsw
             start = clock()
             infer()
             times.append(clock() - start)
-        return {'times': times}
+            preempted.append(usage(resource.RUSAGE_SELF).ru_nivcsw - switches)
+        return {'times': times, 'preempted': preempted}
 
     def check(self, request):
         del request
