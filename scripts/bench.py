@@ -181,6 +181,31 @@ def file_sha256(path):
     return digest.hexdigest()
 
 
+def git(*argv):
+    result = subprocess.run(['git', '-C', ROOT] + list(argv), capture_output=True, text=True)
+    return result.stdout.strip() if result.returncode == 0 else ''
+
+
+def build_library_at(revision):
+    """Build libmxlite.so from a clean export of a commit (not the working tree)."""
+    commit = git('rev-parse', '--verify', revision + '^{commit}')
+    if not commit:
+        raise BenchError('--commit %s: no such commit' % revision)
+    out = os.path.join(WORK_DIR, 'builds', commit[:12])
+    library = os.path.join(out, 'build', 'libmxlite.so')
+    if not os.path.exists(library):
+        print('== building libmxlite.so at %s' % commit[:12], flush=True)
+        shutil.rmtree(out, ignore_errors=True)
+        os.makedirs(out)
+        archive = subprocess.run(['git', '-C', ROOT, 'archive', commit], capture_output=True)
+        if archive.returncode != 0:
+            raise BenchError('git archive %s failed' % commit)
+        subprocess.run(['tar', '-x', '-C', out], input=archive.stdout, check=True)
+        run_checked(['make', '-C', out, 'lib'], 'make lib at %s' % commit[:12],
+                    stdout=sys.stderr)
+    return library, commit[:12]
+
+
 def pin_mxlite_library(args):
     """Copy the library under test aside, so a rebuild during the run changes nothing."""
     path = args.library
@@ -673,11 +698,12 @@ def machine_description():
                                      platform.platform())
 
 
-def git_description():
-    def git(*argv):
-        result = subprocess.run(['git', '-C', ROOT] + list(argv), capture_output=True, text=True)
-        return result.stdout.strip() if result.returncode == 0 else ''
+def git_description(args):
+    if args.commit_built:
+        return '%s (built from a clean export of that commit)' % args.commit_built
     commit = git('rev-parse', '--short', 'HEAD') or 'unknown'
+    if args.library_given:
+        return 'HEAD %s, library %s' % (commit, args.library)
     dirty = git('status', '--porcelain', '--', 'predict', 'amalgamation')
     return commit + (' with uncommitted changes under predict/' if dirty else '')
 
@@ -841,6 +867,8 @@ def parse_args(argv):
                         help='a rough look: 1 warm-up round, about 1 s per model')
     parser.add_argument('--library', help='libmxlite.so to measure (default: MXLITE_LIBRARY, '
                                           'else build/libmxlite.so)')
+    parser.add_argument('--commit', help='measure a library built from this commit (a clean '
+                                         'git archive, built under build/bench/builds) instead')
     parser.add_argument('--zoo', default=os.environ.get(
         'MXLITE_ZOO_FIXTURES', os.path.join(BUILD, 'fixtures', 'zoo')))
     parser.add_argument('--oracle-python', default=os.environ.get(
@@ -875,6 +903,12 @@ def main(argv=None):
     started = time.time()
     need_ort = 'ort' in args.runtime_list
     os.makedirs(WORK_DIR, exist_ok=True)
+    args.library_given = args.library is not None
+    args.commit_built = None
+    if args.commit:
+        if args.library:
+            raise BenchError('--commit and --library exclude each other')
+        args.library, args.commit_built = build_library_at(args.commit)
     versions = {}
     versions.update(ensure_oracle(args, need_onnx=need_ort))
     versions.update(ensure_bench_python(args, need_ort))
@@ -892,7 +926,7 @@ def main(argv=None):
             'gap_s': args.gap_ms / 1000.0, 'quiet_wait_s': args.quiet_wait_s}
     report = {'command': command_line(argv), 'date': datetime.datetime.now(
         datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC'), 'machine': machine_description(),
-        'commit': git_description(), 'mxlite_lib': setup['mxlite_lib'], 'versions': versions,
+        'commit': git_description(args), 'mxlite_lib': setup['mxlite_lib'], 'versions': versions,
         'threads': args.thread_list, 'runtimes': args.runtime_list, 'models': args.model_list,
         'args': {'warmup': args.warmup, 'note': args.note, 'nice': args.nice},
         'results': {}, 'background': {}, 'warnings': []}
