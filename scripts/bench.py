@@ -141,7 +141,8 @@ def ensure_oracle(args, need_onnx):
         run_checked([python, '-m', 'pip', 'install', '-q', 'onnx==' + ONNX_VERSION,
                      'numpy<1.24'], 'pip install onnx')
         versions = package_versions(python, ['mxnet', 'onnx', 'numpy'])
-    return versions
+    # numpy here is the oracle's (old) one; the numpy that is measured is venv-bench's.
+    return {'mxnet': versions.get('mxnet'), 'onnx': versions.get('onnx')}
 
 
 def ensure_bench_python(args, need_ort):
@@ -316,14 +317,14 @@ class Worker:
         self.log_path = log_path
         self.log = open(log_path, 'w')
 
-        def lower_niceness():  # runs in the child; its threads inherit it
+        def apply_niceness():  # runs in the child; its threads inherit it
             if niceness:
                 os.setpriority(os.PRIO_PROCESS, 0, niceness)
 
         try:
             self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                             stderr=self.log, env=env, text=True, bufsize=1,
-                                            preexec_fn=lower_niceness)
+                                            preexec_fn=apply_niceness)
         except (OSError, subprocess.SubprocessError) as error:
             self.log.close()
             raise BenchError('%s worker did not start: %s' % (runtime, error))
@@ -353,8 +354,11 @@ class Worker:
         return reply
 
     def request(self, **message):
-        self.process.stdin.write(json.dumps(message) + '\n')
-        self.process.stdin.flush()
+        try:
+            self.process.stdin.write(json.dumps(message) + '\n')
+            self.process.stdin.flush()
+        except OSError:  # it died; receive() reports how
+            pass
         return self.receive(message['cmd'])
 
     def close(self):
