@@ -1,51 +1,140 @@
-"""Builds mxlite's shared library from the amalgamated source into the package.
+"""Builds mxlite's native parts from the amalgamated source.
 
-The C++ core is merged into build/mxlite-all.cc by amalgamation/amalgamate.py
-and compiled once, with one compiler command, into libmxlite.so, which the
-wheel ships inside the `mxlite` package (see mxlite.lib_path()).
+amalgamation/amalgamate.py merges the C++ core into build/mxlite-all.cc. One
+build compiles that file once, into an object, and links the object twice:
+
+  libmxlite.so   the C predict API; -fvisibility=hidden leaves exactly its 17
+                 functions exported. The ctypes client and C programs load it
+                 (mxlite.lib_path()).
+  mxlite._core   the nanobind extension: the same object, the binding
+                 (bindings/python/src/core.cc, which uses the core's C++ API)
+                 and nanobind's own sources (src/nb_combined.cpp from the
+                 installed nanobind package).
+
+Objects are cached in build/python/ under a hash of everything that goes into
+them (sources, headers, flags, compiler, Python and nanobind versions), so a
+reinstall of an unchanged tree compiles nothing. The three objects compile
+in parallel (MXLITE_BUILD_JOBS, default: up to 3, one per core). CXX picks
+the compiler. Every compiler command is printed.
 """
+import concurrent.futures
+import glob
+import hashlib
 import os
 import shlex
 import subprocess
 import sys
+import sysconfig
 
-from setuptools import setup
-from setuptools.command.build_py import build_py
-from setuptools.dist import Distribution
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 BUILD = os.path.join(ROOT, 'build')
+CACHE = os.path.join(BUILD, 'python')
 LIB_NAME = 'libmxlite.dylib' if sys.platform == 'darwin' else 'libmxlite.so'
+BINDING_SOURCE = os.path.join(ROOT, 'bindings', 'python', 'src', 'core.cc')
+
+# The core's flags are the Makefile's (LIB_FLAGS), less -shared.
+CORE_FLAGS = ['-std=c++17', '-O2', '-Wall', '-Wextra', '-fPIC', '-fvisibility=hidden']
+# nanobind's recommended release flags (see the top of src/nb_combined.cpp).
+NANOBIND_FLAGS = ['-std=c++17', '-O2', '-fPIC', '-fvisibility=hidden', '-DNDEBUG',
+                  '-DNB_COMPACT_ASSERTIONS', '-fno-strict-aliasing', '-ffunction-sections',
+                  '-fdata-sections']
+BINDING_FLAGS = ['-std=c++17', '-O2', '-Wall', '-Wextra', '-fPIC', '-fvisibility=hidden',
+                 '-DNDEBUG', '-DNB_COMPACT_ASSERTIONS', '-ffunction-sections',
+                 '-fdata-sections']
 
 
-def build_library():
-    subprocess.check_call([sys.executable, os.path.join(ROOT, 'amalgamation', 'amalgamate.py'),
-                           '--out-dir', BUILD])
-    source = os.path.join(BUILD, 'mxlite-all.cc')
-    library = os.path.join(BUILD, LIB_NAME)
-    if os.path.exists(library) and os.path.getmtime(library) >= os.path.getmtime(source):
-        return library
-    compiler = shlex.split(os.environ.get('CXX', 'c++'))
-    command = compiler + ['-std=c++17', '-O2', '-Wall', '-Wextra', '-fPIC', '-shared',
-                          '-fvisibility=hidden', source, '-o', library, '-lpthread']
-    print(' '.join(command), flush=True)
+def compiler():
+    return shlex.split(os.environ.get('CXX', 'c++'))
+
+
+def run(command):
+    print(' '.join(shlex.quote(part) for part in command), flush=True)
     subprocess.check_call(command)
-    return library
 
 
-class BuildWithLibrary(build_py):
+def digest(parts, files):
+    """sha256 over strings and file contents: the cache key of an object."""
+    hasher = hashlib.sha256()
+    for part in parts:
+        hasher.update(part.encode() + b'\0')
+    for path in files:
+        with open(path, 'rb') as f:
+            hasher.update(f.read())
+    return hasher.hexdigest()[:16]
+
+
+class ObjectJob:
+    """One compiler command producing one cached object file."""
+
+    def __init__(self, name, source, flags, depends=()):
+        self.command_base = compiler() + flags + ['-c', source]
+        key = digest(self.command_base + [sys.version], [source, *depends])
+        self.output = os.path.join(CACHE, f'{name}-{key}.o')
+
     def run(self):
-        super().run()
-        library = build_library()
-        target = os.path.join(self.build_lib, 'mxlite', LIB_NAME)
-        self.copy_file(library, target)
+        if os.path.exists(self.output):
+            print(f'using cached {os.path.relpath(self.output, ROOT)}', flush=True)
+            return self.output
+        partial = self.output + '.tmp'
+        run(self.command_base + ['-o', partial])
+        os.replace(partial, self.output)
+        return self.output
 
 
-class BinaryDistribution(Distribution):
-    """The wheel carries a native library, so it is platform specific."""
+def nanobind_paths():
+    try:
+        import nanobind
+    except ImportError:
+        sys.exit('mxlite: building the Python extension needs nanobind '
+                 '(pip install nanobind, or build with build isolation)')
+    return nanobind.source_dir(), nanobind.include_dir(), nanobind.__version__
 
-    def has_ext_modules(self):
-        return True
+
+def build_native(package_dir, extension_path):
+    """Compiles the objects (or reuses cached ones) and links both libraries."""
+    run([sys.executable, os.path.join(ROOT, 'amalgamation', 'amalgamate.py'), '--out-dir', BUILD])
+    os.makedirs(CACHE, exist_ok=True)
+    nb_source, nb_include, nb_version = nanobind_paths()
+    python_include = sysconfig.get_paths()['include']
+    robin_map = os.path.join(os.path.dirname(nb_source), 'ext', 'robin_map', 'include')
+    system_includes = ['-isystem', python_include, '-isystem', nb_include]
+    predict_headers = sorted(glob.glob(os.path.join(ROOT, 'predict', '**', '*.h'), recursive=True)
+                             + glob.glob(os.path.join(ROOT, 'predict', '**', '*.inc'),
+                                         recursive=True))
+    core = ObjectJob('mxlite-all', os.path.join(BUILD, 'mxlite-all.cc'), CORE_FLAGS)
+    nanobind = ObjectJob(f'nanobind-{nb_version}', os.path.join(nb_source, 'nb_combined.cpp'),
+                         NANOBIND_FLAGS + system_includes + ['-isystem', robin_map])
+    binding = ObjectJob('core', BINDING_SOURCE,
+                        BINDING_FLAGS + system_includes + ['-I', os.path.join(ROOT, 'predict')],
+                        depends=predict_headers + [os.path.join(nb_include, 'nanobind',
+                                                                'nanobind.h')])
+    jobs = int(os.environ.get('MXLITE_BUILD_JOBS', min(3, os.cpu_count() or 1)))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        core_object, nanobind_object, binding_object = pool.map(
+            ObjectJob.run, [core, nanobind, binding])
+
+    os.makedirs(package_dir, exist_ok=True)
+    library = os.path.join(package_dir, LIB_NAME)
+    run(compiler() + ['-shared', core_object, '-o', library, '-lpthread'])
+    link = compiler() + ['-shared', binding_object, nanobind_object, core_object, '-o',
+                         extension_path, '-lpthread']
+    if sys.platform == 'darwin':
+        link += ['-undefined', 'dynamic_lookup']
+    else:
+        link += ['-Wl,--gc-sections', '-Wl,-s']
+    run(link)
 
 
-setup(cmdclass={'build_py': BuildWithLibrary}, distclass=BinaryDistribution)
+class BuildNative(build_ext):
+    """Builds libmxlite and mxlite._core with the commands above."""
+
+    def build_extension(self, ext):
+        extension_path = self.get_ext_fullpath(ext.name)
+        build_native(os.path.dirname(extension_path), extension_path)
+
+
+setup(ext_modules=[Extension('mxlite._core', sources=[])],
+      cmdclass={'build_ext': BuildNative})

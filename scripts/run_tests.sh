@@ -2,7 +2,8 @@
 # The whole test suite, from a fresh clone: `make test` runs this.
 #
 #  1. a test environment (build/venv-test) with the package installed from
-#     this checkout (`pip install .` builds the amalgamation and the library);
+#     this checkout (`pip install .` builds the amalgamation, the library and
+#     the nanobind extension; Pillow is the CLI's image reader);
 #  2. the oracle environment (build/venv-mxnet: MXNet 1.9.1, numpy<1.24),
 #     kept apart because MXNet needs an old numpy;
 #  3. the zoo checkpoints and MXNet's outputs for them (build/fixtures/zoo),
@@ -20,7 +21,8 @@ if [ ! -x "$TEST_VENV/bin/python" ]; then
   echo "== creating $TEST_VENV"
   "$PYTHON" -m venv "$TEST_VENV"
 fi
-"$TEST_VENV/bin/python" -m pip install -q --upgrade pip setuptools wheel numpy pytest wasmtime
+"$TEST_VENV/bin/python" -m pip install -q --upgrade pip setuptools wheel numpy pytest wasmtime \
+  "nanobind==3.1.0" Pillow
 echo "== installing mxlite from this checkout"
 "$TEST_VENV/bin/python" -m pip install -q --no-build-isolation --force-reinstall --no-deps .
 

@@ -1,18 +1,48 @@
 """mxlite: run Apache MXNet checkpoints with a small, dependency-free runtime.
 
-This package ships the runtime's shared library, which implements MXNet's C
-predict API (c_predict_api.h) function for function.
+    import mxlite
+    pred = mxlite.Predictor.load('resnet18_v1', input_shapes={'data': (1, 3, 224, 224)})
+    scores = pred(data=image)                  # numpy in, numpy out
+    top5 = scores[0].argsort()[::-1][:5]
+
+mxlite.Predictor and mxlite.nd use the compiled module (mxlite._core);
+mxlite.ctypes_predict is MXNet's mxnet_predict.py API in pure Python over the
+shared library (mxlite.lib_path()), for machines without a compiler. The
+`mxlite` command (python -m mxlite) predicts, inspects and runs the demo.
 """
+import importlib
 import os
 import sys
 
+from .errors import MXLiteError, MXLiteFileNotFoundError
+
 __version__ = '0.1.0'
+__all__ = ['Predictor', 'MXLiteError', 'MXLiteFileNotFoundError', 'nd', 'lib_path',
+           'ctypes_predict']
 
 _LIB_NAME = 'libmxlite.dylib' if sys.platform == 'darwin' else 'libmxlite.so'
+# Loaded on first use, so that `import mxlite.ctypes_predict` works where the
+# compiled extension is absent.
+_LAZY = {'Predictor': ('.predictor', 'Predictor'), 'nd': ('.nd', None),
+         'ctypes_predict': ('.ctypes_predict', None)}
+
+
+def __getattr__(name):
+    if name not in _LAZY:
+        raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+    module_name, attribute = _LAZY[name]
+    module = importlib.import_module(module_name, __name__)
+    value = getattr(module, attribute) if attribute else module
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
 
 
 def lib_path():
-    """Path of the shared library bundled with this package.
+    """Path of the shared library (the C predict API) bundled with this package.
 
     The environment variable MXLITE_LIBRARY overrides it (for a library built
     elsewhere, e.g. with `make lib`).
@@ -22,7 +52,7 @@ def lib_path():
         return os.path.abspath(override)
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), _LIB_NAME)
     if not os.path.exists(path):
-        raise FileNotFoundError(
+        raise MXLiteFileNotFoundError(
             f'{path} is missing: install mxlite with `pip install .` so that the '
             'library is built, or set MXLITE_LIBRARY')
     return path

@@ -11,8 +11,11 @@ to load_library). Code written for MXNet's amalgamation client works with it:
     scores = pred.get_output(0)
 """
 import ctypes
+import os
 
 import numpy as np
+
+from .errors import MXLiteError
 
 __all__ = ['Predictor', 'load_ndarray_file', 'load_library', 'MXLiteError']
 
@@ -22,29 +25,34 @@ _DTYPE_NP_TO_MX = {None: -1, np.float32: 0, np.float64: 1, np.float16: 2, np.uin
 _DTYPE_MX_TO_NP = {flag: dtype for dtype, flag in _DTYPE_NP_TO_MX.items() if dtype is not None}
 _MONITOR = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p)
 _DEVICES = {'cpu': 1, 'gpu': 2, 'cpu_pinned': 3}
-_LIB = None
-
-
-class MXLiteError(RuntimeError):
-    """An error reported by the runtime; the message is MXGetLastError()'s."""
+_LIBS = {}  # absolute path -> loaded library
 
 
 def load_library(path=None):
-    """Loads (once) and returns the shared library; `path` overrides the default."""
-    global _LIB
-    if path is not None or _LIB is None:
-        if path is None:
-            from . import lib_path
-            path = lib_path()
-        lib = ctypes.CDLL(path)
+    """Loads (once per path) and returns a libmxlite shared library.
+
+    path: the library to use; by default MXLITE_LIBRARY if set, else the
+    package's own copy (mxlite.lib_path()).
+    """
+    if path is None:
+        from . import lib_path
+        path = lib_path()
+    path = os.path.abspath(os.fspath(path))
+    lib = _LIBS.get(path)
+    if lib is None:
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError as error:
+            raise MXLiteError(f'cannot load the mxlite library {path}: {error}') from None
         lib.MXGetLastError.restype = ctypes.c_char_p
-        _LIB = lib
-    return _LIB
+        _LIBS[path] = lib
+    return lib
 
 
-def _check(rc):
+def _check(rc, lib):
+    """Raises MXLiteError with MXGetLastError()'s text when a call failed."""
     if rc != 0:
-        raise MXLiteError(_LIB.MXGetLastError().decode('utf-8', 'replace'))
+        raise MXLiteError(lib.MXGetLastError().decode('utf-8', 'replace'))
 
 
 def _c_strings(values):
@@ -75,12 +83,20 @@ class Predictor:
     def __init__(self, symbol_file, param_raw_bytes, input_shapes, dev_type='cpu', dev_id=0,
                  type_dict=None, library=None):
         self.handle = None
-        lib = load_library(library) if library else load_library()
+        lib = load_library(library)
         self._lib = lib
+        if dev_type not in _DEVICES:
+            raise MXLiteError(f'unknown dev_type {dev_type!r}; expected one of {list(_DEVICES)}')
         count, keys, indptr, data = _shape_arrays(input_shapes)
         self.type_dict = dict(type_dict) if type_dict else None
         names = list(self.type_dict) if self.type_dict else []
-        flags = [_DTYPE_NP_TO_MX[np.dtype(self.type_dict[n]).type] for n in names]
+        flags = []
+        for name in names:
+            flag = _DTYPE_NP_TO_MX.get(np.dtype(self.type_dict[name]).type)
+            if flag is None:
+                raise MXLiteError(f'type_dict: {name!r} has dtype {np.dtype(self.type_dict[name])}'
+                                  f', which the predict API does not take')
+            flags.append(flag)
         symbol = symbol_file.encode('utf-8') if isinstance(symbol_file, str) else symbol_file
         params = bytes(param_raw_bytes)
         handle = ctypes.c_void_p()
@@ -88,9 +104,12 @@ class Predictor:
             ctypes.c_char_p(symbol), params, ctypes.c_int(len(params)),
             ctypes.c_int(_DEVICES[dev_type]), ctypes.c_int(dev_id), _mx_uint(count), keys,
             indptr, data, _mx_uint(len(names)), _c_strings(names),
-            (ctypes.c_int * max(1, len(flags)))(*flags), ctypes.byref(handle)))
+            (ctypes.c_int * max(1, len(flags)))(*flags), ctypes.byref(handle)), lib)
         self.handle = handle
         self._monitor = None
+
+    def _check(self, rc):
+        _check(rc, self._lib)
 
     def __del__(self):
         if getattr(self, 'handle', None) is not None:
@@ -99,55 +118,58 @@ class Predictor:
 
     def forward(self, **kwargs):
         """Sets each named input from a numpy array and runs the network."""
+        lib = self._lib
         for name, value in kwargs.items():
             if not isinstance(value, np.ndarray):
                 raise ValueError('inputs must be numpy arrays')
             dtype = self.type_dict.get(name, np.float32) if self.type_dict else np.float32
             value = np.ascontiguousarray(value, dtype=dtype)
-            _check(self._lib.MXPredSetInput(self.handle, name.encode('utf-8'),
-                                            value.ctypes.data_as(ctypes.c_void_p),
-                                            _mx_uint(value.size)))
-        _check(self._lib.MXPredForward(self.handle))
+            self._check(lib.MXPredSetInput(self.handle, name.encode('utf-8'),
+                                           value.ctypes.data_as(ctypes.c_void_p),
+                                           _mx_uint(value.size)))
+        self._check(lib.MXPredForward(self.handle))
 
     def reshape(self, input_shapes):
         """Rebinds for new input shapes (the weights are shared)."""
         count, keys, indptr, data = _shape_arrays(input_shapes)
         new = ctypes.c_void_p()
-        _check(self._lib.MXPredReshape(_mx_uint(count), keys, indptr, data, self.handle,
-                                       ctypes.byref(new)))
-        _check(self._lib.MXPredFree(self.handle))
+        self._check(self._lib.MXPredReshape(_mx_uint(count), keys, indptr, data, self.handle,
+                                            ctypes.byref(new)))
+        self._check(self._lib.MXPredFree(self.handle))
         self.handle = new
 
     def get_output(self, index):
         """Output `index` of the last forward pass, as a new numpy array."""
+        lib = self._lib
         shape_data = ctypes.POINTER(_mx_uint)()
         ndim = _mx_uint()
-        _check(self._lib.MXPredGetOutputShape(self.handle, _mx_uint(index),
-                                              ctypes.byref(shape_data), ctypes.byref(ndim)))
+        self._check(lib.MXPredGetOutputShape(self.handle, _mx_uint(index),
+                                             ctypes.byref(shape_data), ctypes.byref(ndim)))
         shape = tuple(shape_data[i] for i in range(ndim.value))
         dtype = ctypes.c_int()
-        _check(self._lib.MXPredGetOutputType(self.handle, _mx_uint(index), ctypes.byref(dtype)))
+        self._check(lib.MXPredGetOutputType(self.handle, _mx_uint(index), ctypes.byref(dtype)))
         out = np.empty(shape, dtype=_DTYPE_MX_TO_NP[dtype.value])
-        _check(self._lib.MXPredGetOutput(self.handle, _mx_uint(index),
-                                         out.ctypes.data_as(ctypes.c_void_p),
-                                         _mx_uint(out.size)))
+        self._check(lib.MXPredGetOutput(self.handle, _mx_uint(index),
+                                        out.ctypes.data_as(ctypes.c_void_p), _mx_uint(out.size)))
         return out
 
     def set_monitor_callback(self, callback, monitor_all=False):
         """callback(name: bytes, array_handle) after every operator."""
         self._monitor = _MONITOR(lambda name, array, _user: callback(name, array))
-        _check(self._lib.MXPredSetMonitorCallback(self.handle, self._monitor, None,
-                                                  ctypes.c_bool(monitor_all)))
+        self._check(self._lib.MXPredSetMonitorCallback(self.handle, self._monitor, None,
+                                                       ctypes.c_bool(monitor_all)))
 
 
-def load_ndarray_file(nd_bytes):
-    """Reads an NDArray file: a dict by name, or a list if it has no names."""
-    lib = load_library()
+def load_ndarray_file(nd_bytes, library=None):
+    """Reads NDArray file bytes (a .params file): a dict by name, or a list
+    if the file has no names. Every dtype comes back as float32, as MXNet's
+    MXNDListCreate gives it."""
+    lib = load_library(library)
     handle = ctypes.c_void_p()
     length = _mx_uint()
     nd_bytes = bytes(nd_bytes)
     _check(lib.MXNDListCreate(nd_bytes, ctypes.c_int(len(nd_bytes)), ctypes.byref(handle),
-                              ctypes.byref(length)))
+                              ctypes.byref(length)), lib)
     keys, arrays = [], []
     try:
         for i in range(length.value):
@@ -156,16 +178,16 @@ def load_ndarray_file(nd_bytes):
             shape = ctypes.POINTER(_mx_uint)()
             ndim = _mx_uint()
             _check(lib.MXNDListGet(handle, _mx_uint(i), ctypes.byref(key), ctypes.byref(data),
-                                   ctypes.byref(shape), ctypes.byref(ndim)))
+                                   ctypes.byref(shape), ctypes.byref(ndim)), lib)
             dims = tuple(shape[d] for d in range(ndim.value))
             size = int(np.prod(dims)) if dims else 1
-            array = np.empty(dims, np.float32)
+            array = np.zeros(dims, np.float32)
             if data and size:
                 ctypes.memmove(array.ctypes.data, data, size * 4)
             keys.append(key.value.decode('utf-8'))
             arrays.append(array)
     finally:
-        _check(lib.MXNDListFree(handle))
+        _check(lib.MXNDListFree(handle), lib)
     if keys and keys[0]:
         return dict(zip(keys, arrays))
     return arrays

@@ -1,0 +1,213 @@
+"""mxlite.Predictor: an MXNet checkpoint that takes and returns numpy arrays.
+
+    pred = mxlite.Predictor.load('resnet18_v1')         # prefix-symbol.json, prefix-0000.params
+    scores = pred(data=batch)                           # binds to batch.shape on first use
+    pred.reshape(data=(8, 3, 224, 224))                 # rebind; weights are shared
+    features = pred.with_outputs('resnetv10_pool1_fwd_output')(data=batch)
+
+Inputs of any numeric dtype and layout are converted to C-contiguous float32
+once; C-contiguous float32 arrays are read in place, without a copy. Outputs
+are numpy arrays that own their memory (no copy is made to return them),
+unaffected by later calls. The forward pass runs without the GIL, so other
+Python threads keep running; one predictor serves one pass at a time.
+Errors are mxlite.MXLiteError, with the runtime's message.
+"""
+import operator
+import os
+
+import numpy as np
+
+from ._native import core as _core
+from .errors import MXLiteError, MXLiteFileNotFoundError
+
+__all__ = ['Predictor']
+
+
+def _read_file(path):
+    try:
+        with open(path, 'rb') as f:
+            return f.read()
+    except FileNotFoundError:
+        raise MXLiteFileNotFoundError(f'{path}: no such file') from None
+    except OSError as error:
+        raise MXLiteError(f'{path}: cannot read it: {error.strerror or error}') from None
+
+
+def _shape_dict(shapes):
+    """{name: sequence of ints} -> {name: tuple of ints}, with clear errors."""
+    if shapes is None:
+        return {}
+    if not hasattr(shapes, 'items'):
+        raise MXLiteError(f'input shapes must be a dict {{name: shape}}, not {type(shapes).__name__}')
+    result = {}
+    for name, shape in shapes.items():
+        if not isinstance(name, str):
+            raise MXLiteError(f'input names must be strings, got {name!r}')
+        try:
+            dims = tuple(operator.index(d) for d in shape)
+        except TypeError:
+            raise MXLiteError(f'the shape of {name!r} must be a sequence of integers, '
+                              f'got {shape!r}') from None
+        result[name] = dims
+    return result
+
+
+def _threads(threads):
+    if threads is None:
+        return 0
+    try:
+        count = operator.index(threads)
+    except TypeError:
+        raise MXLiteError(f'threads must be a positive integer or None, got {threads!r}') from None
+    if count < 1:
+        raise MXLiteError(f'threads must be a positive integer or None, got {threads!r}')
+    return count
+
+
+def _output_names(outputs):
+    if outputs is None:
+        return None
+    names = [outputs] if isinstance(outputs, str) else list(outputs)
+    if not names or not all(isinstance(name, str) for name in names):
+        raise MXLiteError(f'outputs must be a non-empty list of output names, got {outputs!r}')
+    return names
+
+
+def _as_input(name, value):
+    """The array the runtime reads for input `name`: C-contiguous float32."""
+    if type(value) is np.ndarray and value.dtype == np.float32 and value.flags.c_contiguous:
+        return value  # read in place
+    try:
+        array = np.asarray(value)
+    except Exception as error:  # anything numpy cannot make an array of
+        raise MXLiteError(f'input {name!r}: cannot make an array of {type(value).__name__}: '
+                          f'{error}') from None
+    if array.dtype.kind not in 'biuf':
+        raise MXLiteError(f'input {name!r} has dtype {array.dtype}; mxlite takes bool, '
+                          'integer or floating-point arrays')
+    return np.asarray(array, dtype=np.float32, order='C')
+
+
+class Predictor:
+    """A checkpoint ready to predict, bound to input shapes.
+
+    Predictor(symbol_json, params=None, input_shapes=None, outputs=None, threads=None)
+
+    symbol_json: the symbol file's text (str or bytes).
+    params: the bytes of the .params file (None: a graph without parameters).
+    input_shapes: {input name: shape}. Inputs not given take their
+        "__shape__" hint when it is complete; a predictor whose inputs still
+        lack shapes binds to the shapes of the first arrays it is given.
+    outputs: output names to compute instead of the symbol's own (any of
+        get_internals(); MXNet's partial-output key "conv0" means
+        "conv0_output"); the graph is pruned to what they need.
+    threads: threads the forward pass may use (None: MXLITE_NUM_THREADS, else
+        one per core).
+    """
+
+    __slots__ = ('_core', '_required')
+
+    def __init__(self, symbol_json, params=None, input_shapes=None, outputs=None, threads=None):
+        self._core = _core.Predictor(symbol_json, params, _shape_dict(input_shapes),
+                                     _output_names(outputs), _threads(threads))
+        self._required = tuple(self._core.required_inputs)
+
+    @classmethod
+    def load(cls, prefix, epoch=0, input_shapes=None, outputs=None, threads=None):
+        """Loads `prefix`-symbol.json and `prefix`-%04d.params (MXNet's checkpoint names).
+
+        The other arguments are the constructor's. A missing file raises
+        MXLiteFileNotFoundError (an MXLiteError and a FileNotFoundError).
+        """
+        prefix = os.fspath(prefix)
+        try:
+            epoch = operator.index(epoch)
+        except TypeError:
+            raise MXLiteError(f'epoch must be an integer, got {epoch!r}') from None
+        if not 0 <= epoch <= 9999:
+            raise MXLiteError(f'epoch must be in 0..9999, got {epoch}')
+        symbol = _read_file(f'{prefix}-symbol.json')
+        params = _read_file(f'{prefix}-{epoch:04d}.params')
+        try:
+            return cls(symbol, params, input_shapes, outputs, threads)
+        except MXLiteError as error:
+            raise MXLiteError(f'{prefix}: {error}') from None
+
+    def predict(self, *args, **inputs):
+        """Runs one forward pass and returns the outputs as numpy arrays.
+
+        Inputs are given by name (pred.predict(data=x)), or as one positional
+        array for a model with one required input (pred.predict(x)). Every
+        required input is needed; the others (labels, shape-only inputs) may
+        be given. Returns a single array for a one-output model, else a list.
+        """
+        if args:
+            if len(args) != 1 or inputs or len(self._required) != 1:
+                raise MXLiteError('give inputs by name: this model\'s inputs are '
+                                  f'{self._core.input_names}')
+            inputs = {self._required[0]: args[0]}
+        arrays = {name: _as_input(name, value) for name, value in inputs.items()}
+        outputs = self._core.predict(arrays)
+        return outputs[0] if len(outputs) == 1 else outputs
+
+    __call__ = predict
+
+    def reshape(self, input_shapes=None, **shapes):
+        """Rebinds for new input shapes, given by name (reshape(data=(8, 3, 224, 224)))
+        or as a dict. Inputs not named keep their shapes; weights are shared."""
+        given = _shape_dict(input_shapes)
+        given.update(_shape_dict(shapes))
+        self._core.reshape(given)
+
+    @property
+    def input_names(self):
+        """The variables a caller gives (those the params file lacks), in graph
+        order. Labels and other inputs whose values no operator reads (only
+        their shapes matter) are listed too, but may be left out."""
+        return self._core.input_names
+
+    @property
+    def required_inputs(self):
+        """The inputs every forward pass needs: the ones operators read."""
+        return list(self._required)
+
+    @property
+    def output_names(self):
+        """The outputs' names (MXNet's "<node>_output" form), in order."""
+        return self._core.output_names
+
+    @property
+    def input_shapes(self):
+        """{input name: shape} as bound (or as known so far, before binding)."""
+        return self._core.input_shapes
+
+    @property
+    def output_shapes(self):
+        """The outputs' shapes for the bound input shapes."""
+        return self._core.output_shapes
+
+    def get_internals(self):
+        """Every output name that `outputs=` and with_outputs() accept: the
+        variables and each operator's visible outputs, in graph order (what
+        MXNet's sym.get_internals().list_outputs() gives)."""
+        return self._core.internals()
+
+    def with_outputs(self, *names):
+        """A predictor for other outputs (names from get_internals()) of the
+        same checkpoint; it shares this one's weights and input shapes."""
+        other = object.__new__(type(self))
+        other._core = self._core.with_outputs(_output_names(list(names)))
+        other._required = tuple(other._core.required_inputs)
+        return other
+
+    def summary(self):
+        """A table of the graph: each operator with its output shape,
+        parameters and multiply-adds, then the totals."""
+        from .graph_info import analyze, format_report
+        return format_report(analyze(self))
+
+    def __repr__(self):
+        shapes = self._core.input_shapes
+        inputs = ', '.join(f'{name}{tuple(shapes[name]) if name in shapes else ""}'
+                           for name in self._core.input_names)
+        return f'<mxlite.Predictor inputs: {inputs}; outputs: {", ".join(self.output_names)}>'

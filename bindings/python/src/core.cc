@@ -1,0 +1,718 @@
+/*
+ * mxlite._core: the Python binding of the runtime, built with nanobind.
+ *
+ * The extension links the same compiled amalgamation as libmxlite.so and
+ * talks to the C++ core directly, which lets it avoid the copies the C API
+ * implies:
+ *   - inputs that are C-contiguous arrays of the input's dtype are read in
+ *     place for the pass (Executor::ForwardWithInputs); the Python layer
+ *     converts anything else once, beforehand;
+ *   - outputs are handed over without copying (Executor::TakeOutputs): each
+ *     numpy array owns the core's NDArray through a capsule, so it stays
+ *     valid after later passes and after the predictor is gone;
+ *   - NDArray files load into arrays that numpy adopts as they are.
+ * The GIL is released while a predictor binds or runs; a mutex per
+ * predictor serialises threads that share one. Every failed Status becomes
+ * mxlite.MXLiteError (a RuntimeError) carrying the core's message.
+ */
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "executor/executor.h"
+#include "graph/infer.h"
+#include "ndarray/ndarray_io.h"
+
+namespace nb = nanobind;
+
+namespace mxlite {
+namespace python_core {
+
+// mxlite.errors.MXLiteError, looked up once when the module loads.
+PyObject* g_error_type = nullptr;
+
+[[noreturn]] void RaiseError(const std::string& message) {
+  PyErr_SetString(g_error_type, message.c_str());
+  throw nb::python_error();
+}
+
+// Turns a failed Status into mxlite.MXLiteError. Needs the GIL.
+void Check(const Status& status) {
+  if (!status.ok()) RaiseError(status.message());
+}
+
+// --- dtypes: MXNet's type flags against DLPack's descriptions -------------
+
+nb::dlpack::dtype DLPackDType(int flag) {
+  using nb::dlpack::dtype_code;
+  auto make = [](dtype_code code, int bits) {
+    return nb::dlpack::dtype{static_cast<uint8_t>(code), static_cast<uint8_t>(bits), 1};
+  };
+  switch (flag) {
+    case kFloat64: return make(dtype_code::Float, 64);
+    case kFloat16: return make(dtype_code::Float, 16);
+    case kUint8: return make(dtype_code::UInt, 8);
+    case kInt32: return make(dtype_code::Int, 32);
+    case kInt8: return make(dtype_code::Int, 8);
+    case kInt64: return make(dtype_code::Int, 64);
+    case kBool: return make(dtype_code::Bool, 8);
+    case kInt16: return make(dtype_code::Int, 16);
+    case kUint16: return make(dtype_code::UInt, 16);
+    case kUint32: return make(dtype_code::UInt, 32);
+    case kUint64: return make(dtype_code::UInt, 64);
+    case kBfloat16: return make(dtype_code::Bfloat, 16);
+    default: return make(dtype_code::Float, 32);
+  }
+}
+
+// The MXNet flag of an array's element type, or kUnknownDType.
+int FlagOf(nb::dlpack::dtype dtype) {
+  for (int flag = 0; flag < kNumDTypes; ++flag) {
+    if (DLPackDType(flag) == dtype) return flag;
+  }
+  return kUnknownDType;
+}
+
+// --- arrays crossing the boundary -----------------------------------------
+
+using InputArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
+
+// A numpy array adopting `array`'s memory: the capsule owns a reference to
+// the NDArray (and so to its storage) for as long as numpy needs it.
+nb::object ToNumpy(const NDArray& array) {
+  NDArray* owned = new NDArray(array);
+  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<NDArray*>(p); });
+  std::vector<size_t> shape(array.shape().dims().begin(), array.shape().dims().end());
+  nb::ndarray<nb::numpy> result(array.data(), shape.size(), shape.data(), owner, nullptr,
+                                DLPackDType(array.dtype()));
+  return result.cast();
+}
+
+std::string DescribeDType(nb::dlpack::dtype dtype) {
+  const int flag = FlagOf(dtype);
+  if (flag != kUnknownDType) return DTypeName(flag);
+  return StrCat("an unsupported element type (DLPack code ", int(dtype.code), ", ",
+                int(dtype.bits), " bits)");
+}
+
+// A Python sequence of non-negative integers as a complete Shape.
+Shape ShapeFromPython(const std::string& name, nb::handle value) {
+  std::vector<int64_t> dims;
+  if (!PySequence_Check(value.ptr()) || nb::isinstance<nb::str>(value)) {
+    RaiseError(StrCat("the shape of '", name, "' must be a sequence of integers, not ",
+                      nb::type_name(value.type()).c_str()));
+  }
+  for (nb::handle item : value) {
+    int64_t dim = 0;
+    if (!nb::try_cast<int64_t>(item, dim, false) || dim < 0) {
+      RaiseError(StrCat("the shape of '", name, "' must hold non-negative integers, got ",
+                        nb::str(nb::repr(value)).c_str()));
+    }
+    dims.push_back(dim);
+  }
+  if (dims.empty()) RaiseError(StrCat("the shape of '", name, "' has no dimensions"));
+  return Shape(std::move(dims));
+}
+
+nb::tuple ShapeToPython(const Shape& shape) {
+  nb::list dims;
+  for (int64_t d : shape.dims()) dims.append(d);
+  return nb::tuple(dims);
+}
+
+std::string NamesList(const std::vector<std::string>& names) {
+  std::string text;
+  for (const std::string& name : names) text += (text.empty() ? "'" : ", '") + name + "'";
+  return text.empty() ? "none" : text;
+}
+
+// --- the model and its inputs ---------------------------------------------
+
+// The variables a caller supplies: those the params file does not. Most are
+// read by an operator (or are graph outputs themselves): those are required.
+// The others only lend their shape (a label, broadcast_like's rhs) and may
+// be given, or left to shape inference.
+struct InputList {
+  std::vector<std::string> names;     // graph order
+  std::vector<std::string> required;  // the read ones, graph order
+};
+
+InputList ListInputs(const Model& model) {
+  const Graph& graph = model.graph;
+  std::vector<bool> read(graph.nodes.size(), false);
+  for (const Node& node : graph.nodes) {
+    if (node.is_variable()) continue;
+    std::vector<int> unread = node.op->UnreadInputs();
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      bool skipped = false;
+      for (int slot : unread) skipped |= slot == static_cast<int>(i);
+      if (!skipped) read[node.inputs[i].node] = true;
+    }
+  }
+  for (const NodeEntry& output : graph.outputs) read[output.node] = true;
+  InputList inputs;
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    const Node& node = graph.nodes[n];
+    if (!node.is_variable() || model.params.count(node.name)) continue;
+    inputs.names.push_back(node.name);
+    if (read[n]) inputs.required.push_back(node.name);
+  }
+  return inputs;
+}
+
+// The internal outputs a user may select: every variable and every visible
+// operator output, in graph order, as MXNet's get_internals() lists them.
+std::vector<std::pair<std::string, NodeEntry>> Internals(const Graph& graph) {
+  std::vector<std::pair<std::string, NodeEntry>> internals;
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    const Node& node = graph.nodes[n];
+    const int visible = node.is_variable() ? 1 : node.op->NumVisibleOutputs();
+    for (int i = 0; i < visible; ++i) {
+      internals.emplace_back(node.OutputName(i), NodeEntry{static_cast<int>(n), i});
+    }
+  }
+  return internals;
+}
+
+// A model computing the outputs called `names` (exact names as Internals()
+// lists them, or MXNet's partial-output keys "conv0" for "conv0_output"),
+// pruned to what they need. Parameters are shared with `full`.
+Status SelectModelOutputs(const Model& full, const std::vector<std::string>& names,
+                          std::shared_ptr<const Model>* out) {
+  auto model = std::make_shared<Model>();
+  model->graph = full.graph;
+  model->params = full.params;
+  const auto internals = Internals(full.graph);
+  std::vector<NodeEntry> outputs;
+  for (const std::string& name : names) {
+    bool found = false;
+    for (const auto& internal : internals) {
+      if (internal.first == name || internal.first == name + "_output") {
+        outputs.push_back(internal.second);
+        found = true;
+        break;
+      }
+    }
+    MXL_CHECK(found, "the graph has no output named '", name,
+              "' (get_internals() lists the names)");
+  }
+  model->graph.outputs = outputs;
+  PruneToOutputs(&model->graph);
+  *out = std::move(model);
+  return Status();
+}
+
+class Predictor {
+ public:
+  Predictor(std::shared_ptr<const Model> full, std::shared_ptr<const Model> model, int threads)
+      : full_(std::move(full)), model_(std::move(model)), threads_(threads) {
+    InputList inputs = ListInputs(*model_);
+    input_names_ = inputs.names;
+    required_inputs_ = inputs.required;
+  }
+
+  // Records the shapes given, and the "__shape__" hints of the other
+  // inputs where they are complete; binds once every input has a shape.
+  void Init(nb::dict input_shapes) {
+    std::map<std::string, Shape> given = ReadShapes(input_shapes);
+    for (const std::string& name : input_names_) {
+      if (given.count(name)) continue;
+      const Node& node = model_->graph.nodes[model_->graph.FindNode(name)];
+      auto hint = node.attrs.find("__shape__");
+      if (hint == node.attrs.end()) continue;
+      bool ok = false;
+      Shape shape = ParseShapeHint(hint->second, &ok);
+      if (ok && shape.is_complete() && shape.ndim() > 0) given[name] = shape;
+    }
+    known_shapes_ = given;
+    if (CoversRequired(given)) Bind(given);
+  }
+
+  const std::vector<std::string>& input_names() const { return input_names_; }
+  const std::vector<std::string>& required_inputs() const { return required_inputs_; }
+
+  std::vector<std::string> output_names() const {
+    std::vector<std::string> names;
+    for (const NodeEntry& output : model_->graph.outputs) {
+      names.push_back(model_->graph.nodes[output.node].OutputName(output.index));
+    }
+    return names;
+  }
+
+  nb::dict input_shapes() const {
+    nb::dict shapes;
+    for (const auto& entry : known_shapes_) shapes[entry.first.c_str()] = ShapeToPython(entry.second);
+    return shapes;
+  }
+
+  bool is_bound() const { return bound_; }
+
+  nb::list output_shapes() const {
+    RequireBound("output_shapes");
+    std::lock_guard<std::mutex> lock(*mutex_);
+    nb::list shapes;
+    for (int i = 0; i < executor_->num_outputs(); ++i) {
+      shapes.append(ShapeToPython(executor_->output(i).shape()));
+    }
+    return shapes;
+  }
+
+  std::vector<std::string> internals() const {
+    std::vector<std::string> names;
+    for (const auto& internal : Internals(full_->graph)) names.push_back(internal.first);
+    return names;
+  }
+
+  // Rebinds for new shapes of the named inputs; the others keep theirs.
+  void Reshape(nb::dict input_shapes) {
+    std::map<std::string, Shape> given = ReadShapes(input_shapes);
+    std::map<std::string, Shape> shapes = known_shapes_;
+    for (const auto& entry : given) shapes[entry.first] = entry.second;
+    if (CoversRequired(shapes)) {
+      Bind(shapes);  // on failure the old binding stays
+    } else {
+      known_shapes_ = shapes;  // binds at the first predict
+    }
+  }
+
+  // One forward pass. `inputs` maps every input name to a C-contiguous CPU
+  // array of the input's dtype (the Python layer converts). Returns the
+  // outputs as numpy arrays that own their memory.
+  nb::list Predict(nb::dict inputs) {
+    std::vector<InputArray> arrays;  // keep the buffers alive through the pass
+    std::vector<std::string> names;
+    std::map<std::string, Shape> shapes;
+    for (auto item : inputs) {
+      std::string name;
+      if (!nb::try_cast<std::string>(item.first, name, false)) {
+        RaiseError("input names must be strings");
+      }
+      if (!IsInput(name)) {
+        RaiseError(StrCat("'", name, "' is not an input of this model; its inputs are ",
+                          NamesList(input_names_)));
+      }
+      InputArray array;
+      if (!nb::try_cast<InputArray>(item.second, array, false)) {
+        RaiseError(StrCat("input '", name, "' must be a C-contiguous array in CPU memory, not ",
+                          nb::type_name(item.second.type()).c_str()));
+      }
+      if (array.dtype() != nb::dtype<float>()) {
+        RaiseError(StrCat("input '", name, "' is ", DescribeDType(array.dtype()),
+                          " but the model expects float32"));
+      }
+      std::vector<int64_t> dims(array.ndim());
+      for (size_t d = 0; d < array.ndim(); ++d) dims[d] = static_cast<int64_t>(array.shape(d));
+      shapes[name] = Shape(std::move(dims));
+      names.push_back(name);
+      arrays.push_back(array);
+    }
+    std::vector<std::string> missing;
+    for (const std::string& name : required_inputs_) {
+      if (!shapes.count(name)) missing.push_back(name);
+    }
+    if (!missing.empty()) {
+      RaiseError(StrCat("missing input(s) ", NamesList(missing), "; the model's inputs are ",
+                        NamesList(input_names_)));
+    }
+    if (!bound_) {
+      // First use of a predictor made without shapes: bind to these.
+      for (const auto& entry : shapes) {
+        if (entry.second.ndim() == 0) {
+          RaiseError(StrCat("input '", entry.first, "' is a 0-d array; give it a shape"));
+        }
+      }
+      Bind(shapes);
+    }
+    std::vector<Executor::ExternalInput> external;
+    for (size_t i = 0; i < names.size(); ++i) {
+      auto bound = known_shapes_.find(names[i]);
+      // A shape-only input the predictor was bound without: its value is
+      // never read, and its shape came from inference.
+      if (bound == known_shapes_.end()) continue;
+      if (shapes[names[i]] != bound->second) {
+        RaiseError(StrCat("input '", names[i], "' has shape ", shapes[names[i]].ToString(),
+                          " but the predictor is bound to ", bound->second.ToString(),
+                          "; call reshape(", names[i], "=", shapes[names[i]].ToString(),
+                          ") first"));
+      }
+      external.push_back(
+          Executor::ExternalInput{names[i], arrays[i].data(), kFloat32, arrays[i].size()});
+    }
+    std::vector<NDArray> outputs;
+    Status status;
+    {
+      nb::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(*mutex_);
+      status = executor_->ForwardWithInputs(external);
+      if (status.ok()) status = executor_->TakeOutputs(&outputs);
+    }
+    Check(status);
+    nb::list result;
+    for (const NDArray& output : outputs) result.append(ToNumpy(output));
+    return result;
+  }
+
+  // A predictor for other outputs of the same checkpoint, sharing weights.
+  Predictor* WithOutputs(const std::vector<std::string>& names) const {
+    std::shared_ptr<const Model> model;
+    Check(SelectModelOutputs(*full_, names, &model));
+    std::unique_ptr<Predictor> other(new Predictor(full_, model, threads_));
+    std::map<std::string, Shape> shapes;
+    for (const std::string& name : other->input_names_) {
+      auto known = known_shapes_.find(name);
+      if (known != known_shapes_.end()) shapes[name] = known->second;
+    }
+    other->known_shapes_ = shapes;
+    if (other->AllShapesKnown()) other->Bind(shapes);
+    return other.release();
+  }
+
+  // The graph as a list of dicts, one per node, for summaries: name, op,
+  // attrs, inputs (entry names), outputs (names and shapes, None where
+  // unknown) and, for parameters, their shape, dtype and bytes.
+  nb::list Nodes() const {
+    const Graph& graph = model_->graph;
+    EntryShapes shapes;
+    bool have_shapes = false;
+    if (AllShapesKnown()) {
+      std::map<std::string, Shape> param_shapes;
+      for (const auto& param : model_->params) param_shapes[param.first] = param.second.shape();
+      have_shapes = InferShapes(graph, known_shapes_, param_shapes, &shapes).ok();
+    }
+    nb::list nodes;
+    for (size_t n = 0; n < graph.nodes.size(); ++n) {
+      const Node& node = graph.nodes[n];
+      nb::dict info;
+      info["name"] = node.name;
+      info["op"] = node.is_variable() ? std::string("null") : node.op_name;
+      nb::dict attrs;
+      for (const auto& attr : node.attrs) attrs[attr.first.c_str()] = attr.second;
+      info["attrs"] = attrs;
+      nb::list inputs;
+      for (const NodeEntry& input : node.inputs) {
+        inputs.append(graph.nodes[input.node].OutputName(input.index));
+      }
+      info["inputs"] = inputs;
+      nb::list outputs, output_shapes;
+      for (int i = 0; i < node.num_outputs(); ++i) {
+        outputs.append(node.OutputName(i));
+        if (have_shapes) {
+          output_shapes.append(ShapeToPython(shapes[n][i]));
+        } else {
+          output_shapes.append(nb::none());
+        }
+      }
+      info["outputs"] = outputs;
+      info["output_shapes"] = output_shapes;
+      auto param = model_->params.find(node.name);
+      info["is_param"] = param != model_->params.end();
+      info["is_input"] = IsInput(node.name);
+      if (param != model_->params.end()) {
+        info["param_shape"] = ShapeToPython(param->second.shape());
+        info["param_dtype"] = std::string(DTypeName(param->second.dtype()));
+        info["param_bytes"] = param->second.bytes();
+      }
+      nodes.append(info);
+    }
+    return nodes;
+  }
+
+  // Bytes the bound executor plans for intermediate results.
+  nb::dict MemoryStats() const {
+    RequireBound("memory_stats");
+    std::lock_guard<std::mutex> lock(*mutex_);
+    nb::dict stats;
+    stats["arena_bytes"] = executor_->memory_plan().arena_bytes;
+    stats["unshared_bytes"] = executor_->memory_plan().naive_bytes;
+    size_t param_bytes = 0;
+    for (const auto& param : model_->params) param_bytes += param.second.bytes();
+    stats["param_bytes"] = param_bytes;
+    return stats;
+  }
+
+ private:
+  bool IsInput(const std::string& name) const {
+    for (const std::string& input : input_names_) {
+      if (input == name) return true;
+    }
+    return false;
+  }
+
+  bool CoversRequired(const std::map<std::string, Shape>& shapes) const {
+    for (const std::string& name : required_inputs_) {
+      if (!shapes.count(name)) return false;
+    }
+    return true;
+  }
+  bool AllShapesKnown() const { return CoversRequired(known_shapes_); }
+
+  void RequireBound(const char* what) const {
+    if (!bound_) {
+      RaiseError(StrCat(what, " needs the input shapes, which are not known yet (missing ",
+                        NamesList(MissingShapes()),
+                        "): pass input_shapes, call reshape(), or predict once"));
+    }
+  }
+
+  std::vector<std::string> MissingShapes() const {
+    std::vector<std::string> missing;
+    for (const std::string& name : required_inputs_) {
+      if (!known_shapes_.count(name)) missing.push_back(name);
+    }
+    return missing;
+  }
+
+  std::map<std::string, Shape> ReadShapes(nb::dict input_shapes) const {
+    std::map<std::string, Shape> shapes;
+    for (auto item : input_shapes) {
+      std::string name;
+      if (!nb::try_cast<std::string>(item.first, name, false)) {
+        RaiseError("input names must be strings");
+      }
+      if (!IsInput(name)) {
+        RaiseError(StrCat("cannot set the shape of '", name,
+                          "': it is not an input of this model; its inputs are ",
+                          NamesList(input_names_)));
+      }
+      shapes[name] = ShapeFromPython(name, item.second);
+    }
+    return shapes;
+  }
+
+  // Makes the executor for `shapes` (every input), with the GIL released:
+  // binding infers shapes, plans memory and prepares every operator.
+  void Bind(const std::map<std::string, Shape>& shapes) {
+    std::unique_ptr<Executor> executor;
+    Status status;
+    {
+      nb::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(*mutex_);
+      if (executor_) {
+        status = executor_->Reshape(shapes, &executor);
+      } else {
+        status = Executor::Create(model_, shapes, {}, &executor, threads_);
+      }
+      if (status.ok()) executor_ = std::move(executor);
+    }
+    Check(status);
+    known_shapes_ = shapes;
+    bound_ = true;
+  }
+
+  std::shared_ptr<const Model> full_;   // the checkpoint with its own outputs
+  std::shared_ptr<const Model> model_;  // pruned to the selected outputs
+  int threads_ = 0;                     // 0: the runtime's default
+  std::vector<std::string> input_names_;      // every variable a caller may give
+  std::vector<std::string> required_inputs_;  // those a pass reads
+  std::map<std::string, Shape> known_shapes_;
+  // The executor is swapped and run with the GIL released, under mutex_;
+  // bound_ and known_shapes_ change only with the GIL held, so code that
+  // holds the GIL reads them without the mutex.
+  std::unique_ptr<Executor> executor_;  // null until every input has a shape
+  bool bound_ = false;
+  std::unique_ptr<std::mutex> mutex_ = std::make_unique<std::mutex>();
+};
+
+// The bytes of a bytes-like object (or the UTF-8 of a str, where allowed),
+// read in place: the view holds the object until it is destroyed.
+class BytesView {
+ public:
+  BytesView(nb::handle value, const char* what, bool allow_str) {
+    if (allow_str && nb::isinstance<nb::str>(value)) {
+      Py_ssize_t size = 0;
+      data_ = PyUnicode_AsUTF8AndSize(value.ptr(), &size);
+      if (data_ == nullptr) throw nb::python_error();
+      size_ = static_cast<size_t>(size);
+      text_ = nb::borrow(value);
+      return;
+    }
+    if (PyObject_GetBuffer(value.ptr(), &view_, PyBUF_SIMPLE) != 0) {
+      PyErr_Clear();
+      RaiseError(StrCat(what, " must be ", allow_str ? "str, " : "",
+                        "bytes or a bytes-like object, not ",
+                        nb::type_name(value.type()).c_str()));
+    }
+    has_view_ = true;
+    data_ = static_cast<const char*>(view_.buf);
+    size_ = static_cast<size_t>(view_.len);
+  }
+  ~BytesView() {
+    if (has_view_) PyBuffer_Release(&view_);
+  }
+  BytesView(const BytesView&) = delete;
+  BytesView& operator=(const BytesView&) = delete;
+
+  const char* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  Py_buffer view_{};
+  bool has_view_ = false;
+  nb::object text_;
+  const char* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+Predictor* CreatePredictor(nb::handle symbol_json, nb::handle params, nb::dict input_shapes,
+                           nb::object outputs, int threads) {
+  BytesView json(symbol_json, "symbol_json", true);
+  std::unique_ptr<BytesView> param_bytes;
+  if (!params.is_none()) param_bytes.reset(new BytesView(params, "params", false));
+  if (threads < 0) RaiseError(StrCat("threads must be positive, got ", threads));
+  std::shared_ptr<Model> full;
+  Status status;
+  {
+    nb::gil_scoped_release release;
+    status = LoadModel(json.data(), json.size(), param_bytes ? param_bytes->data() : nullptr,
+                       param_bytes ? param_bytes->size() : 0, {}, &full);
+  }
+  Check(status);
+  std::shared_ptr<const Model> model = full;
+  if (!outputs.is_none()) {
+    std::vector<std::string> names;
+    if (!nb::try_cast<std::vector<std::string>>(outputs, names, false) || names.empty()) {
+      RaiseError("outputs must be a non-empty list of output names");
+    }
+    Check(SelectModelOutputs(*full, names, &model));
+  }
+  std::unique_ptr<Predictor> predictor(new Predictor(full, model, threads));
+  predictor->Init(input_shapes);
+  return predictor.release();
+}
+
+// MXNet's NDArray file format: (arrays, names); names is empty for a list.
+nb::tuple LoadNDArrays(nb::handle data, const std::string& source) {
+  BytesView bytes(data, "data", false);
+  std::vector<NDArray> arrays;
+  std::vector<std::string> names;
+  Status status;
+  {
+    nb::gil_scoped_release release;
+    status = LoadNDArrayList(bytes.data(), bytes.size(), source, &arrays, &names);
+  }
+  Check(status);
+  nb::list result;
+  for (NDArray& array : arrays) {
+    if (array.is_none()) {
+      result.append(nb::none());
+      continue;
+    }
+    if (array.dtype() == kBfloat16) {
+      // numpy has no bfloat16: widen it, exactly.
+      NDArray widened;
+      Check(array.ToFloat32(&widened));
+      array = widened;
+    }
+    result.append(ToNumpy(array));
+  }
+  return nb::make_tuple(result, nb::cast(names));
+}
+
+// Writes arrays (any supported dtype, C-contiguous) in MXNet 1.x's V2
+// layout; `names` is empty for a list file.
+nb::bytes SaveNDArrays(nb::list arrays, const std::vector<std::string>& names) {
+  if (!names.empty() && names.size() != arrays.size()) {
+    RaiseError(StrCat("cannot save ", arrays.size(), " arrays with ", names.size(), " names"));
+  }
+  std::vector<InputArray> inputs;
+  std::vector<NDArray> views;
+  for (size_t i = 0; i < arrays.size(); ++i) {
+    const std::string label = names.empty() ? StrCat("array #", i) : StrCat("array '", names[i], "'");
+    InputArray array;
+    if (!nb::try_cast<InputArray>(arrays[i], array, false)) {
+      RaiseError(StrCat(label, " must be a C-contiguous array in CPU memory"));
+    }
+    const int flag = FlagOf(array.dtype());
+    if (flag == kUnknownDType) {
+      RaiseError(StrCat(label, " has ", DescribeDType(array.dtype()),
+                        ", which MXNet's format cannot hold"));
+    }
+    std::vector<int64_t> dims(array.ndim());
+    for (size_t d = 0; d < array.ndim(); ++d) dims[d] = static_cast<int64_t>(array.shape(d));
+    // A view of the caller's buffer: a storage of its own that points there.
+    std::shared_ptr<Storage> storage;
+    Check(Storage::Allocate(0, &storage));
+    storage->ExchangeData(const_cast<void*>(array.data()));
+    views.emplace_back(Shape(std::move(dims)), flag, storage);
+    inputs.push_back(array);
+  }
+  std::string out;
+  Status status;
+  {
+    nb::gil_scoped_release release;
+    status = SaveNDArrayList(views, names, &out);
+  }
+  Check(status);
+  return nb::bytes(out.data(), out.size());
+}
+
+}  // namespace python_core
+}  // namespace mxlite
+
+NB_MODULE(_core, m) {
+  using mxlite::python_core::Predictor;
+  m.doc() = "mxlite's compiled core: predictors and NDArray files (use the mxlite package).";
+  nb::object error = nb::module_::import_("mxlite.errors").attr("MXLiteError");
+  mxlite::python_core::g_error_type = error.release().ptr();  // kept for the process
+
+  nb::class_<Predictor>(m, "Predictor",
+                        "A loaded checkpoint bound to input shapes (see mxlite.Predictor).")
+      .def("__init__",
+           [](Predictor* self, nb::handle symbol_json, nb::handle params, nb::dict input_shapes,
+              nb::object outputs, int threads) {
+             std::unique_ptr<Predictor> made(mxlite::python_core::CreatePredictor(
+                 symbol_json, params, input_shapes, outputs, threads));
+             new (self) Predictor(std::move(*made));  // moves the executor, no rebinding
+           },
+           nb::arg("symbol_json"), nb::arg("params").none(), nb::arg("input_shapes"),
+           nb::arg("outputs").none(), nb::arg("threads"),
+           nb::sig("def __init__(self, symbol_json: str | bytes, params: bytes | None, "
+                   "input_shapes: dict[str, tuple[int, ...]], outputs: list[str] | None, "
+                   "threads: int) -> None"),
+           "Parses symbol JSON (str or bytes) and params file bytes; selects `outputs` "
+           "(None keeps the symbol's); binds when every input shape is known.")
+      .def_prop_ro("input_names", &Predictor::input_names,
+                   "Variables a caller may give (those the params lack), in graph order.")
+      .def_prop_ro("required_inputs", &Predictor::required_inputs,
+                   "The inputs a pass reads (the rest only lend their shapes).")
+      .def_prop_ro("output_names", &Predictor::output_names, "Names of the outputs, in order.")
+      .def_prop_ro("input_shapes", &Predictor::input_shapes,
+                   nb::for_getter(nb::sig("def input_shapes(self) -> dict[str, tuple[int, ...]]")),
+                   "Known input shapes: {name: tuple}.")
+      .def_prop_ro("output_shapes", &Predictor::output_shapes,
+                   nb::for_getter(nb::sig("def output_shapes(self) -> list[tuple[int, ...]]")),
+                   "Output shapes for the bound input shapes.")
+      .def_prop_ro("is_bound", &Predictor::is_bound, "Whether every input shape is known.")
+      .def("internals", &Predictor::internals,
+           "Every selectable output name: variables and visible operator outputs.")
+      .def("reshape", &Predictor::Reshape, nb::arg("input_shapes"),
+           nb::sig("def reshape(self, input_shapes: dict[str, tuple[int, ...]]) -> None"),
+           "Rebinds for new shapes of the named inputs (weights are shared).")
+      .def("predict", &Predictor::Predict, nb::arg("inputs"),
+           nb::sig("def predict(self, inputs: dict[str, numpy.ndarray]) -> list[numpy.ndarray]"),
+           "Runs one pass on {name: C-contiguous float32 array}; returns the outputs.")
+      .def("with_outputs", &Predictor::WithOutputs, nb::arg("names"),
+           nb::rv_policy::take_ownership,
+           "A predictor for other outputs of the same checkpoint, sharing its weights.")
+      .def("nodes", &Predictor::Nodes, nb::sig("def nodes(self) -> list[dict[str, object]]"),
+           "The graph, one dict per node.")
+      .def("memory_stats", &Predictor::MemoryStats,
+           nb::sig("def memory_stats(self) -> dict[str, int]"),
+           "Planned intermediate memory and parameter bytes of the bound predictor.");
+
+  m.def("load_ndarrays", &mxlite::python_core::LoadNDArrays, nb::arg("data"), nb::arg("source"),
+        nb::sig("def load_ndarrays(data: bytes, source: str) -> "
+                "tuple[list[numpy.ndarray | None], list[str]]"),
+        "Parses MXNet NDArray file bytes into (arrays, names); `source` names it in errors.");
+  m.def("save_ndarrays", &mxlite::python_core::SaveNDArrays, nb::arg("arrays"), nb::arg("names"),
+        nb::sig("def save_ndarrays(arrays: list[numpy.ndarray], names: Sequence[str]) -> bytes"),
+        "Serialises arrays (and names, or none for a list) in MXNet 1.x's V2 format.");
+}

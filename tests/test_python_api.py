@@ -1,0 +1,322 @@
+"""mxlite.Predictor (the nanobind module) against MXNet 1.9.1 and the C API.
+
+Every operator fixture and every zoo model runs through the Python API and
+must match MXNet's outputs (the oracle criterion of test_ops/test_zoo) and
+equal the C API's outputs bit for bit. Then the Python-specific behaviour:
+input conversion, zero-copy inputs and outputs, outputs that stay valid,
+the GIL released during a pass, reshape, partial outputs, summaries.
+"""
+import gc
+import os
+import sys
+import threading
+import time
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from conftest import FIXTURES, ZOO_DIR, assert_close, load_cases
+
+import mxlite
+from mxlite import MXLiteError, Predictor
+
+OP_CASES = load_cases(f'{FIXTURES}/ops')
+ZOO_CASES = {case.name: case for case in load_cases(ZOO_DIR)}
+ZOO_MODELS = ['resnet18_v1', 'resnet50_v2', 'mobilenet1.0', 'mobilenetv2_1.0', 'squeezenet1.1',
+              'densenet121', 'inceptionv3', 'vgg11', 'alexnet']
+DEMO_PREFIX = os.path.join(os.path.dirname(mxlite.__file__), 'demo', 'digits')
+ORACLE_PYTHON = os.environ.get(
+    'MXLITE_ORACLE_PYTHON',
+    os.path.join(os.path.dirname(FIXTURES), '..', 'build', 'venv-mxnet', 'bin', 'python'))
+
+
+def zoo_case(name):
+    assert name in ZOO_CASES, f'{name} missing from {ZOO_DIR}: run scripts/run_tests.sh'
+    return ZOO_CASES[name]
+
+
+def as_list(outputs):
+    return outputs if isinstance(outputs, list) else [outputs]
+
+
+def check_against_oracle_and_c_api(api, case):
+    inputs, expected = case.io()
+    shapes = {name: value.shape for name, value in inputs.items()}
+    predictor = Predictor(case.symbol_json, case.params, input_shapes=shapes)
+    ours = as_list(predictor(**inputs))
+    assert len(ours) == len(expected), case.name
+    c_api = api.predict(case.symbol_json, case.params, inputs, num_outputs=len(expected))
+    for index, (mine, theirs, c_output) in enumerate(zip(ours, expected, c_api)):
+        assert_close(mine, theirs, case.rtol, f'{case.name} output {index}')
+        assert mine.dtype == c_output.dtype and mine.shape == c_output.shape
+        assert np.array_equal(mine, c_output, equal_nan=True), \
+            f'{case.name} output {index}: Python and C API differ'
+    return predictor, inputs, ours
+
+
+@pytest.mark.parametrize('case', OP_CASES, ids=[c.name for c in OP_CASES])
+def test_op_fixture_matches_mxnet_and_c_api(api, case):
+    check_against_oracle_and_c_api(api, case)
+
+
+@pytest.mark.parametrize('name', ZOO_MODELS)
+def test_zoo_model_matches_mxnet_and_c_api(api, name):
+    case = zoo_case(name)
+    _, _, outputs = check_against_oracle_and_c_api(api, case)
+    assert outputs[0].argmax() == case.io()[1][0].argmax()
+
+
+def test_load_reads_a_checkpoint_from_its_prefix():
+    case = zoo_case('squeezenet1.1')
+    inputs, expected = case.io()
+    predictor = Predictor.load(os.path.join(ZOO_DIR, 'squeezenet1.1'))
+    assert predictor.input_names == ['data']
+    assert not predictor._core.is_bound  # no "__shape__" hint on data: binds on first use
+    scores = predictor(data=inputs['data'])
+    assert_close(scores, expected[0], case.rtol, 'squeezenet1.1 via load()')
+    assert predictor.input_shapes == {'data': inputs['data'].shape}
+    assert predictor.output_shapes == [expected[0].shape]
+
+
+def test_demo_model_reaches_mxnets_accuracy():
+    import json
+    with open(DEMO_PREFIX + '.json', encoding='utf-8') as f:
+        meta = json.load(f)
+    test = np.load(DEMO_PREFIX + '-test.npz')
+    predictor = Predictor.load(DEMO_PREFIX)
+    logits = predictor(data=(test['images'] / 16.0)[:, None])   # float64 in: converted once
+    assert_close(logits, test['mxnet_logits'], 1e-4, 'demo logits')
+    assert int((logits.argmax(1) == test['labels']).sum()) == meta['mxnet_correct']
+
+
+def test_positional_input_for_a_single_input_model():
+    predictor = Predictor.load(DEMO_PREFIX, input_shapes={'data': (2, 1, 8, 8)})
+    x = np.random.RandomState(0).rand(2, 1, 8, 8).astype(np.float32)
+    assert np.array_equal(predictor(x), predictor.predict(data=x))
+
+
+# --- inputs: any dtype and layout, converted once; float32 read in place ---
+
+def test_every_numeric_dtype_and_layout_gives_the_float32_result():
+    predictor = Predictor.load(DEMO_PREFIX, input_shapes={'data': (3, 1, 8, 8)})
+    pixels = np.random.RandomState(1).randint(0, 17, size=(3, 1, 8, 8))
+    reference = predictor(data=pixels.astype(np.float32))
+    variants = [pixels, pixels.astype(np.uint8), pixels.astype(np.int16), pixels.astype(np.float64),
+                pixels.astype(np.float16), np.asfortranarray(pixels.astype(np.float32)),
+                pixels.astype(np.float32)[:, :, ::-1, :][:, :, ::-1, :],  # negative strides
+                pixels.tolist()]
+    for variant in variants:
+        assert np.array_equal(predictor(data=variant), reference), type(variant)
+    assert np.array_equal(predictor(data=pixels > 8), predictor(data=(pixels > 8).astype('f4')))
+
+
+def test_contiguous_float32_input_is_not_copied():
+    # numpy reports its buffers to tracemalloc: a copy of a 2.4 MB input
+    # would show up in the peak. The outputs are 4 KB.
+    case = zoo_case('squeezenet1.1')
+    batch = np.random.RandomState(2).randn(4, 3, 224, 224).astype(np.float32)
+    predictor = Predictor(case.symbol_json, case.params, input_shapes={'data': batch.shape})
+    predictor(data=batch)
+    tracemalloc.start()
+    try:
+        predictor(data=batch)
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        predictor(data=batch.astype(np.float64))
+        _, peak_converted = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < batch.nbytes // 10, f'{peak} bytes allocated for a float32 input'
+    assert peak_converted >= batch.nbytes  # the float64 input did need its conversion
+
+
+def test_outputs_own_their_memory_and_survive_later_passes():
+    case = zoo_case('resnet18_v1')
+    inputs, _ = case.io()
+    predictor = Predictor(case.symbol_json, case.params, input_shapes={'data': (1, 3, 224, 224)})
+    first = predictor(**inputs)
+    kept = first.copy()
+    second = predictor(data=np.zeros((1, 3, 224, 224), np.float32))
+    assert not np.shares_memory(first, second)
+    assert np.array_equal(first, kept), 'a later pass changed an earlier output'
+    assert first.flags.writeable
+    first[:] = 0  # writing to an output does not disturb the predictor
+    assert np.array_equal(predictor(**inputs), kept)
+    second_copy = second.copy()
+    del predictor
+    gc.collect()
+    assert np.array_equal(second, second_copy), 'an output died with its predictor'
+
+
+def test_multi_output_model_returns_a_list_in_output_order(api):
+    case = {c.name: c for c in OP_CASES}['multi_head']
+    inputs, expected = case.io()
+    predictor = Predictor(case.symbol_json, case.params)
+    outputs = predictor(**inputs)
+    assert isinstance(outputs, list) and len(outputs) == len(expected) == 2
+    assert predictor.output_names == ['relu0_output', 'sig0_output']
+    for mine, theirs in zip(outputs, expected):
+        assert_close(mine, theirs, case.rtol, 'multi_head')
+
+
+# --- threads and the GIL -----------------------------------------------------
+
+def test_forward_releases_the_gil():
+    case = zoo_case('resnet50_v2')
+    batch = np.random.RandomState(3).randn(1, 3, 224, 224).astype(np.float32)
+    predictor = Predictor(case.symbol_json, case.params, input_shapes={'data': batch.shape},
+                          threads=1)
+    predictor(data=batch)
+    ticks = []
+    running = threading.Event()
+    stop = threading.Event()
+
+    def counter():
+        running.set()
+        while not stop.is_set():
+            ticks.append(1)
+            time.sleep(0.0005)
+
+    thread = threading.Thread(target=counter)
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(0.0005)
+    try:
+        thread.start()
+        running.wait()
+        start = time.perf_counter()
+        before = len(ticks)
+        for _ in range(3):
+            predictor(data=batch)
+        during = len(ticks) - before
+        elapsed = time.perf_counter() - start
+    finally:
+        stop.set()
+        thread.join()
+        sys.setswitchinterval(switch)
+    # Holding the GIL through three resnet50 passes would starve the counter
+    # (it could only tick between passes).
+    assert during > 20, f'{during} ticks in {elapsed:.3f} s of forward passes'
+
+
+def test_threads_share_one_predictor_safely():
+    predictor = Predictor.load(DEMO_PREFIX, input_shapes={'data': (5, 1, 8, 8)})
+    rng = np.random.RandomState(4)
+    batches = [rng.rand(5, 1, 8, 8).astype(np.float32) for _ in range(4)]
+    expected = [predictor(data=b) for b in batches]
+    results = {}
+
+    def worker(index):
+        for _ in range(30):
+            results.setdefault(index, []).append(predictor(data=batches[index]))
+
+    workers = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    for index, outputs in results.items():
+        for output in outputs:
+            assert np.array_equal(output, expected[index])
+
+
+def test_thread_count_does_not_change_the_answer():
+    case = zoo_case('mobilenet1.0')
+    inputs, expected = case.io()
+    one = Predictor(case.symbol_json, case.params, threads=1)(**inputs)
+    two = Predictor(case.symbol_json, case.params, threads=2)(**inputs)
+    assert_close(one, expected[0], case.rtol, 'threads=1')
+    assert_close(two, expected[0], case.rtol, 'threads=2')
+
+
+# --- shapes, outputs, summaries ------------------------------------------------
+
+def test_reshape_rebinds_and_matches_a_fresh_predictor():
+    case = zoo_case('squeezenet1.1')
+    predictor = Predictor(case.symbol_json, case.params, input_shapes={'data': (1, 3, 224, 224)})
+    batch = np.random.RandomState(5).randn(3, 3, 224, 224).astype(np.float32)
+    with pytest.raises(MXLiteError, match=r"bound to \(1,3,224,224\); call reshape"):
+        predictor(data=batch)
+    predictor.reshape(data=batch.shape)
+    assert predictor.input_shapes == {'data': (3, 3, 224, 224)}
+    assert predictor.output_shapes == [(3, 1000)]
+    fresh = Predictor(case.symbol_json, case.params, input_shapes={'data': batch.shape})
+    assert np.array_equal(predictor(data=batch), fresh(data=batch))
+    # Each sample of the batch is what a batch of one gives.
+    single = Predictor(case.symbol_json, case.params)(data=batch[1:2])
+    np.testing.assert_allclose(predictor(data=batch)[1:2], single, rtol=1e-5, atol=1e-6)
+
+
+def test_shape_hints_bind_at_load():
+    # The demo's data variable has no hint; a symbol with one binds at once.
+    import json
+    case = {c.name: c for c in OP_CASES}['composite_net']
+    inputs, expected = case.io()
+    graph = json.loads(case.symbol_json)
+    for node in graph['nodes']:
+        if node['name'] == 'data':
+            node.setdefault('attrs', {})['__shape__'] = str(tuple(inputs['data'].shape))
+    predictor = Predictor(json.dumps(graph), case.params)
+    assert predictor._core.is_bound
+    assert predictor.input_shapes == {'data': inputs['data'].shape}
+    assert_close(predictor(**inputs), expected[0], case.rtol, 'hinted composite_net')
+
+
+def test_internal_outputs_match_the_c_apis_partial_outputs(api):
+    case = zoo_case('resnet18_v1')
+    inputs, _ = case.io()
+    predictor = Predictor(case.symbol_json, case.params)
+    internals = predictor.get_internals()
+    assert internals[0] == 'data' and 'resnetv10_stage1_activation0_output' in internals
+    keys = ['resnetv10_stage1_activation0', 'resnetv10_pool1_fwd']
+    partial = predictor.with_outputs(*[f'{key}_output' for key in keys])
+    ours = partial(**inputs)
+    handle = api.create(case.symbol_json, case.params, {'data': inputs['data'].shape},
+                        output_keys=keys)
+    try:
+        api.set_input(handle, 'data', inputs['data'])
+        api.forward(handle)
+        for index, mine in enumerate(ours):
+            assert np.array_equal(mine, api.output(handle, index))
+    finally:
+        api.free(handle)
+    # The same through the constructor, with MXNet's key form.
+    again = Predictor(case.symbol_json, case.params, outputs=keys)(**inputs)
+    for mine, other in zip(ours, again):
+        assert np.array_equal(mine, other)
+
+
+def test_summary_lists_operators_parameters_and_macs():
+    predictor = Predictor.load(DEMO_PREFIX, input_shapes={'data': (1, 1, 8, 8)})
+    text = predictor.summary()
+    params = mxlite.nd.load(DEMO_PREFIX + '-0000.params')
+    total = sum(array.size for array in params.values())
+    assert f'parameters: {total:,}' in text
+    # conv0: 16 filters of 1x3x3 over an 8x8 output (padding 1): 16*8*8*9.
+    assert 'digits_conv0_fwd' in text and f'{16 * 8 * 8 * 9:,}' in text
+    assert 'intermediate memory' in text
+    assert repr(predictor).startswith('<mxlite.Predictor inputs: data(1, 1, 8, 8)')
+
+
+def test_package_exports():
+    assert issubclass(MXLiteError, RuntimeError)
+    assert mxlite.MXLiteError is mxlite.ctypes_predict.MXLiteError
+    assert callable(mxlite.nd.load) and callable(mxlite.nd.save)
+    assert os.path.exists(mxlite.lib_path())
+    stub = os.path.join(os.path.dirname(mxlite.__file__), '_core.pyi')
+    assert os.path.exists(stub) and os.path.exists(os.path.join(os.path.dirname(stub), 'py.typed'))
+
+
+def test_committed_type_stub_is_current():
+    import subprocess
+    from conftest import ROOT
+    generator = os.path.join(ROOT, 'bindings', 'python', 'generate_stubs.py')
+    committed = os.path.join(ROOT, 'bindings', 'python', 'mxlite', '_core.pyi')
+    result = subprocess.run([sys.executable, '-c', 'import sys; sys.path.insert(0, sys.argv[1]);'
+                             ' import generate_stubs; sys.stdout.write(generate_stubs.generate())',
+                             os.path.dirname(generator)], capture_output=True, text=True,
+                            cwd=os.path.dirname(ROOT))
+    assert result.returncode == 0, result.stderr[-2000:]
+    with open(committed, encoding='utf-8') as f:
+        assert f.read() == result.stdout, \
+            'bindings/python/mxlite/_core.pyi is stale: run bindings/python/generate_stubs.py'
