@@ -1,120 +1,522 @@
 #include "memory_plan.h"
 
 #include <algorithm>
-#include <map>
+#include <cstdint>
+#include <functional>
 #include <numeric>
+#include <set>
+#include <utility>
 
+#include "../graph/fuse.h"
+#include "../graph/infer.h"
 #include "../ndarray/ndarray.h"
 
 namespace mxlite {
-
 namespace memory_plan_cc {
 
-constexpr size_t kMatchRange = 16;
+// The local search's budget: at most kSearchSteps placements, fewer for big
+// graphs (kSearchWork conflict-list entries visited in all), and it gives up
+// after kSearchStall placements without progress. On the zoo models it
+// reaches the lower bound within a few hundred steps, in milliseconds.
+constexpr size_t kSearchSteps = 10000;
+constexpr size_t kSearchWork = 50000000;
+constexpr size_t kSearchStall = 3000;
 
-class BlockPool {
+size_t Aligned(size_t bytes) {
+  return (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+}
+
+// Which operator nodes are strict ancestors of which: one bitset row per
+// operator, built in node order (a row is the union of its inputs' rows and
+// the inputs themselves). n^2 bits, hence kMaxParallelSafeOperators.
+class Ancestry {
  public:
-  int Request(size_t bytes) {
-    if (bytes == 0) bytes = 1;
-    // Smallest free block in [bytes, bytes * range].
-    auto fit = free_.lower_bound(bytes);
-    if (fit != free_.end() && fit->first <= bytes * kMatchRange) return Take(fit, bytes);
-    // Otherwise the largest smaller block in [bytes / range, bytes), grown.
-    if (fit != free_.begin()) {
-      auto smaller = std::prev(fit);
-      if (smaller->first >= bytes / kMatchRange) return Take(smaller, bytes);
+  // False when the graph has too many operators for the bitsets.
+  bool Build(const Graph& graph) {
+    op_index_.assign(graph.nodes.size(), -1);
+    size_t ops = 0;
+    for (size_t n = 0; n < graph.nodes.size(); ++n) {
+      if (!graph.nodes[n].is_variable()) op_index_[n] = static_cast<int>(ops++);
     }
-    sizes_.push_back(bytes);
-    return static_cast<int>(sizes_.size()) - 1;
+    if (ops > kMaxParallelSafeOperators) return false;
+    words_ = (ops + 63) / 64;
+    bits_.assign(ops * words_, 0);
+    for (size_t n = 0; n < graph.nodes.size(); ++n) {
+      if (op_index_[n] < 0) continue;
+      uint64_t* row = &bits_[op_index_[n] * words_];
+      for (const NodeEntry& input : graph.nodes[n].inputs) {
+        const int parent = op_index_[input.node];
+        if (parent < 0) continue;
+        const uint64_t* parent_row = &bits_[parent * words_];
+        for (size_t w = 0; w < words_; ++w) row[w] |= parent_row[w];
+        row[parent / 64] |= uint64_t{1} << (parent % 64);
+      }
+    }
+    return true;
   }
-  void Release(int block) { free_.emplace(sizes_[block], block); }
-  const std::vector<size_t>& sizes() const { return sizes_; }
+  // Is operator node `a` a strict ancestor of operator node `b`?
+  bool IsAncestor(int a, int b) const {
+    const size_t bit = static_cast<size_t>(op_index_[a]);
+    return (bits_[op_index_[b] * words_ + bit / 64] >> (bit % 64)) & 1;
+  }
 
  private:
-  int Take(std::multimap<size_t, int>::iterator it, size_t bytes) {
-    int block = it->second;
-    free_.erase(it);
-    sizes_[block] = std::max(sizes_[block], bytes);
-    return block;
-  }
-  std::multimap<size_t, int> free_;  // size -> block
-  std::vector<size_t> sizes_;
+  std::vector<int> op_index_;  // node -> operator number, -1 for variables
+  size_t words_ = 0;
+  std::vector<uint64_t> bits_;
 };
 
-}  // namespace memory_plan_cc
+// Storage for one or more entries joined by in-place.
+struct Buffer {
+  size_t bytes = 0;           // aligned
+  int first = 0;              // the node that writes it first
+  int last = 0;               // the last node that touches it; end for outputs
+  std::vector<int> accesses;  // every node that writes or reads it, ascending
+};
 
-Status PlanMemory(const Graph& graph, const std::vector<std::vector<size_t>>& entry_bytes,
-                  MemoryPlan* plan) {
-  using memory_plan_cc::BlockPool;
-  const size_t count = graph.nodes.size();
-  // Pending reads of every entry.
+struct BufferSet {
+  std::vector<Buffer> buffers;
+  std::vector<std::vector<int>> entry_buffer;  // per node, per output; -1: variable
+};
+
+// Applies the in-place rule along node order and makes the buffers. Under
+// the dataflow rule an operator overwrites an input only when every earlier
+// reader is its ancestor; under the execution-order rule being the last
+// reader in node order is enough, and each earlier reader that is not an
+// ancestor (all of them when `ancestry` is null) adds an edge to `edges`.
+void BuildBuffers(const Graph& graph, const std::vector<std::vector<size_t>>& entry_bytes,
+                  bool inplace, bool dataflow, const Ancestry* ancestry, BufferSet* out,
+                  std::set<std::pair<int, int>>* edges) {
+  const int count = static_cast<int>(graph.nodes.size());
+  // Pending reads of every entry: one per consumer input, one per graph head.
   std::vector<std::vector<int>> readers(count);
-  for (size_t n = 0; n < count; ++n) readers[n].assign(graph.nodes[n].num_outputs(), 0);
+  for (int n = 0; n < count; ++n) readers[n].assign(graph.nodes[n].num_outputs(), 0);
   for (const Node& node : graph.nodes) {
     for (const NodeEntry& input : node.inputs) ++readers[input.node][input.index];
   }
   for (const NodeEntry& output : graph.outputs) ++readers[output.node][output.index];
 
-  plan->entry_block.assign(count, {});
-  plan->naive_bytes = 0;
-  BlockPool pool;
-  std::vector<int> block_refs;
-  auto refs_of = [&](int block) -> int& {
-    if (block >= static_cast<int>(block_refs.size())) block_refs.resize(block + 1, 0);
-    return block_refs[block];
+  std::vector<Buffer>& buffers = out->buffers;
+  buffers.clear();
+  out->entry_buffer.assign(count, {});
+  std::vector<int> pending;  // per buffer: reads not yet done
+  auto touch = [&](int buffer, int node) {
+    Buffer& b = buffers[buffer];
+    if (b.accesses.empty() || b.accesses.back() != node) b.accesses.push_back(node);
+    b.last = std::max(b.last, node);
   };
 
-  for (size_t n = 0; n < count; ++n) {
+  for (int n = 0; n < count; ++n) {
     const Node& node = graph.nodes[n];
-    std::vector<int>& blocks = plan->entry_block[n];
-    blocks.assign(node.num_outputs(), -1);
+    std::vector<int>& mine = out->entry_buffer[n];
+    mine.assign(node.num_outputs(), -1);
     if (node.is_variable()) continue;
-    for (size_t bytes : entry_bytes[n]) plan->naive_bytes += bytes;
-
-    // 1. In place.
-    std::vector<bool> input_taken(node.inputs.size(), false);
-    for (const InplacePair& pair : node.op->InplaceOptions()) {
-      const NodeEntry& input = node.inputs[pair.input];
-      int block = plan->entry_block[input.node].empty() ? -1
-                  : plan->entry_block[input.node][input.index];
-      if (block < 0 || input_taken[pair.input] || blocks[pair.output] >= 0) continue;
-      if (readers[n][pair.output] == 0) continue;
-      if (entry_bytes[input.node][input.index] != entry_bytes[n][pair.output]) continue;
-      if (!pair.identity && refs_of(block) != 1) continue;
-      blocks[pair.output] = block;
-      input_taken[pair.input] = true;
-      refs_of(block) += readers[n][pair.output];
-    }
-    // 2. Fresh or shared blocks, largest first.
-    std::vector<int> order(node.num_outputs());
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](int a, int b) { return entry_bytes[n][a] > entry_bytes[n][b]; });
-    for (int i : order) {
-      if (blocks[i] >= 0) continue;
-      blocks[i] = pool.Request(entry_bytes[n][i]);
-      refs_of(blocks[i]) = readers[n][i];
-    }
-    // 3. Release what this operator was the last to read.
-    for (const NodeEntry& input : node.inputs) {
-      if (graph.nodes[input.node].is_variable()) continue;
-      int block = plan->entry_block[input.node][input.index];
-      if (--refs_of(block) == 0) pool.Release(block);
+    const int num_inputs = static_cast<int>(node.inputs.size());
+    if (inplace) {
+      std::vector<bool> input_taken(num_inputs, false);
+      for (const InplacePair& pair : node.op->InplaceOptions()) {
+        if (pair.input < 0 || pair.input >= num_inputs || pair.output < 0 ||
+            pair.output >= node.num_outputs()) {
+          continue;
+        }
+        const NodeEntry& input = node.inputs[pair.input];
+        if (graph.nodes[input.node].is_variable()) continue;
+        if (input_taken[pair.input] || mine[pair.output] >= 0) continue;
+        if (readers[n][pair.output] == 0) continue;
+        if (entry_bytes[input.node][input.index] != entry_bytes[n][pair.output]) continue;
+        const int buffer = out->entry_buffer[input.node][input.index];
+        if (!pair.identity) {
+          if (pending[buffer] != 1) continue;
+          std::vector<int> unordered;  // earlier accesses the graph does not order before n
+          for (int access : buffers[buffer].accesses) {
+            if (access != n && (ancestry == nullptr || !ancestry->IsAncestor(access, n))) {
+              unordered.push_back(access);
+            }
+          }
+          if (dataflow && !unordered.empty()) continue;
+          for (int access : unordered) edges->insert({access, n});
+        }
+        mine[pair.output] = buffer;
+        input_taken[pair.input] = true;
+        pending[buffer] += readers[n][pair.output];
+      }
     }
     for (int i = 0; i < node.num_outputs(); ++i) {
-      if (readers[n][i] == 0 && refs_of(blocks[i]) == 0) pool.Release(blocks[i]);
+      if (mine[i] >= 0) continue;
+      Buffer buffer;
+      buffer.bytes = Aligned(entry_bytes[n][i]);
+      buffer.first = n;
+      buffer.last = n;
+      buffers.push_back(buffer);
+      pending.push_back(readers[n][i]);
+      mine[i] = static_cast<int>(buffers.size()) - 1;
+    }
+    for (const NodeEntry& input : node.inputs) {
+      if (graph.nodes[input.node].is_variable()) continue;
+      const int buffer = out->entry_buffer[input.node][input.index];
+      touch(buffer, n);
+      --pending[buffer];
+    }
+    for (int buffer : mine) touch(buffer, n);
+  }
+  for (const NodeEntry& output : graph.outputs) {
+    const int buffer = out->entry_buffer[output.node][output.index];
+    if (buffer >= 0) buffers[buffer].last = count;  // live to the end
+  }
+}
+
+// Is `x` finished before `y` starts, in every schedule the rule admits?
+// `dataflow` null: the execution-order rule.
+bool Before(const Buffer& x, const Buffer& y, const Ancestry* dataflow) {
+  if (x.last >= y.first) return false;  // also covers graph outputs
+  if (dataflow == nullptr) return true;
+  const Ancestry* ancestry = dataflow;
+  for (int access : x.accesses) {
+    if (!ancestry->IsAncestor(access, y.first)) return false;
+  }
+  return true;
+}
+
+// conflicts[b]: the buffers that may not share any byte with b.
+std::vector<std::vector<int>> Conflicts(const std::vector<Buffer>& buffers,
+                                        const Ancestry* dataflow) {
+  const int count = static_cast<int>(buffers.size());
+  std::vector<std::vector<int>> conflicts(count);
+  for (int a = 0; a < count; ++a) {
+    for (int b = a + 1; b < count; ++b) {
+      if (Before(buffers[a], buffers[b], dataflow) || Before(buffers[b], buffers[a], dataflow)) {
+        continue;
+      }
+      conflicts[a].push_back(b);
+      conflicts[b].push_back(a);
     }
   }
+  return conflicts;
+}
 
-  plan->block_bytes = pool.sizes();
-  plan->block_offset.resize(plan->block_bytes.size());
-  size_t offset = 0;
-  for (size_t b = 0; b < plan->block_bytes.size(); ++b) {
-    plan->block_offset[b] = offset;
-    offset += (plan->block_bytes[b] + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+// Places the buffers in `order`, each at the lowest offset where it overlaps
+// no placed buffer it conflicts with. Returns the arena size.
+size_t Place(const std::vector<Buffer>& buffers, const std::vector<std::vector<int>>& conflicts,
+             const std::vector<int>& order, std::vector<size_t>* offsets) {
+  const size_t unplaced = static_cast<size_t>(-1);
+  offsets->assign(buffers.size(), unplaced);
+  size_t arena = 0;
+  std::vector<std::pair<size_t, size_t>> busy;  // [begin, end) of placed conflicts
+  for (int b : order) {
+    busy.clear();
+    for (int other : conflicts[b]) {
+      if ((*offsets)[other] == unplaced) continue;
+      busy.emplace_back((*offsets)[other], (*offsets)[other] + buffers[other].bytes);
+    }
+    std::sort(busy.begin(), busy.end());
+    size_t offset = 0;
+    for (const auto& range : busy) {
+      if (range.first >= offset + buffers[b].bytes) break;  // the gap before it fits
+      offset = std::max(offset, range.second);
+    }
+    (*offsets)[b] = offset;
+    arena = std::max(arena, offset + buffers[b].bytes);
   }
-  plan->arena_bytes = offset;
+  return arena;
+}
+
+// A small deterministic generator (xorshift64*) for the local search.
+class SearchRandom {
+ public:
+  size_t Below(size_t bound) {
+    state_ ^= state_ >> 12;
+    state_ ^= state_ << 25;
+    state_ ^= state_ >> 27;
+    return static_cast<size_t>((state_ * 0x2545f4914f6cdd1dull) >> 33) % bound;
+  }
+
+ private:
+  uint64_t state_ = 0x9e3779b97f4a7c15ull;
+};
+
+// Tries several placement orders, then improves the best one by a local
+// search over orders (below). Stops as soon as the arena is down to
+// `target` (the caller's lower bound, or what is good enough) or the budget
+// is spent; the random moves come from a fixed seed, so the result does not
+// depend on timing. Any packing is reachable: placing buffers in the order
+// of their offsets in a packing reproduces it or a lower one.
+size_t PlaceBest(const std::vector<Buffer>& buffers, const Ancestry* dataflow, size_t target,
+                 std::vector<size_t>* offsets) {
+  offsets->clear();
+  if (buffers.empty()) return 0;
+  const std::vector<std::vector<int>> conflicts = Conflicts(buffers, dataflow);
+  auto lifetime = [&](int b) {
+    return static_cast<size_t>(buffers[b].last - buffers[b].first + 1);
+  };
+  using Less = std::function<bool(int, int)>;
+  // Largest first (big buffers claim the low offsets, small ones fill the
+  // gaps), with ties between equal sizes broken four ways: which of two
+  // equal buffers goes low decides whether a chain of growing buffers
+  // (DenseNet's concatenations) packs or leaves holes.
+  auto by_size = [&](std::function<bool(const Buffer&, const Buffer&)> tie) -> Less {
+    return [&buffers, tie](int a, int b) {
+      if (buffers[a].bytes != buffers[b].bytes) return buffers[a].bytes > buffers[b].bytes;
+      return tie(buffers[a], buffers[b]);
+    };
+  };
+  const std::vector<Less> orders = {
+      by_size([](const Buffer& a, const Buffer& b) { return a.first < b.first; }),
+      by_size([](const Buffer& a, const Buffer& b) { return a.last > b.last; }),
+      by_size([](const Buffer& a, const Buffer& b) { return a.first > b.first; }),
+      by_size([](const Buffer& a, const Buffer& b) { return a.last < b.last; }),
+      // First written first: what a run-time allocator would see.
+      [&](int a, int b) { return buffers[a].first < buffers[b].first; },
+      // Largest area in the (time, offset) plane first.
+      [&](int a, int b) {
+        return buffers[a].bytes * lifetime(a) > buffers[b].bytes * lifetime(b);
+      },
+      // Most constrained first.
+      [&](int a, int b) { return conflicts[a].size() > conflicts[b].size(); },
+  };
+  size_t best = static_cast<size_t>(-1);
+  std::vector<int> best_order;
+  std::vector<size_t> candidate;
+  for (const Less& less : orders) {
+    std::vector<int> order(buffers.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), less);
+    const size_t arena = Place(buffers, conflicts, order, &candidate);
+    if (arena < best) {
+      best = arena;
+      best_order = order;
+      *offsets = candidate;
+    }
+  }
+  // The search: swap two random places in the order and keep the result
+  // unless it is worse, comparing the arena first and then the bytes that
+  // stick out above `target` (which tells apart orders with equal arenas
+  // and so gives the search a slope to follow). The budget is in units of
+  // conflict-list work, so big graphs get fewer, costlier steps; the search
+  // also ends after kSearchStall steps without progress.
+  size_t work_per_step = buffers.size();
+  for (const std::vector<int>& list : conflicts) work_per_step += list.size();
+  const size_t steps = std::min(kSearchSteps, std::max<size_t>(kSearchWork / work_per_step, 100));
+  auto excess = [&](const std::vector<size_t>& placed) {
+    size_t total = 0;
+    for (size_t b = 0; b < buffers.size(); ++b) {
+      const size_t end = placed[b] + buffers[b].bytes;
+      if (end > target) total += end - target;
+    }
+    return total;
+  };
+  size_t best_excess = excess(*offsets);
+  SearchRandom random;
+  size_t stalled = 0;
+  std::vector<int> order;
+  for (size_t step = 0; step < steps && best > target && stalled < kSearchStall; ++step) {
+    const size_t i = random.Below(buffers.size()), j = random.Below(buffers.size());
+    if (i == j) continue;
+    order = best_order;
+    std::swap(order[i], order[j]);
+    const size_t arena = Place(buffers, conflicts, order, &candidate);
+    if (arena > best) {
+      ++stalled;
+      continue;
+    }
+    const size_t candidate_excess = excess(candidate);
+    if (arena == best && candidate_excess > best_excess) {
+      ++stalled;
+      continue;
+    }
+    stalled = arena < best || candidate_excess < best_excess ? 0 : stalled + 1;
+    best = arena;
+    best_excess = candidate_excess;
+    best_order.swap(order);
+    offsets->swap(candidate);
+  }
+  return best;
+}
+
+// The largest total of buffers live at one step (node order).
+size_t LiveBytesPeak(const std::vector<Buffer>& buffers, int steps) {
+  std::vector<long long> delta(static_cast<size_t>(steps) + 2, 0);
+  for (const Buffer& buffer : buffers) {
+    delta[buffer.first] += static_cast<long long>(buffer.bytes);
+    delta[buffer.last + 1] -= static_cast<long long>(buffer.bytes);
+  }
+  long long live = 0, peak = 0;
+  for (long long change : delta) {
+    live += change;
+    peak = std::max(peak, live);
+  }
+  return static_cast<size_t>(peak);
+}
+
+Status CheckEntryBytes(const Graph& graph, const std::vector<std::vector<size_t>>& entry_bytes) {
+  MXL_CHECK(entry_bytes.size() == graph.nodes.size(), "memory plan: sizes given for ",
+            entry_bytes.size(), " nodes but the graph has ", graph.nodes.size());
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    MXL_CHECK(graph.nodes[n].is_variable() ||
+                  entry_bytes[n].size() == static_cast<size_t>(graph.nodes[n].num_outputs()),
+              "memory plan: node ", graph.Describe(static_cast<int>(n)), " has ",
+              graph.nodes[n].num_outputs(), " outputs but ", entry_bytes[n].size(),
+              " sizes were given");
+  }
   return Status();
+}
+
+// One plan under one reuse rule. The placement search stops once the
+// arena is down to `good_enough` (or to the live-bytes peak, if higher).
+void PlanWithRule(const Graph& graph, const std::vector<std::vector<size_t>>& entry_bytes,
+                  const PlanOptions& options, bool dataflow, const Ancestry* ancestry,
+                  size_t good_enough, MemoryPlan* plan) {
+  BufferSet set;
+  std::set<std::pair<int, int>> edges;
+  BuildBuffers(graph, entry_bytes, options.inplace, dataflow, ancestry, &set, &edges);
+  plan->entry_block = set.entry_buffer;
+  plan->block_bytes.clear();
+  for (const Buffer& buffer : set.buffers) plan->block_bytes.push_back(buffer.bytes);
+  plan->naive_bytes = 0;
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    if (graph.nodes[n].is_variable()) continue;
+    for (size_t bytes : entry_bytes[n]) plan->naive_bytes += Aligned(bytes);
+  }
+  plan->block_offset.clear();
+  if (options.coshare) {
+    const size_t peak = LiveBytesPeak(set.buffers, static_cast<int>(graph.nodes.size()));
+    plan->arena_bytes = PlaceBest(set.buffers, dataflow ? ancestry : nullptr,
+                                  std::max(peak, good_enough), &plan->block_offset);
+  } else {
+    size_t offset = 0;
+    for (size_t bytes : plan->block_bytes) {
+      plan->block_offset.push_back(offset);
+      offset += bytes;
+    }
+    plan->arena_bytes = offset;
+  }
+  if (!dataflow && options.coshare) {
+    // Every reuse of bytes the graph does not already order becomes an edge
+    // from each access of the earlier tenant to the later one's first writer.
+    const std::vector<Buffer>& buffers = set.buffers;
+    for (size_t a = 0; a < buffers.size(); ++a) {
+      for (size_t b = 0; b < buffers.size(); ++b) {
+        const Buffer& x = buffers[a];
+        const Buffer& y = buffers[b];
+        if (a == b || x.last >= y.first) continue;
+        const size_t x_begin = plan->block_offset[a], y_begin = plan->block_offset[b];
+        if (x_begin >= y_begin + y.bytes || y_begin >= x_begin + x.bytes) continue;
+        for (int access : x.accesses) {
+          if (ancestry == nullptr || !ancestry->IsAncestor(access, y.first)) {
+            edges.insert({access, y.first});
+          }
+        }
+      }
+    }
+  }
+  plan->ordering_edges.assign(edges.begin(), edges.end());
+  plan->parallel_safe = plan->ordering_edges.empty();
+}
+
+}  // namespace memory_plan_cc
+
+Status PlanMemory(const Graph& graph, const std::vector<std::vector<size_t>>& entry_bytes,
+                  const PlanOptions& options, MemoryPlan* plan) {
+  using namespace memory_plan_cc;
+  MXL_RETURN_IF_ERROR(CheckEntryBytes(graph, entry_bytes));
+  Ancestry ancestry;
+  const bool have_ancestry = ancestry.Build(graph);
+  const Ancestry* known = have_ancestry ? &ancestry : nullptr;
+  const bool dataflow_possible = have_ancestry && options.rule != ReuseRule::kExecutionOrder;
+  if (!dataflow_possible) {
+    PlanWithRule(graph, entry_bytes, options, false, known, 0, plan);
+    return Status();
+  }
+  if (options.rule == ReuseRule::kDataflow) {
+    PlanWithRule(graph, entry_bytes, options, true, known, 0, plan);
+    return Status();
+  }
+  // kAuto: the execution-order plan sets the bar the dataflow plan must
+  // reach (within the tolerance) to be preferred.
+  MemoryPlan execution_order;
+  PlanWithRule(graph, entry_bytes, options, false, known, 0, &execution_order);
+  const size_t acceptable = execution_order.arena_bytes +
+                            execution_order.arena_bytes / 100 * kDataflowTolerancePercent;
+  PlanWithRule(graph, entry_bytes, options, true, known, acceptable, plan);
+  if (plan->arena_bytes > acceptable) *plan = std::move(execution_order);
+  return Status();
+}
+
+Status ReportMemory(const Graph& graph, const std::vector<std::vector<size_t>>& entry_bytes,
+                    MemoryReport* report) {
+  using namespace memory_plan_cc;
+  MXL_RETURN_IF_ERROR(CheckEntryBytes(graph, entry_bytes));
+  MemoryPlan plan;
+  PlanOptions options;
+  options.inplace = false;
+  options.coshare = false;
+  MXL_RETURN_IF_ERROR(PlanMemory(graph, entry_bytes, options, &plan));
+  report->naive_bytes = plan.arena_bytes;
+  options.inplace = true;
+  MXL_RETURN_IF_ERROR(PlanMemory(graph, entry_bytes, options, &plan));
+  report->inplace_bytes = plan.arena_bytes;
+  options.inplace = false;
+  options.coshare = true;
+  MXL_RETURN_IF_ERROR(PlanMemory(graph, entry_bytes, options, &plan));
+  report->coshare_bytes = plan.arena_bytes;
+  MXL_RETURN_IF_ERROR(PlanMemory(graph, entry_bytes, PlanOptions(), &plan));
+  report->planned_bytes = plan.arena_bytes;
+  report->num_blocks = plan.block_bytes.size();
+  report->ordering_edges = plan.ordering_edges.size();
+  report->num_entries = 0;
+  for (const Node& node : graph.nodes) {
+    if (!node.is_variable()) report->num_entries += node.num_outputs();
+  }
+  BufferSet execution_order;
+  std::set<std::pair<int, int>> edges;
+  BuildBuffers(graph, entry_bytes, true, false, nullptr, &execution_order, &edges);
+  report->lower_bound_bytes =
+      LiveBytesPeak(execution_order.buffers, static_cast<int>(graph.nodes.size()));
+  return Status();
+}
+
+Status ComputeMemoryReport(const Graph& graph, const std::map<std::string, Shape>& input_shapes,
+                           const std::map<std::string, int>& input_dtypes,
+                           MemoryReport* report) {
+  for (const auto& input : input_shapes) {
+    const int node = graph.FindNode(input.first);
+    MXL_CHECK(node >= 0 && graph.nodes[node].is_variable(), "input '", input.first,
+              "' is not an input of the graph");
+    MXL_CHECK(input.second.is_complete(), "input '", input.first, "' has incomplete shape ",
+              input.second.ToString());
+  }
+  EntryShapes shapes;
+  MXL_RETURN_IF_ERROR(InferShapes(graph, input_shapes, {}, &shapes));
+  // Inputs without a dtype are float32, as in MXNet's predict API.
+  std::map<std::string, int> known_dtypes = input_dtypes;
+  for (const auto& input : input_shapes) known_dtypes.emplace(input.first, kFloat32);
+  EntryDTypes dtypes;
+  MXL_RETURN_IF_ERROR(InferDTypes(graph, known_dtypes, &dtypes));
+  std::vector<std::vector<size_t>> entry_bytes(graph.nodes.size());
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    for (size_t i = 0; i < shapes[n].size(); ++i) {
+      MXL_CHECK(shapes[n][i].CheckedSize() >= 0, "output '", graph.nodes[n].OutputName(i),
+                "' of node ", graph.Describe(static_cast<int>(n)), " would have shape ",
+                shapes[n][i].ToString(), ", which is too large");
+      entry_bytes[n].push_back(static_cast<size_t>(shapes[n][i].Size()) *
+                               DTypeSize(dtypes[n][i]));
+    }
+  }
+  return ReportMemory(graph, entry_bytes, report);
+}
+
+Status ComputeMemoryReportFromJson(const std::string& symbol_json, const std::string& source,
+                                   const std::map<std::string, Shape>& input_shapes, bool fuse,
+                                   MemoryReport* report) {
+  Graph graph;
+  MXL_RETURN_IF_ERROR(LoadSymbolJson(symbol_json.data(), symbol_json.size(), &graph)
+                          .WithContext(source + ": "));
+  PruneToOutputs(&graph);
+  if (fuse) {
+    Graph fused;
+    MXL_RETURN_IF_ERROR(FuseOperators(graph, &fused).WithContext(source + ": "));
+    graph = std::move(fused);
+  }
+  return ComputeMemoryReport(graph, input_shapes, {}, report).WithContext(source + ": ");
 }
 
 }  // namespace mxlite
