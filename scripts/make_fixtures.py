@@ -355,6 +355,7 @@ class OpCase:
     notes: str
     make_input: InputFn = field(default_factory=normal)
     rtol: float = OPS_RTOL
+    symbol_json: Optional[str] = None  # written instead of sym.tojson() (legacy files)
 
 
 def define_op_cases() -> List[OpCase]:
@@ -519,6 +520,21 @@ def define_op_cases() -> List[OpCase]:
         {"data": (2, 3, 7, 9)}, "Two heads (Group) sharing one convolution: output:0 relu, output:1 sigmoid.")
     add("composite_net", composite_net(data), {"data": (2, 3, 13, 13)},
         "conv-bn-relu-maxpool-conv-bn(defaults)-residual add-relu-global avg pool-flatten-fc-softmax.")
+    add("mixed_net", mixed_net(), {"data": (2, 3, 9, 9), "tokens": (2, 5)},
+        "Many operators beyond the zoo in one model: an image branch (Convolution, prelu, LRN, "
+        "Deconvolution, InstanceNorm, lp Pooling, nearest UpSampling, residual add, reflect Pad, "
+        "slice, transpose, Reshape -3, LayerNorm, mean) and a token branch (Embedding with "
+        "out-of-range ids, sum) joined by concat, then FullyConnected, tanh, norm, scalar and "
+        "broadcast arithmetic, and two heads: SoftmaxOutput and argmax.",
+        make_input=lambda rng, shape: (rng.randint(-1, 13, shape).astype(np.float64)
+                                       if len(shape) == 2 else rng.normal(0.0, 1.0, shape)))
+    legacy = json.loads(mx.sym.argmax(data, axis=-1, name="argmax0").tojson())
+    legacy["attrs"]["mxnet_version"] = ["int", 904]
+    add("legacy_argmax_0904", mx.sym.argmax(data, name="argmax0"), {"data": (2, 3, 5)},
+        "A symbol file from MXNet 0.9.4 with argmax axis=-1, which files before 0.9.5 wrote for "
+        "'no axis': MXNet's upgrade (and mxlite's) gives the argmax of the flattened input.",
+        make_input=lambda rng, shape: rng.permutation(int(np.prod(shape))).reshape(shape) * 1.0,
+        symbol_json=json.dumps(legacy))
     return cases
 
 
@@ -945,6 +961,37 @@ def coverage_cases() -> List[OpCase]:
     return cases
 
 
+def mixed_net() -> mx.sym.Symbol:
+    """Operators beyond the model zoo chained in one graph with two heads."""
+    S = mx.sym
+    data, tokens = S.var("data"), S.var("tokens")                         # (2,3,9,9), (2,5)
+    x = S.Convolution(data, kernel=(3, 3), pad=(1, 1), num_filter=6, name="c1")
+    x = S.LeakyReLU(x, act_type="prelu", name="prelu1")
+    x = S.LRN(x, nsize=3, name="lrn1")
+    x = S.Deconvolution(x, kernel=(4, 4), stride=(2, 2), pad=(1, 1), num_filter=4,
+                        name="dc1")                                         # (2,4,18,18)
+    x = S.InstanceNorm(x, name="in1")
+    p = S.Pooling(x, kernel=(2, 2), stride=(2, 2), pool_type="lp", p_value=2, name="lp1")
+    u = S.UpSampling(p, scale=2, sample_type="nearest", name="up1")        # (2,4,18,18)
+    x = S.elemwise_add(u, x, name="res1")
+    x = S.Pad(x, mode="reflect", pad_width=(0, 0, 0, 0, 1, 1, 1, 1), name="pad1")
+    x = S.slice(x, begin=(None, None, 2, 3), end=(None, None, 18, 19), name="sl1")
+    x = S.transpose(x, axes=(0, 2, 3, 1), name="tr1")                      # (2,16,16,4)
+    x = S.Reshape(x, shape=(0, -3, 0), name="rs1")                          # (2,256,4)
+    x = S.LayerNorm(x, name="ln1")
+    image = S.mean(x, axis=1, name="mean1")                                # (2,4)
+    words = S.Embedding(tokens, input_dim=10, output_dim=4, name="emb")    # (2,5,4)
+    words = S.sum(words, axis=1, name="sum1")                              # (2,4)
+    h = S.concat(image, words, dim=1, name="cat1")                          # (2,8)
+    h = S.FullyConnected(h, num_hidden=6, name="fc1")
+    h = S.Activation(h, act_type="tanh", name="tanh1")
+    scale = S._internal._plus_scalar(S.norm(h, axis=1, keepdims=True, name="norm1"),
+                                     scalar=0.5, name="ps1")
+    h = S.broadcast_div(h, scale, name="bdiv1")
+    h = S._internal._mul_scalar(h, scalar=3.0, name="ms1")
+    return S.Group([S.SoftmaxOutput(h, name="softmax"), S.argmax(h, axis=1, name="am1")])
+
+
 def composite_net(data: mx.sym.Symbol) -> mx.sym.Symbol:
     """A miniature ResNet: exercises op chaining, in-place ops and the residual join."""
     c1 = mx.sym.Convolution(data, kernel=(3, 3), pad=(1, 1), num_filter=5, name="c1")
@@ -968,7 +1015,8 @@ def cmd_ops(outdir: str) -> None:
         rng = seed_all(c.name)
         inputs = {k: c.make_input(rng, shape).astype(np.float32) for k, shape in c.inputs.items()}
         params = random_params(c.sym, c.inputs, rng)
-        entry = write_case(outdir, c.name, c.sym, inputs, params, c.rtol, c.notes)
+        entry = write_case(outdir, c.name, c.sym, inputs, params, c.rtol, c.notes,
+                           symbol_json=c.symbol_json)
         cases[c.name] = entry
         print("  %-32s out %-22s max|out| %-9.3g fp32-vs-fp64 %s" % (
             c.name, entry["outputs"], max(entry["max_abs_output"]),

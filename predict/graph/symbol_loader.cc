@@ -9,7 +9,9 @@
  *   - inputs have 2 elements [node, output];
  *   - before 0.9.0 (no mxnet_version means 0.8.0) auxiliary states were not
  *     in the graph: an operator listing fewer inputs than it has gets new
- *     variables named "<node>_<input>" (e.g. "bn0_moving_mean").
+ *     variables named "<node>_<input>" (e.g. "bn0_moving_mean");
+ *   - before 0.9.5, argmax/argmin wrote axis=-1 to mean "no axis" (the
+ *     flattened input): that attribute is dropped.
  * Hidden training attributes (lr_mult, ctx_group, "__init__", ...) are kept
  * on the node but have no effect on inference.
  */
@@ -23,6 +25,7 @@ namespace mxlite {
 namespace symbol_loader_cc {
 
 constexpr int kVersion0900 = 900;  // MXNET_MAKE_VERSION(0, 9, 0)
+constexpr int kVersion0905 = 905;  // MXNET_MAKE_VERSION(0, 9, 5)
 constexpr int kDefaultVersion = 800;
 
 Status ReadAttrObject(const JsonValue& object, const std::string& node_name, const char* key,
@@ -133,6 +136,11 @@ Status BuildNode(const JsonValue& json, size_t json_index, int version,
     MXL_CHECK(node.inputs.empty(), node_where, ": a variable (op \"null\") cannot have inputs");
     node.op_name = "null";
   } else {
+    if (version < kVersion0905 && (op->string == "argmax" || op->string == "argmin")) {
+      // Before 0.9.5, axis=-1 was how argmax/argmin said "no axis".
+      auto axis = node.attrs.find("axis");
+      if (axis != node.attrs.end() && axis->second == "-1") node.attrs.erase(axis);
+    }
     std::unique_ptr<Operator> created;
     MXL_RETURN_IF_ERROR(CreateOperator(op->string, node.name, node.attrs, &created));
     node.op.reset(created.release());

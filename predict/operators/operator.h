@@ -123,6 +123,7 @@ struct OperatorDoc {
   std::vector<std::string> aliases;
   std::vector<AttrDoc> attrs;  // as its factory reads them, in that order
   std::string dtypes;
+  std::string error;  // an internal error of the factory (a registry defect)
 };
 // Every registered operator, documented by running its factory on no
 // attributes with a documentation sink attached (see AttrParser).
