@@ -43,7 +43,9 @@ namespace mxlite {
 namespace convolution_op {
 
 // Upper bound of the im2col scratch; a band is never less than one output row.
-constexpr int64_t kColumnBytes = int64_t{8} << 20;
+// 2 MiB keeps a band in L2/L3 between im2col writing it and the GEMM packing
+// it (measured: 7-10% faster on resnet18_v1 and densenet121 than 8 MiB).
+constexpr int64_t kColumnBytes = int64_t{2} << 20;
 
 // ceil(a / b) for b > 0 and any sign of a.
 inline int64_t CeilDiv(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
