@@ -320,3 +320,44 @@ def test_committed_type_stub_is_current():
     with open(committed, encoding='utf-8') as f:
         assert f.read() == result.stdout, \
             'bindings/python/mxlite/_core.pyi is stale: run bindings/python/generate_stubs.py'
+
+
+def test_readme_python_examples_run(tmp_path):
+    # The README's Python blocks, run in order as one script, next to a zoo
+    # checkpoint, so that the documented calls cannot drift from the API.
+    import re
+    import subprocess
+    from conftest import ROOT
+    with open(os.path.join(ROOT, 'README.md'), encoding='utf-8') as f:
+        readme = f.read()
+    section = readme[readme.index('## Use it from Python'):]
+    section = section[:section.index('\n## ', 1)]
+    blocks = re.findall(r'```python\n(.*?)```', section, re.S)
+    assert len(blocks) >= 3, 'the README lost its Python examples'
+    case = zoo_case('resnet18_v1')
+    for suffix in ('-symbol.json', '-0000.params'):
+        os.symlink(case.path(suffix), tmp_path / f'resnet18_v1{suffix}')
+    result = subprocess.run([sys.executable, '-c', '\n'.join(blocks)], capture_output=True,
+                            text=True, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    saved = mxlite.nd.load(tmp_path / 'copy.params')
+    with open(case.path('-0000.params'), 'rb') as f:
+        assert (tmp_path / 'copy.params').read_bytes() == f.read()
+    assert len(saved) > 10
+
+
+def test_binding_compiles_warning_free_with_gcc_and_clang():
+    import shutil
+    import subprocess
+    import sysconfig
+    import nanobind
+    from conftest import ROOT
+    source = os.path.join(ROOT, 'bindings', 'python', 'src', 'core.cc')
+    flags = ['-std=c++17', '-Wall', '-Wextra', '-Werror', '-fsyntax-only',
+             '-fvisibility=hidden', '-isystem', sysconfig.get_paths()['include'],
+             '-isystem', nanobind.include_dir(),
+             '-I', os.path.join(ROOT, 'predict'), source]
+    for compiler in ('g++', 'clang++'):
+        assert shutil.which(compiler), f'{compiler} is required (apt-get install g++ clang)'
+        result = subprocess.run([compiler] + flags, capture_output=True, text=True)
+        assert result.returncode == 0, f'{compiler}:\n{result.stderr[-3000:]}'

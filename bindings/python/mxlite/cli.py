@@ -74,7 +74,8 @@ def run_demo(args):
     print(f'held-out accuracy: {correct}/{total} = {correct / total:.4f}'
           f'   (MXNet 1.9.1 on the same images: {meta["mxnet_correct"]}/{total} = '
           f'{meta["mxnet_accuracy"]:.4f})')
-    print(f'time per image: {seconds / total * 1e6:.1f} us (batch 1)')
+    threads = f'{args.threads} thread{"s" if args.threads != 1 else ""}'
+    print(f'time per image: {seconds / total * 1e6:.1f} us (batch 1, {threads})')
     if correct != meta['mxnet_correct']:
         print('mxlite: error: the accuracy differs from MXNet\'s', file=sys.stderr)
         return 1
@@ -309,7 +310,9 @@ def build_parser():
     demo = commands.add_parser('demo', help='predict the bundled digits test set',
                                description=run_demo.__doc__)
     demo.add_argument('--show', type=int, default=6, help='digits to draw (default 6)')
-    demo.add_argument('--threads', type=int, help='threads per forward pass')
+    demo.add_argument('--threads', type=int, default=1,
+                      help='threads per forward pass (default 1: a model this small gains '
+                           'nothing from more)')
     demo.set_defaults(handler=run_demo)
 
     predict = commands.add_parser(

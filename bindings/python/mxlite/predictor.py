@@ -38,7 +38,8 @@ def _shape_dict(shapes):
     if shapes is None:
         return {}
     if not hasattr(shapes, 'items'):
-        raise MXLiteError(f'input shapes must be a dict {{name: shape}}, not {type(shapes).__name__}')
+        raise MXLiteError('input shapes must be a dict {name: shape}, not '
+                          f'{type(shapes).__name__}')
     result = {}
     for name, shape in shapes.items():
         if not isinstance(name, str):

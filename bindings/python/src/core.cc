@@ -249,7 +249,9 @@ class Predictor {
 
   nb::dict input_shapes() const {
     nb::dict shapes;
-    for (const auto& entry : known_shapes_) shapes[entry.first.c_str()] = ShapeToPython(entry.second);
+    for (const auto& entry : known_shapes_) {
+      shapes[entry.first.c_str()] = ShapeToPython(entry.second);
+    }
     return shapes;
   }
 
@@ -625,7 +627,8 @@ nb::bytes SaveNDArrays(nb::list arrays, const std::vector<std::string>& names) {
   std::vector<InputArray> inputs;
   std::vector<NDArray> views;
   for (size_t i = 0; i < arrays.size(); ++i) {
-    const std::string label = names.empty() ? StrCat("array #", i) : StrCat("array '", names[i], "'");
+    const std::string label =
+        names.empty() ? StrCat("array #", i) : StrCat("array '", names[i], "'");
     InputArray array;
     if (!nb::try_cast<InputArray>(arrays[i], array, false)) {
       RaiseError(StrCat(label, " must be a C-contiguous array in CPU memory"));
