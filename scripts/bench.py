@@ -502,7 +502,8 @@ class CaseMeasurement:
         for runtime in rotate(self.live(), index):
             reply = self.ask(runtime, cmd='run', n=1)
             if reply:
-                into.setdefault(runtime, []).append((reply['times'][0], reply['preempted'][0]))
+                into.setdefault(runtime, []).append(
+                    (reply['times'][0], reply['preempted'][0], reply['cpu'][0]))
             time.sleep(self.plan['gap_s'])
 
     def workers_cpu(self):
@@ -534,7 +535,7 @@ class CaseMeasurement:
                 continue
             if planned_s is None:
                 planned_s = time.time() - start
-            clean_enough = all(sum(1 for _, switches in samples.get(r, []) if switches == 0)
+            clean_enough = all(sum(1 for sample in samples.get(r, []) if sample[1] == 0)
                                >= rounds for r in self.live())
             if (clean_enough or index >= 4 * rounds or
                     time.time() - start >= planned_s + extend_s):
@@ -542,11 +543,12 @@ class CaseMeasurement:
         workers1, wall = self.workers_cpu(), time.time() - start
         for runtime, measured in samples.items():
             result = self.results[runtime]
-            clean = [t for t, switches in measured if switches == 0]
+            clean = [t for t, switches, _ in measured if switches == 0]
             result['samples'] = len(measured)
             result['preempted_samples'] = len(measured) - len(clean)
             result['disturbed'] = len(clean) < max(1, rounds // 2)
-            result['times'] = [t for t, _ in measured] if result['disturbed'] else clean
+            result['times'] = [t for t, _, _ in measured] if result['disturbed'] else clean
+            result['cpu_times'] = [cpu for _, _, cpu in measured]
         if busy0 is None or wall <= 0:
             return None
         others = cpu_busy_seconds() - busy0 - (workers1 - workers0) - (own_cpu_seconds() - own0)
@@ -564,7 +566,7 @@ class CaseMeasurement:
             for index in range(plan['warmup']):
                 self.one_round(index, warmup)
             for runtime in self.live():
-                self.results[runtime]['warmup'] = [t for t, _ in warmup.get(runtime, [])]
+                self.results[runtime]['warmup'] = [sample[0] for sample in warmup.get(runtime, [])]
                 checked = self.ask(runtime, cmd='check')
                 if checked:
                     self.results[runtime]['rel_err'] = checked['rel_err']
@@ -587,6 +589,7 @@ class CaseMeasurement:
             if result['times'] and result['error'] is None:
                 result['median_ms'] = 1000.0 * statistics.median(result['times'])
                 result['min_ms'] = 1000.0 * min(result['times'])
+                result['cpu_median_ms'] = 1000.0 * statistics.median(result['cpu_times'])
         return self.results, {'others_cores': background, 'waited_s': waited}
 
 
@@ -757,6 +760,20 @@ def render(report):
                   '"others": the cores other processes on the machine kept busy meanwhile '
                   '(/proc/stat; near 0 for a clean measurement):', '',
                   table(header, rows), '']
+        if 1 in threads:
+            header = ['model'] + [LABELS[r] for r in report['runtimes']] + ['mxlite / best']
+            rows = []
+            for model in models:
+                results = report['results'][model].get('1', {})
+                cpu = {r: {'median_ms': res.get('cpu_median_ms')} for r, res in results.items()
+                       if res.get('error') is None}
+                rows.append([model] + [cell(cpu.get(r)) for r in report['runtimes']] +
+                            [ratio_cell(cpu, [r for r in report['runtimes'] if r != 'mxlite'])])
+            lines += ['CPU time per inference at 1 thread (median ms of the worker process\'s '
+                      'CPU time, all inferences). Unlike latency it does not grow when other '
+                      'processes take the core, so it stays comparable on a busy machine; it '
+                      'still grows when they crowd the caches and memory bus:', '',
+                      table(header, rows), '']
         first = str(threads[0])
         header = ['model'] + ['load ms %s' % LABELS[r] for r in report['runtimes']] + [
             'peak RSS MB %s' % LABELS[r] for r in report['runtimes']] + [
