@@ -660,6 +660,23 @@ def ratio_cell(results, peers):
     return '%.2f (%s)' % (mine / best, LABELS[peer])
 
 
+def goal_summary(report, models):
+    """How many (model, threads) rows meet the issue's goal of <= 0.85x the best peer."""
+    met, total = 0, 0
+    for model in models:
+        for t in report['threads']:
+            results = report['results'][model].get(str(t), {})
+            mine = results.get('mxlite', {}).get('median_ms')
+            peers = [res['median_ms'] for r, res in results.items()
+                     if r != 'mxlite' and res.get('median_ms') is not None]
+            if mine is None or not peers:
+                continue
+            total += 1
+            met += mine <= 0.85 * min(peers)
+    return 'Goal met (mxlite ≤ 0.85 × the faster peer) in %d of %d model and thread rows.' % (
+        met, total)
+
+
 def table(header, rows):
     lines = ['| ' + ' | '.join(header) + ' |',
              '|' + '|'.join('---' if i == 0 else '---:' for i in range(len(header))) + '|']
@@ -760,6 +777,15 @@ def render(report):
                   '"others": the cores other processes on the machine kept busy meanwhile '
                   '(/proc/stat; near 0 for a clean measurement):', '',
                   table(header, rows), '']
+        lines += [goal_summary(report, models), '']
+        busy = [load.get('others_cores') or 0.0 for per_model in report['background'].values()
+                for load in per_model.values()]
+        if busy and max(busy) > BACKGROUND_WARN_CORES:
+            lines += ['Other processes kept the machine busy during this run (up to %.1f cores; '
+                      'see "others" and the warnings): the latencies are inflated, those at '
+                      'more than one thread most. The CPU-time table below compares the '
+                      'runtimes more fairly meanwhile; rerun on an idle machine for the '
+                      'figures that count.' % max(busy), '']
         if 1 in threads:
             header = ['model'] + [LABELS[r] for r in report['runtimes']] + ['mxlite / best']
             rows = []
