@@ -186,20 +186,25 @@ def run_symbol(sym: mx.sym.Symbol, inputs: Dict[str, np.ndarray],
 
     Arguments that are neither inputs nor params (e.g. SoftmaxOutput's
     `<name>_label`) are unused at inference; they get zeros of the inferred
-    shape, as MXPredCreate does.
+    shape, as MXPredCreate does. dtype None runs every array in its own
+    dtype (inputs and params as given, labels as MXNet infers them).
     """
     arg_shapes, _, _ = sym.infer_shape(**{k: v.shape for k, v in inputs.items()})
+    arg_types = [np.float32] * len(arg_shapes)
+    if dtype is None:
+        known = {k: v.dtype for k, v in list(args.items()) + list(inputs.items())}
+        arg_types, _, _ = sym.infer_type(**known)
     arg_arrays = []
-    for name, shape in zip(sym.list_arguments(), arg_shapes):
+    for name, shape, typ in zip(sym.list_arguments(), arg_shapes, arg_types):
         if name in inputs:
             value = inputs[name]
         elif name in args:
             value = args[name]
         else:
             assert name.endswith("_label"), "no value for argument %r" % name
-            value = np.zeros(shape)
-        arg_arrays.append(mx.nd.array(value, ctx=CTX, dtype=dtype))
-    aux_arrays = [mx.nd.array(auxs[n], ctx=CTX, dtype=dtype)
+            value = np.zeros(shape, dtype=typ)
+        arg_arrays.append(mx.nd.array(value, ctx=CTX, dtype=dtype or value.dtype))
+    aux_arrays = [mx.nd.array(auxs[n], ctx=CTX, dtype=dtype or auxs[n].dtype)
                   for n in sym.list_auxiliary_states()]
     exe = sym.bind(CTX, args=arg_arrays, aux_states=aux_arrays, grad_req="null")
     outs = [o.asnumpy() for o in exe.forward(is_train=False)]
@@ -220,9 +225,25 @@ def load_checkpoint(prefix: str) -> Tuple[mx.sym.Symbol, dict, dict]:
     return sym, args, auxs
 
 
-def oracle_from_files(prefix: str, inputs: Dict[str, np.ndarray]):
-    """Outputs from the files on disk (float32), plus float64 cross-check error."""
+def oracle_from_files(prefix: str, inputs: Dict[str, np.ndarray], dtypes: str = "float32"):
+    """Outputs from the files on disk, plus float64 cross-check error.
+
+    dtypes "float32": everything runs in float32 (and again in float64 for the
+    cross-check). "typed": inputs and params run in their own dtypes, as
+    MXPredCreateEx would run them. "float32_values": MXNet's CPU build has no
+    float16 kernels for most operators, so a float16 model is run on the same
+    values in float32 (its "__dtype__" hints dropped) to give the reference.
+    """
     sym, args, auxs = load_checkpoint(prefix)
+    if dtypes == "typed":
+        return sym, run_symbol(sym, inputs, args, auxs, dtype=None), None
+    if dtypes == "float32_values":
+        graph = json.loads(sym.tojson())
+        for node in graph["nodes"]:
+            node.get("attrs", {}).pop("__dtype__", None)
+        sym32 = mx.sym.load_json(json.dumps(graph))
+        as32 = lambda arrays: {k: v.astype(np.float32) for k, v in arrays.items()}
+        return sym, run_symbol(sym32, as32(inputs), as32(args), as32(auxs)), None
     outs = run_symbol(sym, inputs, args, auxs)
     try:
         outs64 = run_symbol(sym, inputs, args, auxs, dtype=np.float64)
@@ -235,7 +256,8 @@ def oracle_from_files(prefix: str, inputs: Dict[str, np.ndarray]):
 
 def write_case(outdir: str, name: str, sym: mx.sym.Symbol,
                inputs: Dict[str, np.ndarray], params: Dict[str, np.ndarray],
-               rtol: float, notes: str, symbol_json: Optional[str] = None) -> dict:
+               rtol: float, notes: str, symbol_json: Optional[str] = None,
+               dtypes: str = "float32", output_dtypes: Optional[List[str]] = None) -> dict:
     """Write one checkpoint case and return its manifest entry.
 
     `params` maps argument/aux names to values; they are split into arg:/aux:
@@ -261,7 +283,7 @@ def write_case(outdir: str, name: str, sym: mx.sym.Symbol,
             saved["arg:" + pname] = mx.nd.array(value, ctx=CTX, dtype=value.dtype)
     mx.nd.save(prefix + "-0000.params", saved)
 
-    loaded_sym, outs, err64 = oracle_from_files(prefix, inputs)
+    loaded_sym, outs, err64 = oracle_from_files(prefix, inputs, dtypes)
     for i, o in enumerate(outs):
         if not np.all(np.isfinite(o)):
             raise RuntimeError("%s: output %d is not finite" % (name, i))
@@ -270,18 +292,21 @@ def write_case(outdir: str, name: str, sym: mx.sym.Symbol,
         notes += (" rtol raised to 1e-4: MXNet's own float32 result is %.1e (relative) "
                   "away from its float64 result, so 1e-5 would leave no margin." % err64)
 
-    io = {"input:" + k: v.astype(np.float32) for k, v in inputs.items()}
+    io = {"input:" + k: v if dtypes != "float32" else v.astype(np.float32)
+          for k, v in inputs.items()}
     io.update({"output:%d" % i: o for i, o in enumerate(outs)})
     save_npz(prefix + "-io.npz", io)
-    return {
+    entry = {"input_dtypes": {k: str(v.dtype) for k, v in inputs.items()}} if dtypes != "float32" else {}
+    return dict(entry, **{
+        "output_dtypes": output_dtypes or [str(o.dtype) for o in outs],
         "inputs": {k: shape_list(v.shape) for k, v in inputs.items()},
         "outputs": [shape_list(o.shape) for o in outs],
         "rtol": rtol,
         "notes": notes,
         "ops": graph_ops(loaded_sym),
-        "max_abs_output": [float(np.max(np.abs(o))) for o in outs],
+        "max_abs_output": [float(np.max(np.abs(o))) if o.size else 0.0 for o in outs],
         "mxnet_err_vs_fp64": err64,
-    }
+    })
 
 
 # --------------------------------------------------------------------------
@@ -356,6 +381,14 @@ class OpCase:
     make_input: InputFn = field(default_factory=normal)
     rtol: float = OPS_RTOL
     symbol_json: Optional[str] = None  # written instead of sym.tojson() (legacy files)
+    # Typed cases: numpy dtype names of inputs and of parameters (cast after
+    # random initialisation), how the oracle runs them (see
+    # oracle_from_files) and, for "float32_values", the output dtypes the
+    # model really has.
+    input_dtypes: Optional[Dict[str, str]] = None
+    param_dtypes: Optional[Dict[str, str]] = None
+    dtypes: str = "float32"
+    output_dtypes: Optional[List[str]] = None
 
 
 def define_op_cases() -> List[OpCase]:
@@ -512,6 +545,7 @@ def define_op_cases() -> List[OpCase]:
         "SoftmaxActivation mode=channel: softmax along axis 1.", make_input=normal(2.0))
 
     cases.extend(coverage_cases())
+    cases.extend(dtype_cases())
 
     # ---- graphs ----------------------------------------------------------
     shared = mx.sym.Convolution(data, kernel=(3, 3), pad=(1, 1), num_filter=5, name="conv0")
@@ -992,6 +1026,101 @@ def mixed_net() -> mx.sym.Symbol:
     return S.Group([S.SoftmaxOutput(h, name="softmax"), S.argmax(h, axis=1, name="am1")])
 
 
+def dtype_cases() -> List[OpCase]:
+    """Models whose inputs, parameters or outputs are not float32."""
+    cases: List[OpCase] = []
+    S = mx.sym
+
+    def add(name, sym, inputs, notes, **kw):
+        cases.append(OpCase(name, sym, inputs, notes, **kw))
+
+    # A float16 export (Gluon's net.cast('float16')): float16 input, weights,
+    # statistics and output. MXNet's CPU build has no float16 GEMM or
+    # BatchNorm, so the reference is MXNet's float32 run of the same values;
+    # mxlite rounds every intermediate result to float16 as a float16 run
+    # would, hence the float16-sized tolerance.
+    data = S.var("data", dtype="float16")
+    x = S.Convolution(data, kernel=(3, 3), pad=(1, 1), num_filter=5, name="c1")
+    x = S.BatchNorm(x, fix_gamma=False, name="bn1")
+    x = S.Activation(x, act_type="relu", name="r1")
+    x = S.Pooling(x, kernel=(2, 2), stride=(2, 2), pool_type="max", name="p1")
+    x = S.FullyConnected(x, num_hidden=7, name="fc1")
+    fp16_net = S.softmax(x, name="prob")
+    names = fp16_net.list_arguments() + fp16_net.list_auxiliary_states()
+    add("dtype_float16_cnn", fp16_net, {"data": (2, 3, 7, 7)},
+        "A float16 model: input, weights, BatchNorm statistics and output in float16 (input "
+        "given through MXPredCreateEx). Reference: MXNet's float32 run of the same values "
+        "(its CPU build has no float16 convolution); rtol 1e-2 covers float16 rounding.",
+        input_dtypes={"data": "float16"}, param_dtypes={n: "float16" for n in names if n != "data"},
+        dtypes="float32_values", output_dtypes=["float16"], rtol=1e-2)
+
+    # Element-wise float16 operators MXNet does run on the CPU: a real
+    # float16 reference.
+    half = S.var("data", dtype="float16")
+    y = S.Activation(half, act_type="tanh", name="t1")
+    y = S._internal._mul_scalar(y, scalar=3.0, name="m1")
+    y = S.softmax(y, name="s1")
+    y = S.LayerNorm(y, name="ln1")
+    add("dtype_float16_elementwise", y, {"data": (2, 3, 7)},
+        "tanh, scalar multiply, softmax and LayerNorm in float16, run by MXNet in float16.",
+        input_dtypes={"data": "float16"}, param_dtypes={"ln1_gamma": "float16", "ln1_beta": "float16"},
+        dtypes="typed", rtol=5e-3)
+
+    # Casts inside a float32 graph.
+    data = S.var("data")
+    z = S.Cast(data, dtype="float16", name="to_half")
+    z = S.Activation(z, act_type="relu", name="r1")
+    z = S._internal._mul_scalar(z, scalar=1.7, name="m1")
+    z = S.Cast(z, dtype="float32", name="to_float")
+    z = S.FullyConnected(z, num_hidden=5, name="fc1")
+    add("dtype_cast_float16_roundtrip", z, {"data": (2, 13)},
+        "Cast to float16, relu and a scalar multiply in float16, Cast back, FullyConnected.",
+        dtypes="typed")
+    add("dtype_cast_to_integers", S.Group([S.Cast(data, dtype=t, name="to_" + t)
+                                            for t in ("uint8", "int8", "int32")]),
+        {"data": (3, 11)}, "Cast of values in [-300, 300] to uint8, int8 (both wrap) and int32.",
+        make_input=uniform(-300.0, 300.0), dtypes="typed")
+
+    # Parameters stored as int8, dequantised by the graph.
+    weight = S.var("fc1_weight", dtype="int8")
+    scaled = S._internal._mul_scalar(S.Cast(weight, dtype="float32", name="dq"), scalar=0.02,
+                                     name="scale")
+    add("dtype_int8_weights", S.FullyConnected(data, weight=scaled, num_hidden=6, no_bias=True,
+                                               name="fc1"),
+        {"data": (2, 9)}, "An int8 weight in the params file, Cast to float32 and scaled.",
+        param_dtypes={"fc1_weight": "int8"}, dtypes="typed")
+
+    # Integer inputs.
+    tokens = S.var("tokens")
+    add("dtype_int32_tokens", S.sum(S.Embedding(tokens, input_dim=11, output_dim=4, name="emb"),
+                                    axis=1, name="sum1"),
+        {"tokens": (3, 5)}, "int32 token ids (MXPredCreateEx) into an Embedding, summed.",
+        make_input=integers(0, 10), input_dtypes={"tokens": "int32"}, dtypes="typed")
+    image = S.var("image")
+    u = S._internal._mul_scalar(S.Cast(image, dtype="float32", name="to_float"),
+                                scalar=1.0 / 255, name="norm")
+    add("dtype_uint8_image", S.Convolution(u, kernel=(3, 3), num_filter=4, name="c1"),
+        {"image": (2, 3, 6, 5)}, "A uint8 image input, Cast and scaled, into a Convolution.",
+        make_input=integers(0, 255), input_dtypes={"image": "uint8"}, dtypes="typed")
+    add("dtype_one_hot_int32", S.one_hot(tokens, depth=5, dtype="int32", name="oh"),
+        {"tokens": (2, 3)}, "one_hot with an int32 output.", make_input=integers(-1, 5),
+        dtypes="typed")
+    add("dtype_topk_int32_indices", S.Group(list(S.topk(data, k=2, ret_typ="both",
+                                                        dtype="int32", name="tk"))),
+        {"data": (2, 7)}, "topk returning float32 values and int32 indices.",
+        make_input=lambda rng, shape: rng.permutation(int(np.prod(shape))).reshape(shape) * 0.5,
+        dtypes="typed")
+
+    # float64 throughout (mxlite computes it in float32).
+    wide = S.var("data", dtype="float64")
+    add("dtype_float64", S.softmax(S.FullyConnected(wide, num_hidden=5, name="fc1"), name="prob"),
+        {"data": (2, 9)}, "A float64 model: input, weights and output float64 (mxlite computes "
+        "in float32, well inside the tolerance).",
+        input_dtypes={"data": "float64"}, param_dtypes={"fc1_weight": "float64", "fc1_bias": "float64"},
+        dtypes="typed")
+    return cases
+
+
 def composite_net(data: mx.sym.Symbol) -> mx.sym.Symbol:
     """A miniature ResNet: exercises op chaining, in-place ops and the residual join."""
     c1 = mx.sym.Convolution(data, kernel=(3, 3), pad=(1, 1), num_filter=5, name="c1")
@@ -1008,15 +1137,25 @@ def composite_net(data: mx.sym.Symbol) -> mx.sym.Symbol:
     return mx.sym.softmax(fc, name="prob")
 
 
+def case_values(c: OpCase, rng: np.random.RandomState):
+    """Random inputs and parameters of a case, in the dtypes it asks for."""
+    inputs = {k: c.make_input(rng, shape).astype((c.input_dtypes or {}).get(k, np.float32))
+              for k, shape in c.inputs.items()}
+    params = random_params(c.sym, c.inputs, rng)
+    for k, dtype in (c.param_dtypes or {}).items():
+        params[k] = params[k].astype(dtype)
+    return inputs, params
+
+
 def cmd_ops(outdir: str) -> None:
     os.makedirs(outdir, exist_ok=True)
     cases = {}
     for c in define_op_cases():
         rng = seed_all(c.name)
-        inputs = {k: c.make_input(rng, shape).astype(np.float32) for k, shape in c.inputs.items()}
-        params = random_params(c.sym, c.inputs, rng)
+        inputs, params = case_values(c, rng)
         entry = write_case(outdir, c.name, c.sym, inputs, params, c.rtol, c.notes,
-                           symbol_json=c.symbol_json)
+                           symbol_json=c.symbol_json, dtypes=c.dtypes,
+                           output_dtypes=c.output_dtypes)
         cases[c.name] = entry
         print("  %-32s out %-22s max|out| %-9.3g fp32-vs-fp64 %s" % (
             c.name, entry["outputs"], max(entry["max_abs_output"]),

@@ -1,6 +1,7 @@
-"""Every operator configuration against MXNet 1.9.1 (tests/fixtures/ops), every
-alias MXNet accepts, and the load-time errors for unknown operators and bad
-attributes."""
+"""Every operator configuration against MXNet 1.9.1 (tests/fixtures/ops), with
+inputs, parameters and outputs in MXNet's dtypes; every alias MXNet accepts;
+and the load-time errors for unknown operators, bad attributes and
+unsupported dtypes."""
 import json
 import os
 import re
@@ -19,12 +20,53 @@ def test_fixtures_present():
     assert len(CASES) >= 300, 'tests/fixtures/ops is missing or incomplete'
 
 
+DTYPE_FLAGS = {'float32': 0, 'float64': 1, 'float16': 2, 'uint8': 3, 'int32': 4, 'int8': 5,
+               'int64': 6}
+
+
+def run_case(api, case, symbol_json=None):
+    """Outputs for a fixture's inputs; typed inputs go through MXPredCreateEx
+    and are set in their own dtype, as MXNet's predict API reads them."""
+    inputs, expected = case.io()
+    symbol_json = symbol_json or case.symbol_json
+    input_dtypes = case.meta.get('input_dtypes')
+    if not input_dtypes:
+        return api.predict(symbol_json, case.params, inputs, num_outputs=len(expected)), expected
+    handle = api.create(symbol_json, case.params, {k: v.shape for k, v in inputs.items()},
+                        dtypes={k: DTYPE_FLAGS[v] for k, v in input_dtypes.items()})
+    try:
+        for name, value in inputs.items():
+            assert str(value.dtype) == input_dtypes[name]
+            api.set_input(handle, name, value)
+        api.forward(handle)
+        return [api.output(handle, i) for i in range(len(expected))], expected
+    finally:
+        api.free(handle)
+
+
 @pytest.mark.parametrize('case', CASES, ids=[c.name for c in CASES])
 def test_op_matches_mxnet(api, case):
-    inputs, expected = case.io()
-    outputs = api.predict(case.symbol_json, case.params, inputs, num_outputs=len(expected))
+    outputs, expected = run_case(api, case)
     for index, (ours, theirs) in enumerate(zip(outputs, expected)):
+        # MXPredGetOutputType gives MXNet's output dtype, and the data come
+        # out in it.
+        assert str(ours.dtype) == case.meta['output_dtypes'][index], f'{case.name} output {index}'
         assert_close(ours, theirs, case.rtol, f'{case.name} output {index}')
+
+
+def test_typed_cases_present():
+    typed = [c.name for c in CASES if c.meta.get('input_dtypes') or
+             any(d != 'float32' for d in c.meta['output_dtypes'])]
+    assert len(typed) >= 8, typed
+
+
+def test_unsupported_dtype_names_node_and_dtype(api):
+    # Convolution computes on floats only: int32 data is refused at load.
+    case = BY_NAME['conv_3x3_pad1']
+    with pytest.raises(CAPIError) as error:
+        api.create(case.symbol_json, case.params, {'data': (2, 3, 13, 13)}, dtypes={'data': 4})
+    message = str(error.value)
+    assert "'conv0' (Convolution)" in message and 'int32' in message, message
 
 
 # ---------------------------------------------------------------------------
@@ -65,8 +107,7 @@ def test_alias_computes_like_its_operator(api, alias, canonical):
             node['op'] = alias
             renamed += 1
     assert renamed
-    inputs, expected = case.io()
-    outputs = api.predict(json.dumps(graph), case.params, inputs, num_outputs=len(expected))
+    outputs, expected = run_case(api, case, json.dumps(graph))
     for index, (ours, theirs) in enumerate(zip(outputs, expected)):
         assert_close(ours, theirs, case.rtol, f'{alias} as {case.name} output {index}')
 

@@ -130,6 +130,9 @@ Status Executor::Bind(const std::map<std::string, int>& input_dtypes) {
       }
     }
     MXL_RETURN_IF_ERROR(CreateOperator(node.op_name, node.name, node.attrs, &ops_[n]));
+    std::vector<int> input_dtypes;
+    for (const NodeEntry& input : node.inputs) input_dtypes.push_back(dtypes[input.node][input.index]);
+    ops_[n]->SetDTypes(input_dtypes, dtypes[n]);
   }
   node_inputs_.resize(graph.nodes.size());
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
@@ -140,7 +143,51 @@ Status Executor::Bind(const std::map<std::string, int>& input_dtypes) {
   for (const NodeEntry& output : graph.outputs) {
     outputs_.push_back(entries_[output.node][output.index]);
   }
+  float32_copies_.resize(graph.nodes.size());
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    if (ops_[n]) MXL_RETURN_IF_ERROR(MakeFloat32Copies(static_cast<int>(n)));
+  }
   return PrepareOperators();
+}
+
+Status Executor::MakeFloat32Copies(int n) {
+  bool all_float32 = true;
+  for (const NDArray& array : node_inputs_[n]) all_float32 &= array.dtype() == kFloat32;
+  for (const NDArray& array : entries_[n]) all_float32 &= array.dtype() == kFloat32;
+  if (all_float32) return Status();
+  std::unique_ptr<Float32Copies> copies(new Float32Copies());
+  for (const NDArray& array : node_inputs_[n]) {
+    copies->inputs.push_back(array);
+    if (array.dtype() != kFloat32) {
+      MXL_RETURN_IF_ERROR(NDArray::Create(array.shape(), kFloat32, &copies->inputs.back()));
+    }
+  }
+  for (const NDArray& array : entries_[n]) {
+    copies->outputs.push_back(array);
+    if (array.dtype() != kFloat32) {
+      MXL_RETURN_IF_ERROR(NDArray::Create(array.shape(), kFloat32, &copies->outputs.back()));
+    }
+  }
+  float32_copies_[n] = std::move(copies);
+  return Status();
+}
+
+void Executor::CopyInputsToFloat32(int n) {
+  const std::vector<NDArray>& typed = node_inputs_[n];
+  for (size_t i = 0; i < typed.size(); ++i) {
+    if (typed[i].dtype() == kFloat32) continue;
+    ConvertToFloat32(typed[i].dtype(), typed[i].data(), static_cast<size_t>(typed[i].Size()),
+                     float32_copies_[n]->inputs[i].fdata());
+  }
+}
+
+void Executor::CopyOutputsFromFloat32(int n) {
+  const std::vector<NDArray>& typed = entries_[n];
+  for (size_t i = 0; i < typed.size(); ++i) {
+    if (typed[i].dtype() == kFloat32) continue;
+    ConvertFromFloat32(typed[i].dtype(), float32_copies_[n]->outputs[i].fdata(),
+                       static_cast<size_t>(typed[i].Size()), typed[i].data());
+  }
 }
 
 Status Executor::BindVariables(const Graph& graph, const EntryShapes& shapes,
@@ -207,7 +254,10 @@ Status Executor::PrepareOperators() {
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     if (!ops_[n]) continue;
     size_t bytes = 0;
-    Status status = ops_[n]->Prepare(node_inputs_[n], entries_[n], &bytes);
+    const Float32Copies* copies = float32_copies_[n].get();
+    if (copies) CopyInputsToFloat32(static_cast<int>(n));  // weights a Prepare may read
+    Status status = copies ? ops_[n]->Prepare(copies->inputs, copies->outputs, &bytes)
+                           : ops_[n]->Prepare(node_inputs_[n], entries_[n], &bytes);
     if (!status.ok()) {
       return Status::Error(StrCat("node ", graph.Describe(static_cast<int>(n)), ": ",
                                   status.message()));
@@ -255,7 +305,11 @@ Status Executor::RunNode(int n) {
   context.pool = pool_.get();
   const bool timed = profile_ != nullptr;
   const auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
-  Status status = ops_[n]->Forward(context, node_inputs_[n], entries_[n]);
+  const Float32Copies* copies = float32_copies_[n].get();
+  if (copies) CopyInputsToFloat32(n);
+  Status status = copies ? ops_[n]->Forward(context, copies->inputs, copies->outputs)
+                         : ops_[n]->Forward(context, node_inputs_[n], entries_[n]);
+  if (copies && status.ok()) CopyOutputsFromFloat32(n);
   if (timed) {
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -383,12 +437,7 @@ Status LoadParams(const void* bytes, size_t size, const Graph& graph,
     if (node < 0 || !graph.nodes[node].is_variable()) continue;  // unused entries are fine
     MXL_CHECK(!arrays[i].is_none(), "params: '", names[i], "' is an empty (none) array");
     MXL_CHECK(params->count(name) == 0, "params: '", name, "' appears twice");
-    NDArray array = arrays[i];
-    if (array.dtype() != kFloat32) {
-      // Graphs run in float32 for now: convert stored float16/float64/...
-      MXL_RETURN_IF_ERROR(arrays[i].ToFloat32(&array));
-    }
-    (*params)[name] = array;
+    (*params)[name] = arrays[i];  // in its stored dtype; type inference checks it
   }
   return Status();
 }

@@ -26,8 +26,8 @@
 
 namespace mxlite {
 
-// A loaded model: the graph (pruned to its outputs) and its parameters
-// converted to the graph's dtypes, shared by every executor made from it.
+// A loaded model: the graph (pruned to its outputs) and its parameters in
+// their stored dtypes, shared by every executor made from it.
 struct Model {
   Graph graph;
   std::map<std::string, NDArray> params;
@@ -39,7 +39,7 @@ struct Model {
 // heads), prunes the graph to its outputs and loads the parameters it uses
 // from the params file bytes. Parameter names may carry MXNet's "arg:" and
 // "aux:" prefixes or none (Gluon save_parameters); entries the graph does
-// not use are ignored; stored float16/float64/... become float32.
+// not use are ignored; each keeps the dtype it was stored with.
 Status LoadModel(const char* symbol_json, size_t symbol_json_size, const void* param_bytes,
                  size_t param_size, const std::vector<std::string>& output_keys,
                  std::shared_ptr<Model>* out);
@@ -119,6 +119,18 @@ class Executor {
   Status PrepareOperators();
   Status RunNode(int n);
 
+  // Operators compute in float32. A node that reads or writes an array of
+  // another dtype (float16, int32, ...) runs on float32 copies: its inputs
+  // are converted before the operator runs and its outputs converted back
+  // (rounded to their dtype, as MXNet would store them) after it.
+  struct Float32Copies {
+    std::vector<NDArray> inputs;   // what the operator reads
+    std::vector<NDArray> outputs;  // what it writes
+  };
+  Status MakeFloat32Copies(int n);
+  void CopyInputsToFloat32(int n);
+  void CopyOutputsFromFloat32(int n);
+
   std::shared_ptr<const Model> model_;
   struct OpProfile {
     double seconds = 0;
@@ -134,6 +146,7 @@ class Executor {
   std::vector<std::unique_ptr<Operator>> ops_;       // per node; null for variables
   std::vector<std::vector<NDArray>> entries_;        // per node, per output
   std::vector<std::vector<NDArray>> node_inputs_;    // per node, gathered once
+  std::vector<std::unique_ptr<Float32Copies>> float32_copies_;  // per node; null: all float32
   std::vector<NDArray> outputs_;
   std::shared_ptr<Storage> arena_;
   // Per planned block: its own storage when it holds a graph output (so

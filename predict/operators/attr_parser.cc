@@ -236,6 +236,13 @@ int AttrParser::Enum(const char* key, const std::vector<std::string>& choices, i
   return default_index < 0 ? 0 : default_index;
 }
 
+int AttrParser::DType(const char* key, const std::vector<std::string>& choices,
+                      int default_index) {
+  const int choice = Enum(key, choices, default_index);
+  if (choice < 0 || choices[choice] == "None") return kUnknownDType;
+  return DTypeFromName(choices[choice].c_str());
+}
+
 std::string AttrParser::String(const char* key, const std::string& default_value) {
   Document(key, "string", default_value, false);
   const std::string* raw = Lookup(key, false);

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "../base/dtype.h"
 #include "../base/status.h"
 
 namespace mxlite {
@@ -56,6 +57,9 @@ class AttrParser {
   std::vector<int64_t> Tuple(const char* key);  // required
   // Index of the value in `choices`; `default_index` when absent.
   int Enum(const char* key, const std::vector<std::string>& choices, int default_index);
+  // A dtype by name among `choices` (numpy names, "None" allowed), as its
+  // type flag; "None" gives kUnknownDType. `default_index` as for Enum.
+  int DType(const char* key, const std::vector<std::string>& choices, int default_index);
   std::string String(const char* key, const std::string& default_value);
   // An int or "None" (MXNet's "int or None" fields): "None" gives kNoneInt,
   // absence `default_value` (which may be kNoneInt).

@@ -54,7 +54,8 @@ Status GatherRows(const float* indices, int64_t count, const float* table, int64
 
 class Embedding : public Operator {
  public:
-  Embedding(int64_t input_dim, int64_t output_dim) : input_dim_(input_dim), output_dim_(output_dim) {}
+  Embedding(int64_t input_dim, int64_t output_dim, int dtype)
+      : input_dim_(input_dim), output_dim_(output_dim), dtype_(dtype) {}
 
   std::vector<std::string> InputNames() const override { return {"data", "weight"}; }
 
@@ -69,7 +70,12 @@ class Embedding : public Operator {
   }
 
   Status InferType(std::vector<int>* in, std::vector<int>* out) const override {
-    return UnifyDTypes(*this, {1}, true, in, out);  // indices: any type
+    // The weight and the output have the dtype attribute's type (MXNet
+    // insists); the indices any type.
+    std::vector<int> typed = {dtype_};
+    MXL_RETURN_IF_ERROR(UnifyDTypes(*this, {1}, false, in, &typed));
+    (*out)[0] = typed[0];
+    return Status();
   }
 
   Status Forward(const OpContext&, const std::vector<NDArray>& in,
@@ -80,20 +86,20 @@ class Embedding : public Operator {
 
  private:
   int64_t input_dim_, output_dim_;
+  int dtype_;
 };
 
 Status CreateEmbedding(AttrParser* attrs, std::unique_ptr<Operator>* out) {
   const int64_t input_dim = attrs->Int("input_dim");
   const int64_t output_dim = attrs->Int("output_dim");
-  const int dtype = attrs->Enum("dtype", {"float32", "float16", "float64", "bfloat16", "int32",
-                                          "int64", "int8", "uint8"}, 0);
+  const int dtype = attrs->DType("dtype", {"float32", "float16", "float64", "bfloat16", "int32",
+                                           "int64", "int8", "uint8"}, 0);
   attrs->Bool("sparse_grad", false);  // training only
   MXL_RETURN_IF_ERROR(attrs->Finish());
   if (input_dim < 1) attrs->Fail("input_dim", StrCat(input_dim, " must be at least 1"));
   if (output_dim < 0) attrs->Fail("output_dim", StrCat(output_dim, " must not be negative"));
-  if (dtype != 0) attrs->Fail("dtype", "only float32 embeddings are supported");
   MXL_RETURN_IF_ERROR(attrs->Finish());
-  out->reset(new Embedding(input_dim, output_dim));
+  out->reset(new Embedding(input_dim, output_dim, dtype));
   return Status();
 }
 
@@ -155,8 +161,8 @@ Status CreateTake(AttrParser* attrs, std::unique_ptr<Operator>* out) {
 
 class OneHot : public Operator {
  public:
-  OneHot(int64_t depth, float on_value, float off_value)
-      : depth_(depth), on_value_(on_value), off_value_(off_value) {}
+  OneHot(int64_t depth, float on_value, float off_value, int dtype)
+      : depth_(depth), on_value_(on_value), off_value_(off_value), dtype_(dtype) {}
 
   std::vector<std::string> InputNames() const override { return {"indices"}; }
 
@@ -170,7 +176,7 @@ class OneHot : public Operator {
 
   Status InferType(std::vector<int>* in, std::vector<int>* out) const override {
     (void)in;  // indices: any type; the output: the dtype attribute
-    (*out)[0] = kFloat32;
+    (*out)[0] = dtype_;
     return Status();
   }
 
@@ -191,19 +197,19 @@ class OneHot : public Operator {
  private:
   int64_t depth_;
   float on_value_, off_value_;
+  int dtype_;
 };
 
 Status CreateOneHot(AttrParser* attrs, std::unique_ptr<Operator>* out) {
   const int64_t depth = attrs->Int("depth");
   const double on_value = attrs->Float("on_value", 1.0);
   const double off_value = attrs->Float("off_value", 0.0);
-  const int dtype = attrs->Enum("dtype", {"float32", "float16", "float64", "bfloat16", "int32",
-                                          "int64", "int8", "uint8"}, 0);
+  const int dtype = attrs->DType("dtype", {"float32", "float16", "float64", "bfloat16", "int32",
+                                           "int64", "int8", "uint8"}, 0);
   MXL_RETURN_IF_ERROR(attrs->Finish());
   if (depth < 0) attrs->Fail("depth", StrCat(depth, " must not be negative"));
-  if (dtype != 0) attrs->Fail("dtype", "only float32 output is supported");
   MXL_RETURN_IF_ERROR(attrs->Finish());
-  out->reset(new OneHot(depth, static_cast<float>(on_value), static_cast<float>(off_value)));
+  out->reset(new OneHot(depth, static_cast<float>(on_value), static_cast<float>(off_value), dtype));
   return Status();
 }
 

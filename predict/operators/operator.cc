@@ -57,10 +57,13 @@ const Registration* Find(const std::string& op_name) {
   return nullptr;
 }
 
+// Operators compute in float32; the executor converts other dtypes on the
+// way in and out, so any valid dtype works where the rule allows it.
 bool IsSupportedDType(int dtype, bool float_only) {
-  // Other types wait for the executor to carry them.
-  (void)float_only;
-  return dtype == kFloat32;
+  if (float_only) {
+    return dtype == kFloat32 || dtype == kFloat16 || dtype == kFloat64 || dtype == kBfloat16;
+  }
+  return IsValidDType(dtype);
 }
 
 }  // namespace operator_cc

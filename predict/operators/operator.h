@@ -44,7 +44,7 @@ struct OpContext {
 // it per operator; the generated operator table prints the text. kFloat and
 // kAny are implemented by Operator::InferType; kOwn operators override it.
 enum class DTypeRule {
-  kFloat,  // every input and output has one type: float32, float16 or float64
+  kFloat,  // every input and output has one float type (float32/16/64, bfloat16)
   kAny,    // every input and output has one type, any of them
   kOwn,    // the operator's own rule, described by the text
 };
@@ -52,7 +52,7 @@ struct DTypeSupport {
   DTypeRule rule;
   const char* text;
 };
-constexpr DTypeSupport kFloatTypes{DTypeRule::kFloat, "float32, float16, float64"};
+constexpr DTypeSupport kFloatTypes{DTypeRule::kFloat, "float32, float16, float64, bfloat16"};
 constexpr DTypeSupport kAnyTypes{DTypeRule::kAny, "any type (all inputs and the output alike)"};
 constexpr DTypeSupport OwnTypes(const char* text) { return {DTypeRule::kOwn, text}; }
 
@@ -87,6 +87,15 @@ class Operator {
   // Default: the registry's rule (kFloat or kAny): all inputs and outputs
   // share one dtype, known from any of them.
   virtual Status InferType(std::vector<int>* in, std::vector<int>* out) const;
+
+  // Called by the executor with the final dtypes (MXNet's types, which the
+  // executor converts to and from float32 around the operator). Operators
+  // whose arithmetic depends on the type override it: MXNet casts a scalar
+  // attribute to the data type before using it.
+  virtual void SetDTypes(const std::vector<int>& in, const std::vector<int>& out) {
+    (void)in;
+    (void)out;
+  }
 
   // Called once the shapes are final and the weights are in place.
   virtual Status Prepare(const std::vector<NDArray>& in, const std::vector<NDArray>& out,

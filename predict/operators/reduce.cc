@@ -151,9 +151,23 @@ float ReduceBlock(ReduceKind kind, const float* x, int64_t length) {
 
 class Reduce : public Operator {
  public:
-  Reduce(ReduceKind kind, bool has_axes, std::vector<int64_t> axes, bool keepdims, bool exclude)
+  // out_dtype kUnknownDType: the output has the input's dtype.
+  Reduce(ReduceKind kind, bool has_axes, std::vector<int64_t> axes, bool keepdims, bool exclude,
+         int out_dtype = kUnknownDType)
       : kind_(kind), has_axes_(has_axes), axes_(std::move(axes)), keepdims_(keepdims),
-        exclude_(exclude) {}
+        exclude_(exclude), out_dtype_(out_dtype) {}
+
+  Status InferType(std::vector<int>* in, std::vector<int>* out) const override {
+    if (kind_ == kNorm1 || kind_ == kNorm2) {
+      // norm: float data; the output has out_dtype, or the data's type.
+      if (out_dtype_ == kUnknownDType) return UnifyDTypes(*this, {0}, true, in, out);
+    } else {
+      return Operator::InferType(in, out);
+    }
+    (*out)[0] = out_dtype_;
+    std::vector<int> no_outputs;
+    return UnifyDTypes(*this, {0}, true, in, &no_outputs);
+  }
 
   Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
     const Shape& data = (*in)[0];
@@ -198,6 +212,7 @@ class Reduce : public Operator {
   bool has_axes_;
   std::vector<int64_t> axes_;
   bool keepdims_, exclude_;
+  int out_dtype_;
   Blocks blocks_;
   std::vector<float> scratch_;
 };
@@ -226,7 +241,7 @@ Status CreateNorm(AttrParser* attrs, std::unique_ptr<Operator>* out) {
   const int64_t ord = attrs->Int("ord", 2);
   std::vector<int64_t> axes;
   const bool has_axes = attrs->OptionalTuple("axis", &axes);
-  const int out_dtype = attrs->Enum(
+  const int out_dtype = attrs->DType(
       "out_dtype", {"None", "float16", "float32", "float64", "int32", "int64", "int8"}, 0);
   const bool keepdims = attrs->Bool("keepdims", false);
   MXL_RETURN_IF_ERROR(attrs->Finish());
@@ -234,11 +249,9 @@ Status CreateNorm(AttrParser* attrs, std::unique_ptr<Operator>* out) {
     attrs->Fail("ord", StrCat(ord, " is not supported (MXNet's norm takes 1 or 2)"));
   } else if (axes.size() > 2) {
     attrs->Fail("axis", StrCat(TupleText(axes), ": norm reduces at most 2 axes"));
-  } else if (out_dtype != 0 && out_dtype != 2) {
-    attrs->Fail("out_dtype", "only None and float32 are supported");
   }
   MXL_RETURN_IF_ERROR(attrs->Finish());
-  out->reset(new Reduce(ord == 1 ? kNorm1 : kNorm2, has_axes, axes, keepdims, false));
+  out->reset(new Reduce(ord == 1 ? kNorm1 : kNorm2, has_axes, axes, keepdims, false, out_dtype));
   return Status();
 }
 
@@ -397,9 +410,23 @@ class SortOp : public Operator {
  public:
   // k < 1 means the whole axis; axis kNoneInt the flattened input.
   SortOp(int64_t axis, int64_t k, SortOutput output, bool ascending, int num_outputs,
-         int visible_outputs)
+         int visible_outputs, int index_dtype)
       : axis_(axis), k_(k), output_(output), ascending_(ascending), num_outputs_(num_outputs),
-        visible_outputs_(visible_outputs) {}
+        visible_outputs_(visible_outputs), index_dtype_(index_dtype) {}
+
+  // Values and the mask have the data's dtype; indices the dtype attribute.
+  Status InferType(std::vector<int>* in, std::vector<int>* out) const override {
+    std::vector<int> values;
+    if (output_ != kIndices) values.push_back((*out)[0]);
+    MXL_RETURN_IF_ERROR(UnifyDTypes(*this, {0}, false, in, &values));
+    if (output_ == kIndices) {
+      (*out)[0] = index_dtype_;
+    } else {
+      (*out)[0] = values[0];
+    }
+    if (num_outputs_ == 2) (*out)[1] = index_dtype_;
+    return Status();
+  }
 
   std::vector<std::string> OutputNames() const override {
     if (num_outputs_ == 1) return {"output"};
@@ -504,6 +531,7 @@ class SortOp : public Operator {
   SortOutput output_;
   bool ascending_;
   int num_outputs_, visible_outputs_;
+  int index_dtype_;
   // Set by Prepare.
   int64_t k_used_ = 0;
   Blocks blocks_;
@@ -518,18 +546,14 @@ Status CreateTopK(AttrParser* attrs, std::unique_ptr<Operator>* out) {
   const int64_t k = attrs->Int("k", 1);
   const int ret_typ = attrs->Enum("ret_typ", {"value", "indices", "mask", "both"}, 1);
   const bool is_ascend = attrs->Bool("is_ascend", false);
-  const int dtype = attrs->Enum("dtype", {"float32", "float16", "float64", "int32", "int64",
-                                          "uint8"}, 0);
+  const int dtype = attrs->DType("dtype", {"float32", "float16", "float64", "int32", "int64",
+                                           "uint8"}, 0);
   MXL_RETURN_IF_ERROR(attrs->Finish());
-  if (dtype != 0) {
-    attrs->Fail("dtype", "only float32 indices are supported");
-    return attrs->Finish();
-  }
   const SortOutput output = static_cast<SortOutput>(ret_typ);
   // MXNet: indices and mask have one output; value has a hidden second (the
   // indices); both shows two.
   const int num_outputs = output == kIndices || output == kMask ? 1 : 2;
-  out->reset(new SortOp(axis, k, output, is_ascend, num_outputs, output == kBoth ? 2 : 1));
+  out->reset(new SortOp(axis, k, output, is_ascend, num_outputs, output == kBoth ? 2 : 1, dtype));
   return Status();
 }
 
@@ -537,18 +561,14 @@ Status CreateSort(AttrParser* attrs, std::unique_ptr<Operator>* out) {
   const bool argsort = attrs->op_name() == "argsort";
   const int64_t axis = attrs->OptionalInt("axis", -1);
   const bool is_ascend = attrs->Bool("is_ascend", true);
-  int dtype = 0;
+  int dtype = kFloat32;
   if (argsort) {
-    dtype = attrs->Enum("dtype", {"float32", "float16", "float64", "int32", "int64", "uint8"}, 0);
+    dtype = attrs->DType("dtype", {"float32", "float16", "float64", "int32", "int64", "uint8"}, 0);
   }
   MXL_RETURN_IF_ERROR(attrs->Finish());
-  if (dtype != 0) {
-    attrs->Fail("dtype", "only float32 indices are supported");
-    return attrs->Finish();
-  }
   // sort: sorted values plus hidden indices; argsort: the indices alone.
-  out->reset(argsort ? new SortOp(axis, 0, kIndices, is_ascend, 1, 1)
-                     : new SortOp(axis, 0, kValues, is_ascend, 2, 1));
+  out->reset(argsort ? new SortOp(axis, 0, kIndices, is_ascend, 1, 1, dtype)
+                     : new SortOp(axis, 0, kValues, is_ascend, 2, 1, dtype));
   return Status();
 }
 

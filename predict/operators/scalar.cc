@@ -3,7 +3,8 @@
  * reversed forms (_rminus_scalar, _rdiv_scalar, _rpower_scalar,
  * _rmod_scalar), and smooth_l1 (s is sigma). The functions are the shared
  * list in binary_math.h. MXNet casts the scalar to the data type before
- * using it, so it is rounded to float here. The attribute is_int only
+ * using it, so it is rounded to float here, and to the data's type when
+ * that is not float32 (SetDTypes). The attribute is_int only
  * changes the output type of integer data in MXNet's numpy mode and has no
  * effect on the values.
  */
@@ -63,6 +64,11 @@ class ScalarOp : public Operator {
   }
 
   std::vector<InplacePair> InplaceOptions() const override { return {{0, 0, false}}; }
+
+  // The scalar in the data's type (float16 data: a float16 scalar).
+  void SetDTypes(const std::vector<int>& in, const std::vector<int>&) override {
+    scalar_ = RoundToDType(in[0], scalar_);
+  }
 
   Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
     return SameShapeInference(*this, in, out);
