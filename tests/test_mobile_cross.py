@@ -66,28 +66,28 @@ def test_cross_build_matches_mxnet_under_qemu(amalgamation, tmp_path, target):
     check_results(report, cases, tmp_path, target)
 
 
-def test_predict_only_build_matches_mxnet(amalgamation, tmp_path):
-    exe = build_driver(amalgamation, tmp_path, 'g++', 'gcc',
-                       flags=['-DMXLITE_PREDICT_ONLY', '-fno-exceptions', '-Os'])
-    formats = {case.name: case for case in load_cases(os.path.join(FIXTURES, 'formats'))}
-    cases = op_cases() + zoo_cases(['squeezenet1.1']) + [formats['legacy_0900']]
+@pytest.fixture(scope='module')
+def predict_only_driver(amalgamation, tmp_path_factory):
+    # Exceptions off as well: the build wasm32-wasi gets, here with GCC.
+    return build_driver(amalgamation, tmp_path_factory.mktemp('predict-only'), 'g++', 'gcc',
+                        flags=['-DMXLITE_PREDICT_ONLY', '-fno-exceptions', '-Os'])
+
+
+def format_cases():
+    return {case.name: case for case in load_cases(os.path.join(FIXTURES, 'formats'))}
+
+
+def test_predict_only_build_matches_mxnet(predict_only_driver, tmp_path):
+    cases = op_cases() + zoo_cases(['squeezenet1.1']) + [format_cases()['legacy_0900']]
     plan = write_plan(cases, tmp_path)
-    check_results(run([str(exe), plan], cwd=tmp_path).stdout, cases, tmp_path, 'predict-only')
+    report = run([str(predict_only_driver), plan], cwd=tmp_path).stdout
+    check_results(report, cases, tmp_path, 'predict-only')
 
 
-def test_predict_only_build_names_what_it_left_out(amalgamation, tmp_path):
-    exe = build_driver(amalgamation, tmp_path, 'g++', 'gcc', flags=['-DMXLITE_PREDICT_ONLY'])
-    formats = {case.name: case for case in load_cases(os.path.join(FIXTURES, 'formats'))}
-    plan = write_plan([formats['legacy_0800']], tmp_path)
-    result = subprocess.run([str(exe), plan], cwd=tmp_path, capture_output=True, text=True)
+def test_predict_only_build_names_what_it_left_out(predict_only_driver, tmp_path):
+    plan = write_plan([format_cases()['legacy_0800']], tmp_path)
+    result = subprocess.run([str(predict_only_driver), plan], cwd=tmp_path, capture_output=True,
+                            text=True)
     assert result.returncode == 1, result.stdout + result.stderr
     assert 'case legacy_0800 error: MXPredCreate: symbol JSON:' in result.stdout
     assert 'before 0.9.0' in result.stdout and 'MXLITE_NO_LEGACY_JSON' in result.stdout
-
-
-def test_compiles_without_exceptions(amalgamation, tmp_path):
-    # What wasm32-wasi requires, checked on the host with both compilers.
-    require_tool('clang++', 'clang')
-    for compiler in ('g++', 'clang++'):
-        run([compiler, '-std=c++17', '-fno-exceptions', '-Wall', '-Wextra', '-Werror',
-             '-fsyntax-only', str(amalgamation / 'mxlite-all.cc')])
