@@ -779,7 +779,8 @@ def render(report):
                   '"others": the cores other processes on the machine kept busy meanwhile '
                   '(/proc/stat; near 0 for a clean measurement):', '',
                   table(header, rows), '']
-        lines += [goal_summary(report, models), '']
+        if len(report['runtimes']) > 1:
+            lines += [goal_summary(report, models), '']
         busy = [load.get('others_cores') or 0.0 for per_model in report['background'].values()
                 for load in per_model.values()]
         if busy and max(busy) > BACKGROUND_WARN_CORES:
