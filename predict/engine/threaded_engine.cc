@@ -198,8 +198,21 @@ class ThreadedEngine : public Engine {
   Status WaitMarker(const VarHandle& var, engine_detail::OperationKind kind, const char* what) {
     if (engine_detail::InsideOperation()) return engine_detail::WaitInsideOperationError(what);
     MXL_CHECK(var != nullptr, "engine: ", what, " called with a null variable");
-    WaitSignal signal;
     const bool write = kind == engine_detail::OperationKind::kWriteMarker;
+    {
+      // Fast path: nothing pending that the wait would have to wait for.
+      // Holding the push lock keeps a concurrent Push from slipping in.
+      std::lock_guard<std::mutex> push_lock(push_mutex_);
+      engine_detail::VarState& state = engine_detail::VarAccess::Of(var);
+      bool idle;
+      {
+        engine_detail::ScopedLock lock(state.mutex);
+        idle = !state.active_write && state.waiting.empty() &&
+               (!write || state.active_reads == 0);
+      }
+      if (idle) return engine_detail::TakeFailure(var);
+    }
+    WaitSignal signal;
     std::unique_ptr<engine_detail::Operation> marker = engine_detail::MakeOperation(
         [&signal, var] {
           signal.result = engine_detail::TakeFailure(var);
