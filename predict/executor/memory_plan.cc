@@ -245,8 +245,10 @@ size_t PlaceBest(const std::vector<Buffer>& buffers, const Ancestry* dataflow, s
   offsets->clear();
   if (buffers.empty()) return 0;
   const std::vector<std::vector<int>> conflicts = Conflicts(buffers, dataflow);
-  auto lifetime = [&](int b) {
-    return static_cast<size_t>(buffers[b].last - buffers[b].first + 1);
+  // In doubles and 64 bits below: size_t products and sums could wrap on
+  // 32-bit targets.
+  auto area = [&](int b) {
+    return static_cast<double>(buffers[b].bytes) * (buffers[b].last - buffers[b].first + 1);
   };
   using Less = std::function<bool(int, int)>;
   // Largest first (big buffers claim the low offsets, small ones fill the
@@ -267,9 +269,7 @@ size_t PlaceBest(const std::vector<Buffer>& buffers, const Ancestry* dataflow, s
       // First written first: what a run-time allocator would see.
       [&](int a, int b) { return buffers[a].first < buffers[b].first; },
       // Largest area in the (time, offset) plane first.
-      [&](int a, int b) {
-        return buffers[a].bytes * lifetime(a) > buffers[b].bytes * lifetime(b);
-      },
+      [&](int a, int b) { return area(a) > area(b); },
       // Most constrained first.
       [&](int a, int b) { return conflicts[a].size() > conflicts[b].size(); },
   };
@@ -297,14 +297,14 @@ size_t PlaceBest(const std::vector<Buffer>& buffers, const Ancestry* dataflow, s
   for (const std::vector<int>& list : conflicts) work_per_step += list.size();
   const size_t steps = std::min(kSearchSteps, std::max<size_t>(kSearchWork / work_per_step, 100));
   auto excess = [&](const std::vector<size_t>& placed) {
-    size_t total = 0;
+    uint64_t total = 0;
     for (size_t b = 0; b < buffers.size(); ++b) {
       const size_t end = placed[b] + buffers[b].bytes;
       if (end > target) total += end - target;
     }
     return total;
   };
-  size_t best_excess = excess(*offsets);
+  uint64_t best_excess = excess(*offsets);
   SearchRandom random;
   size_t stalled = 0;
   std::vector<int> order;
@@ -318,7 +318,7 @@ size_t PlaceBest(const std::vector<Buffer>& buffers, const Ancestry* dataflow, s
       ++stalled;
       continue;
     }
-    const size_t candidate_excess = excess(candidate);
+    const uint64_t candidate_excess = excess(candidate);
     if (arena == best && candidate_excess > best_excess) {
       ++stalled;
       continue;
