@@ -101,7 +101,7 @@ int main() {
   ThreadPool single(1), three(3);
   const int64_t sizes[][3] = {{1, 1, 1},    {5, 7, 3},     {12, 32, 256}, {13, 33, 257},
                               {25, 100, 9}, {64, 49, 576}, {37, 401, 513}, {200, 13, 1000},
-                              {6, 16, 0}};
+                              {6, 16, 0},   {20, 1000, 24}, {7, 777, 64}, {12, 96, 65}};
   for (ThreadPool* pool : {&single, &three}) {
     for (const auto& s : sizes) {
       TestPacked(s[0], s[1], s[2], pool);
