@@ -44,15 +44,20 @@ struct DeconvParams {
   bool no_bias = true;
 };
 
-// All sizes in the three-spatial-dims form.
+// One spatial axis; unused leading axes keep the neutral values.
+struct Axis {
+  int64_t in = 1, out = 1, kernel = 1, stride = 1, pad = 0, dilate = 1;
+  // The output position that input position i feeds through kernel tap k.
+  int64_t Target(int64_t i, int64_t k) const { return i * stride - pad + k * dilate; }
+};
+
+// All sizes in the three-spatial-dims form (depth, height, width).
 struct Geometry {
   int64_t batch = 0, channels = 0, filters = 0, groups = 1;
-  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1};
-  int64_t kernel[3] = {1, 1, 1}, stride[3] = {1, 1, 1}, pad[3] = {0, 0, 0},
-          dilate[3] = {1, 1, 1};
-  int64_t InSpatial() const { return in[0] * in[1] * in[2]; }
-  int64_t OutSpatial() const { return out[0] * out[1] * out[2]; }
-  int64_t KernelSize() const { return kernel[0] * kernel[1] * kernel[2]; }
+  Axis axis[3];
+  int64_t InSpatial() const { return axis[0].in * axis[1].in * axis[2].in; }
+  int64_t OutSpatial() const { return axis[0].out * axis[1].out * axis[2].out; }
+  int64_t KernelSize() const { return axis[0].kernel * axis[1].kernel * axis[2].kernel; }
 };
 
 // Output extents and the effective pads for `data`'s spatial extents.
@@ -87,22 +92,22 @@ Status OutputExtents(const DeconvParams& p, const Shape& data, std::vector<int64
 // `filters` channels.
 void Col2Im(const Geometry& g, const float* col, int64_t filters, int64_t begin, int64_t end,
             float* out) {
+  const Axis& d = g.axis[0];
+  const Axis& h = g.axis[1];
+  const Axis& w = g.axis[2];
   const int64_t positions = end - begin;
   const int64_t out_plane = g.OutSpatial();
   for (int64_t f = 0; f < filters; ++f) {
     float* plane = out + f * out_plane;
-    for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
-      for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
-        for (int64_t kw = 0; kw < g.kernel[2]; ++kw, col += positions) {
+    for (int64_t kd = 0; kd < d.kernel; ++kd) {
+      for (int64_t kh = 0; kh < h.kernel; ++kh) {
+        for (int64_t kw = 0; kw < w.kernel; ++kw, col += positions) {
           for (int64_t p = begin; p < end; ++p) {
-            const int64_t iw = p % g.in[2], ih = p / g.in[2] % g.in[1], id = p / g.in[2] / g.in[1];
-            const int64_t od = id * g.stride[0] - g.pad[0] + kd * g.dilate[0];
-            const int64_t oh = ih * g.stride[1] - g.pad[1] + kh * g.dilate[1];
-            const int64_t ow = iw * g.stride[2] - g.pad[2] + kw * g.dilate[2];
-            if (od < 0 || od >= g.out[0] || oh < 0 || oh >= g.out[1] || ow < 0 || ow >= g.out[2]) {
-              continue;
-            }
-            plane[(od * g.out[1] + oh) * g.out[2] + ow] += col[p - begin];
+            const int64_t od = d.Target(p / w.in / h.in, kd);
+            const int64_t oh = h.Target(p / w.in % h.in, kh);
+            const int64_t ow = w.Target(p % w.in, kw);
+            if (od < 0 || od >= d.out || oh < 0 || oh >= h.out || ow < 0 || ow >= w.out) continue;
+            plane[(od * h.out + oh) * w.out + ow] += col[p - begin];
           }
         }
       }
@@ -155,13 +160,13 @@ class Deconvolution : public Operator {
     g.filters = p_.num_filter;
     g.groups = p_.num_group;
     for (int i = 0; i < nk; ++i) {
-      const int d = 3 - nk + i;
-      g.in[d] = data[2 + i];
-      g.out[d] = out[0].shape()[2 + i];
-      g.kernel[d] = p_.kernel[i];
-      g.stride[d] = p_.stride[i];
-      g.pad[d] = pads[i];
-      g.dilate[d] = p_.dilate[i];
+      Axis& axis = g.axis[3 - nk + i];
+      axis.in = data[2 + i];
+      axis.out = out[0].shape()[2 + i];
+      axis.kernel = p_.kernel[i];
+      axis.stride = p_.stride[i];
+      axis.pad = pads[i];
+      axis.dilate = p_.dilate[i];
     }
     const int64_t rows = g.filters / g.groups * g.KernelSize();
     const int64_t position_bytes = std::max<int64_t>(1, rows * int64_t{sizeof(float)});
@@ -292,11 +297,7 @@ class UpSamplingNearest : public Operator {
   UpSamplingNearest(int64_t scale, int num_args, bool sum)
       : scale_(scale), num_args_(num_args), sum_(sum) {}
 
-  std::vector<std::string> InputNames() const override {
-    std::vector<std::string> names;
-    for (int i = 0; i < num_args_; ++i) names.push_back("arg" + std::to_string(i));
-    return names;
-  }
+  std::vector<std::string> InputNames() const override { return NumberedNames("arg", num_args_); }
 
   Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
     const std::vector<std::string> names = InputNames();

@@ -73,16 +73,10 @@ const BinaryName kBinaryNames[] = {
 
 // Every input and the output share one shape, known from any of them.
 Status AllSameShape(const Operator& op, std::vector<Shape>* in, std::vector<Shape>* out) {
-  const std::vector<std::string> names = op.InputNames();
+  std::vector<int> all(in->size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
   Shape shape = (*out)[0];
-  for (size_t i = 0; i < in->size(); ++i) {
-    Shape before = shape;
-    MXL_CHECK(MergeShape(&shape, (*in)[i]), "input '", names[i], "' has shape ",
-              (*in)[i].ToString(), " but another input or the output has ", before.ToString());
-  }
-  for (size_t i = 0; i < in->size(); ++i) {
-    MXL_RETURN_IF_ERROR(AssignShape(in, static_cast<int>(i), shape, "input", names));
-  }
+  MXL_RETURN_IF_ERROR(UnifyShapes(op, all, in, &shape));
   return AssignShape(out, 0, shape, "output", op.OutputNames());
 }
 
@@ -164,11 +158,7 @@ class AddN : public Operator {
  public:
   explicit AddN(int num_args) : num_args_(num_args) {}
 
-  std::vector<std::string> InputNames() const override {
-    std::vector<std::string> names;
-    for (int i = 0; i < num_args_; ++i) names.push_back("arg" + std::to_string(i));
-    return names;
-  }
+  std::vector<std::string> InputNames() const override { return NumberedNames("arg", num_args_); }
   std::vector<InplacePair> InplaceOptions() const override { return {{0, 0, false}}; }
 
   Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
@@ -218,15 +208,8 @@ class Where : public Operator {
 
   Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
     const std::vector<std::string> names = InputNames();
-    Shape shape = (*out)[0];
-    for (int i = 1; i <= 2; ++i) {
-      Shape before = shape;
-      MXL_CHECK(MergeShape(&shape, (*in)[i]), "input '", names[i], "' has shape ",
-                (*in)[i].ToString(), " but x, y and the output need one shape (", before.ToString(),
-                ")");
-    }
-    MXL_RETURN_IF_ERROR(AssignShape(in, 1, shape, "input", names));
-    MXL_RETURN_IF_ERROR(AssignShape(in, 2, shape, "input", names));
+    Shape shape = (*out)[0];  // x, y and the output share it
+    MXL_RETURN_IF_ERROR(UnifyShapes(*this, {1, 2}, in, &shape));
     MXL_RETURN_IF_ERROR(AssignShape(out, 0, shape, "output", OutputNames()));
     const Shape& condition = (*in)[0];
     if (!condition.rank_known() || !shape.rank_known()) return Status();

@@ -690,9 +690,7 @@ class SliceChannel : public Operator {
       : num_outputs_(num_outputs), axis_(axis), squeeze_axis_(squeeze_axis) {}
 
   std::vector<std::string> OutputNames() const override {
-    std::vector<std::string> names;
-    for (int i = 0; i < num_outputs_; ++i) names.push_back("output" + std::to_string(i));
-    return names;
+    return NumberedNames("output", num_outputs_);
   }
   int NumVisibleOutputs() const override { return num_outputs_; }
 
@@ -761,21 +759,13 @@ class Stack : public Operator {
  public:
   Stack(int num_args, int64_t axis) : num_args_(num_args), axis_(axis) {}
 
-  std::vector<std::string> InputNames() const override {
-    std::vector<std::string> names;
-    for (int i = 0; i < num_args_; ++i) names.push_back("arg" + std::to_string(i));
-    return names;
-  }
+  std::vector<std::string> InputNames() const override { return NumberedNames("arg", num_args_); }
 
   Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
-    const std::vector<std::string> names = InputNames();
+    std::vector<int> all(num_args_);
+    for (int i = 0; i < num_args_; ++i) all[i] = i;
     Shape shape;
-    for (int i = 0; i < num_args_; ++i) {
-      Shape before = shape;
-      MXL_CHECK(MergeShape(&shape, (*in)[i]), "input '", names[i], "' has shape ",
-                (*in)[i].ToString(), " but another input has ", before.ToString());
-    }
-    for (int i = 0; i < num_args_; ++i) MXL_RETURN_IF_ERROR(AssignShape(in, i, shape, "input", names));
+    MXL_RETURN_IF_ERROR(UnifyShapes(*this, all, in, &shape));
     if (!shape.rank_known()) return Status();
     int axis = 0;
     MXL_CHECK(ResolveAxis(axis_, shape.ndim() + 1, &axis), "attribute axis=", axis_,

@@ -28,9 +28,36 @@ constexpr float kSeluLambda = 1.0507009873554804934193349852946f;
 constexpr float kSeluAlpha = 1.6732632423543772848170429916717f;
 constexpr float kSqrtHalf = 0.70710678118654752440f;
 
+// The element-wise forms as functors of (x, slope).
+struct LeakyForm {
+  static float Apply(float x, float slope) { return x > 0.f ? x : slope * x; }
+};
+struct EluForm {
+  static float Apply(float x, float slope) { return x > 0.f ? x : slope * std::expm1(x); }
+};
+struct SeluForm {
+  static float Apply(float x, float) {
+    return kSeluLambda * (x > 0.f ? x : kSeluAlpha * std::expm1(x));
+  }
+};
+struct GeluForm {
+  static float Apply(float x, float) { return 0.5f * x * (1.f + std::erf(x * kSqrtHalf)); }
+};
+
+template <typename Form>
+void SlopeKernel(const float* x, float* y, int64_t size, float slope) {
+  for (int64_t i = 0; i < size; ++i) y[i] = Form::Apply(x[i], slope);
+}
+using SlopeKernelFn = void (*)(const float*, float*, int64_t, float);
+
 class LeakyReLU : public Operator {
  public:
-  LeakyReLU(ActType type, float slope) : type_(type), slope_(slope) {}
+  LeakyReLU(ActType type, float slope) : type_(type), slope_(slope) {
+    kernel_ = type == kElu    ? &SlopeKernel<EluForm>
+              : type == kSelu ? &SlopeKernel<SeluForm>
+              : type == kGelu ? &SlopeKernel<GeluForm>
+                              : &SlopeKernel<LeakyForm>;  // leaky, rrelu (prelu: below)
+  }
 
   std::vector<std::string> InputNames() const override {
     if (type_ == kPrelu) return {"data", "gamma"};
@@ -61,40 +88,21 @@ class LeakyReLU : public Operator {
 
   Status Forward(const OpContext&, const std::vector<NDArray>& in,
                  const std::vector<NDArray>& out) override {
+    const int64_t count = in[0].Size();
+    if (type_ != kPrelu) {
+      kernel_(in[0].fdata(), out[0].fdata(), count, slope_);
+      if (type_ == kRrelu) std::fill(out[1].fdata(), out[1].fdata() + count, slope_);
+      return Status();
+    }
+    // prelu: the slope of each element's channel.
+    const Shape& shape = in[0].shape();
+    const float* gamma = in[1].fdata();
+    const bool shared = in[1].Size() == 1;
+    const int64_t channels = shape[1], inner = shape.ProdRange(2, shape.ndim());
     const float* x = in[0].fdata();
     float* y = out[0].fdata();
-    const int64_t size = in[0].Size();
-    switch (type_) {
-      case kLeaky:
-      case kRrelu:
-        for (int64_t i = 0; i < size; ++i) y[i] = x[i] > 0.f ? x[i] : slope_ * x[i];
-        if (type_ == kRrelu) {
-          float* mask = out[1].fdata();
-          std::fill(mask, mask + size, slope_);
-        }
-        break;
-      case kPrelu: {
-        const Shape& shape = in[0].shape();
-        const float* gamma = in[1].fdata();
-        const bool shared = in[1].Size() == 1;
-        const int64_t channels = shape[1], inner = shape.ProdRange(2, shape.ndim());
-        for (int64_t i = 0; i < size; ++i) {
-          const float g = gamma[shared ? 0 : i / inner % channels];
-          y[i] = x[i] > 0.f ? x[i] : g * x[i];
-        }
-        break;
-      }
-      case kElu:
-        for (int64_t i = 0; i < size; ++i) y[i] = x[i] > 0.f ? x[i] : slope_ * std::expm1(x[i]);
-        break;
-      case kSelu:
-        for (int64_t i = 0; i < size; ++i) {
-          y[i] = kSeluLambda * (x[i] > 0.f ? x[i] : kSeluAlpha * std::expm1(x[i]));
-        }
-        break;
-      case kGelu:
-        for (int64_t i = 0; i < size; ++i) y[i] = 0.5f * x[i] * (1.f + std::erf(x[i] * kSqrtHalf));
-        break;
+    for (int64_t i = 0; i < count; ++i) {
+      y[i] = LeakyForm::Apply(x[i], gamma[shared ? 0 : i / inner % channels]);
     }
     return Status();
   }
@@ -102,6 +110,7 @@ class LeakyReLU : public Operator {
  private:
   ActType type_;
   float slope_;
+  SlopeKernelFn kernel_;
 };
 
 Status CreateLeakyReLU(AttrParser* attrs, std::unique_ptr<Operator>* out) {

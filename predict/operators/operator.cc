@@ -148,6 +148,24 @@ Status UnifyDTypes(const Operator& op, const std::vector<int>& inputs, bool floa
   return Status();
 }
 
+std::vector<std::string> NumberedNames(const char* prefix, int count) {
+  std::vector<std::string> names;
+  for (int i = 0; i < count; ++i) names.push_back(prefix + std::to_string(i));
+  return names;
+}
+
+Status UnifyShapes(const Operator& op, const std::vector<int>& inputs, std::vector<Shape>* in,
+                   Shape* shape) {
+  const std::vector<std::string> names = op.InputNames();
+  for (int i : inputs) {
+    const Shape before = *shape;
+    MXL_CHECK(MergeShape(shape, (*in)[i]), "input '", names[i], "' has shape ",
+              (*in)[i].ToString(), " but the operator needs it to match ", before.ToString());
+  }
+  for (int i : inputs) MXL_RETURN_IF_ERROR(AssignShape(in, i, *shape, "input", names));
+  return Status();
+}
+
 Status SameShapeInference(const Operator& op, std::vector<Shape>* in, std::vector<Shape>* out) {
   MXL_RETURN_IF_ERROR(AssignShape(out, 0, (*in)[0], "output", op.OutputNames()));
   return AssignShape(in, 0, (*out)[0], "input", op.InputNames());

@@ -144,6 +144,15 @@ std::vector<OperatorDoc> DescribeOperators();
 Status UnifyDTypes(const Operator& op, const std::vector<int>& inputs, bool floats_only,
                    std::vector<int>* in, std::vector<int>* out);
 
+// "arg0", "arg1", ... ("output0", ...): the names MXNet gives the inputs of
+// variadic operators and the outputs of multi-output ones.
+std::vector<std::string> NumberedNames(const char* prefix, int count);
+
+// Merges what `*shape` and the listed inputs know into one shape, assigns
+// it to those inputs and leaves it in *shape; names an input that differs.
+Status UnifyShapes(const Operator& op, const std::vector<int>& inputs, std::vector<Shape>* in,
+                   Shape* shape);
+
 // Shape inference helper: the output has the input's shape (both ways).
 Status SameShapeInference(const Operator& op, std::vector<Shape>* in, std::vector<Shape>* out);
 

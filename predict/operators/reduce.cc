@@ -108,6 +108,48 @@ Status ReducedAxes(const Shape& in, bool has_axes, const std::vector<int64_t>& a
 }
 
 // ---------------------------------------------------------------------------
+// The base of the operators that reduce blocks (Reduce, ArgExtreme, Pick):
+// the axes, the output shape, and the block layout chosen in Prepare.
+
+class BlockReduction : public Operator {
+ public:
+  BlockReduction(bool has_axes, std::vector<int64_t> axes, bool keepdims, bool exclude)
+      : has_axes_(has_axes), axes_(std::move(axes)), keepdims_(keepdims), exclude_(exclude) {}
+
+  Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
+    const Shape& data = (*in)[0];
+    if (!data.is_complete()) return Status();
+    std::vector<bool> reduced;
+    Shape oshape;
+    MXL_RETURN_IF_ERROR(ReducedAxes(data, has_axes_, axes_, keepdims_, exclude_, &reduced, &oshape));
+    return AssignShape(out, 0, oshape, "output", OutputNames());
+  }
+
+  Status Prepare(const std::vector<NDArray>& in, const std::vector<NDArray>&,
+                 size_t* workspace_bytes) override {
+    *workspace_bytes = 0;
+    std::vector<bool> reduced;
+    Shape oshape;
+    MXL_RETURN_IF_ERROR(
+        ReducedAxes(in[0].shape(), has_axes_, axes_, keepdims_, exclude_, &reduced, &oshape));
+    blocks_ = MakeBlocks(in[0].shape(), reduced);
+    return Status();
+  }
+
+ protected:
+  // The input's values block by block (rows x length).
+  const float* Arrange(const NDArray& data) { return ArrangeBlocks(data.fdata(), blocks_, &scratch_); }
+
+  bool has_axes_;
+  std::vector<int64_t> axes_;
+  bool keepdims_, exclude_;
+  Blocks blocks_;  // set by Prepare
+
+ private:
+  std::vector<float> scratch_;
+};
+
+// ---------------------------------------------------------------------------
 // sum, mean, prod, nansum, nanprod, max, min, norm
 
 enum ReduceKind { kSum, kMean, kProd, kNanSum, kNanProd, kMax, kMin, kNorm1, kNorm2 };
@@ -149,13 +191,13 @@ float ReduceBlock(ReduceKind kind, const float* x, int64_t length) {
   }
 }
 
-class Reduce : public Operator {
+class Reduce : public BlockReduction {
  public:
   // out_dtype kUnknownDType: the output has the input's dtype.
   Reduce(ReduceKind kind, bool has_axes, std::vector<int64_t> axes, bool keepdims, bool exclude,
          int out_dtype = kUnknownDType)
-      : kind_(kind), has_axes_(has_axes), axes_(std::move(axes)), keepdims_(keepdims),
-        exclude_(exclude), out_dtype_(out_dtype) {}
+      : BlockReduction(has_axes, std::move(axes), keepdims, exclude), kind_(kind),
+        out_dtype_(out_dtype) {}
 
   Status InferType(std::vector<int>* in, std::vector<int>* out) const override {
     if (kind_ == kNorm1 || kind_ == kNorm2) {
@@ -169,29 +211,9 @@ class Reduce : public Operator {
     return UnifyDTypes(*this, {0}, true, in, &no_outputs);
   }
 
-  Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
-    const Shape& data = (*in)[0];
-    if (!data.is_complete()) return Status();
-    std::vector<bool> reduced;
-    Shape oshape;
-    MXL_RETURN_IF_ERROR(ReducedAxes(data, has_axes_, axes_, keepdims_, exclude_, &reduced, &oshape));
-    return AssignShape(out, 0, oshape, "output", OutputNames());
-  }
-
-  Status Prepare(const std::vector<NDArray>& in, const std::vector<NDArray>&,
-                 size_t* workspace_bytes) override {
-    *workspace_bytes = 0;
-    std::vector<bool> reduced;
-    Shape oshape;
-    MXL_RETURN_IF_ERROR(
-        ReducedAxes(in[0].shape(), has_axes_, axes_, keepdims_, exclude_, &reduced, &oshape));
-    blocks_ = MakeBlocks(in[0].shape(), reduced);
-    return Status();
-  }
-
   Status Forward(const OpContext&, const std::vector<NDArray>& in,
                  const std::vector<NDArray>& out) override {
-    const float* x = ArrangeBlocks(in[0].fdata(), blocks_, &scratch_);
+    const float* x = Arrange(in[0]);
     float* y = out[0].fdata();
     const int64_t length = blocks_.length;
     for (int64_t r = 0; r < blocks_.rows; ++r) {
@@ -209,12 +231,7 @@ class Reduce : public Operator {
 
  private:
   ReduceKind kind_;
-  bool has_axes_;
-  std::vector<int64_t> axes_;
-  bool keepdims_, exclude_;
   int out_dtype_;
-  Blocks blocks_;
-  std::vector<float> scratch_;
 };
 
 Status CreateReduce(AttrParser* attrs, std::unique_ptr<Operator>* out) {
@@ -258,36 +275,17 @@ Status CreateNorm(AttrParser* attrs, std::unique_ptr<Operator>* out) {
 // ---------------------------------------------------------------------------
 // argmax, argmin, argmax_channel
 
-class ArgExtreme : public Operator {
+class ArgExtreme : public BlockReduction {
  public:
   // axis kNoneInt: the flattened input.
   ArgExtreme(bool is_max, int64_t axis, bool keepdims)
-      : is_max_(is_max), axis_(axis), keepdims_(keepdims) {}
-
-  Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
-    const Shape& data = (*in)[0];
-    if (!data.is_complete()) return Status();
-    std::vector<bool> reduced;
-    Shape oshape;
-    MXL_RETURN_IF_ERROR(Axes(data, &reduced, &oshape));
-    return AssignShape(out, 0, oshape, "output", OutputNames());
-  }
-
-  Status Prepare(const std::vector<NDArray>& in, const std::vector<NDArray>&,
-                 size_t* workspace_bytes) override {
-    *workspace_bytes = 0;
-    std::vector<bool> reduced;
-    Shape oshape;
-    MXL_RETURN_IF_ERROR(Axes(in[0].shape(), &reduced, &oshape));
-    blocks_ = MakeBlocks(in[0].shape(), reduced);
-    return Status();
-  }
+      : BlockReduction(axis != kNoneInt, {axis}, keepdims, false), is_max_(is_max) {}
 
   Status Forward(const OpContext&, const std::vector<NDArray>& in,
                  const std::vector<NDArray>& out) override {
     MXL_CHECK(blocks_.length > 0, "cannot take the arg", is_max_ ? "max" : "min",
               " of an empty axis");
-    const float* x = ArrangeBlocks(in[0].fdata(), blocks_, &scratch_);
+    const float* x = Arrange(in[0]);
     float* y = out[0].fdata();
     for (int64_t r = 0; r < blocks_.rows; ++r) {
       const float* row = x + r * blocks_.length;
@@ -301,18 +299,7 @@ class ArgExtreme : public Operator {
   }
 
  private:
-  Status Axes(const Shape& data, std::vector<bool>* reduced, Shape* oshape) const {
-    if (axis_ == kNoneInt) {
-      return ReducedAxes(data, false, {}, keepdims_, false, reduced, oshape);
-    }
-    return ReducedAxes(data, true, {axis_}, keepdims_, false, reduced, oshape);
-  }
-
   bool is_max_;
-  int64_t axis_;
-  bool keepdims_;
-  Blocks blocks_;
-  std::vector<float> scratch_;
 };
 
 Status CreateArgExtreme(AttrParser* attrs, std::unique_ptr<Operator>* out) {
@@ -331,39 +318,25 @@ Status CreateArgExtreme(AttrParser* attrs, std::unique_ptr<Operator>* out) {
 // ---------------------------------------------------------------------------
 // pick: data[..., index[...], ...] along one axis.
 
-class Pick : public Operator {
+class Pick : public BlockReduction {
  public:
-  Pick(int64_t axis, bool keepdims, bool wrap) : axis_(axis), keepdims_(keepdims), wrap_(wrap) {}
+  Pick(int64_t axis, bool keepdims, bool wrap)
+      : BlockReduction(axis != kNoneInt, {axis}, keepdims, false), wrap_(wrap) {}
 
   std::vector<std::string> InputNames() const override { return {"data", "index"}; }
 
   Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
-    const Shape& data = (*in)[0];
-    if (!data.is_complete()) return Status();
-    std::vector<bool> reduced;
-    Shape oshape;
-    MXL_RETURN_IF_ERROR(Axes(data, &reduced, &oshape));
-    MXL_RETURN_IF_ERROR(AssignShape(out, 0, oshape, "output", OutputNames()));
-    return AssignShape(in, 1, oshape, "input", InputNames());
+    MXL_RETURN_IF_ERROR(BlockReduction::InferShape(in, out));
+    return AssignShape(in, 1, (*out)[0], "input", InputNames());  // one index per output
   }
 
   Status InferType(std::vector<int>* in, std::vector<int>* out) const override {
     return UnifyDTypes(*this, {0}, false, in, out);  // the index may have any type
   }
 
-  Status Prepare(const std::vector<NDArray>& in, const std::vector<NDArray>&,
-                 size_t* workspace_bytes) override {
-    *workspace_bytes = 0;
-    std::vector<bool> reduced;
-    Shape oshape;
-    MXL_RETURN_IF_ERROR(Axes(in[0].shape(), &reduced, &oshape));
-    blocks_ = MakeBlocks(in[0].shape(), reduced);
-    return Status();
-  }
-
   Status Forward(const OpContext&, const std::vector<NDArray>& in,
                  const std::vector<NDArray>& out) override {
-    const float* x = ArrangeBlocks(in[0].fdata(), blocks_, &scratch_);
+    const float* x = Arrange(in[0]);
     const float* index = in[1].fdata();
     float* y = out[0].fdata();
     const int64_t length = blocks_.length;
@@ -381,15 +354,7 @@ class Pick : public Operator {
   }
 
  private:
-  Status Axes(const Shape& data, std::vector<bool>* reduced, Shape* oshape) const {
-    if (axis_ == kNoneInt) return ReducedAxes(data, false, {}, keepdims_, false, reduced, oshape);
-    return ReducedAxes(data, true, {axis_}, keepdims_, false, reduced, oshape);
-  }
-
-  int64_t axis_;
-  bool keepdims_, wrap_;
-  Blocks blocks_;
-  std::vector<float> scratch_;
+  bool wrap_;
 };
 
 Status CreatePick(AttrParser* attrs, std::unique_ptr<Operator>* out) {
