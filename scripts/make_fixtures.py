@@ -871,6 +871,42 @@ def coverage_cases() -> List[OpCase]:
     add("crop_center_like", mx.sym.Crop(lhs, rhs, num_args=2, center_crop=True, name="crop0"),
         {"lhs": (2, 3, 7, 8), "rhs": (2, 1, 4, 5)}, "Crop like a second input, centred.")
 
+    add("svm_output", mx.sym.SVMOutput(data, margin=0.5, name="svm0"), {"data": (3, 5)},
+        "SVMOutput: identity at inference; its (N,) label is unused.")
+
+    rois = mx.sym.var("rois")
+    # Regions inside (and one past the edge of) a 16x12 image, batch index 0 or 1.
+    roi_values = np.array([[0, 0, 0, 15, 11], [1, 2.4, 3.6, 9.5, 7.5], [0, 5, 1, 6, 2],
+                           [1, 10, 8, 19, 14], [0, 3.5, 2.5, 3.5, 2.5]])
+    add("roi_pooling", mx.sym.ROIPooling(data, rois, pooled_size=(3, 2), spatial_scale=0.5,
+                                         name="roi0"),
+        {"data": (2, 3, 8, 6), "rois": (5, 5)},
+        "ROIPooling 3x2 at scale 0.5: whole image, fractional corners (rounding), a 1-pixel "
+        "region, one reaching past the map, one degenerate.",
+        make_input=lambda rng, shape: roi_values if shape == (5, 5) else rng.normal(0, 1, shape))
+
+    # ---- sequences -------------------------------------------------------
+    seq_len = mx.sym.var("seq_len")
+    # Lengths are whole numbers in [1, T]; the data are ordinary values.
+    lengths = lambda rng, shape: (rng.randint(1, 6, shape).astype(np.float64) if len(shape) == 1
+                                  else rng.normal(0.0, 1.0, shape))
+    for op in ("SequenceMask", "SequenceLast", "SequenceReverse"):
+        kw = {"value": -2.5} if op == "SequenceMask" else {}
+        add(op.lower() + "_lengths", getattr(mx.sym, op)(data, seq_len, use_sequence_length=True,
+                                                         name="seq0", **kw),
+            {"data": (5, 3, 4), "seq_len": (3,)}, "%s, time-major, lengths 1..5 per sequence." % op,
+            make_input=lengths)
+        add(op.lower() + "_full", getattr(mx.sym, op)(data, name="seq0"), {"data": (4, 2, 3)},
+            "%s without lengths: every sequence is full." % op)
+    add("sequencemask_axis1", mx.sym.SequenceMask(data, seq_len, use_sequence_length=True, axis=1,
+                                                  name="seq0"),
+        {"data": (3, 5, 2), "seq_len": (3,)}, "SequenceMask batch-major (axis 1).",
+        make_input=lengths)
+    add("sequencelast_axis1", mx.sym.SequenceLast(data, seq_len, use_sequence_length=True, axis=1,
+                                                  name="seq0"),
+        {"data": (3, 5, 2), "seq_len": (3,)}, "SequenceLast batch-major (axis 1).",
+        make_input=lengths)
+
     # ---- reductions ------------------------------------------------------
     for op in ("sum", "mean", "prod", "max", "min", "nansum", "nanprod"):
         make = uniform(0.5, 1.5) if "prod" in op else normal()

@@ -1,6 +1,8 @@
 /*
  * The regression heads LinearRegressionOutput, MAERegressionOutput (both
- * the identity at inference) and LogisticRegressionOutput (the sigmoid).
+ * the identity at inference) and LogisticRegressionOutput (the sigmoid),
+ * and SVMOutput (the identity at inference; its label is (N,) for (N, C)
+ * data).
  * Their label input only matters for the gradient: it is never read, but
  * its shape is inferred as MXNet does (RegressionOutputShape): the data
  * shape, or (N,) for data of shape (N, 1).
@@ -15,7 +17,7 @@ namespace regression_output_op {
 
 class RegressionOutput : public Operator {
  public:
-  explicit RegressionOutput(bool logistic) : logistic_(logistic) {}
+  RegressionOutput(bool logistic, bool svm) : logistic_(logistic), svm_(svm) {}
 
   std::vector<std::string> InputNames() const override { return {"data", "label"}; }
   std::vector<int> UnreadInputs() const override { return {1}; }
@@ -26,6 +28,9 @@ class RegressionOutput : public Operator {
     const Shape& data = (*in)[0];
     const Shape& label = (*in)[1];
     if (!data.is_complete()) return Status();
+    if (svm_) {  // one class index per row
+      return AssignShape(in, 1, Shape({data.ndim() > 0 ? data[0] : 1}), "input", InputNames());
+    }
     if (!label.rank_known()) {
       const bool column = data.ndim() == 2 && data[1] == 1;
       return AssignShape(in, 1, column ? Shape({data[0]}) : data, "input", InputNames());
@@ -57,13 +62,20 @@ class RegressionOutput : public Operator {
   }
 
  private:
-  bool logistic_;
+  bool logistic_, svm_;
 };
 
 Status CreateRegressionOutput(AttrParser* attrs, std::unique_ptr<Operator>* out) {
-  attrs->Float("grad_scale", 1.0);  // gradient only
+  const bool svm = attrs->op_name() == "SVMOutput";
+  if (svm) {  // gradient only
+    attrs->Float("margin", 1.0);
+    attrs->Float("regularization_coefficient", 1.0);
+    attrs->Bool("use_linear", false);
+  } else {
+    attrs->Float("grad_scale", 1.0);  // gradient only
+  }
   MXL_RETURN_IF_ERROR(attrs->Finish());
-  out->reset(new RegressionOutput(attrs->op_name() == "LogisticRegressionOutput"));
+  out->reset(new RegressionOutput(attrs->op_name() == "LogisticRegressionOutput", svm));
   return Status();
 }
 
