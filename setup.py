@@ -25,6 +25,7 @@ import shlex
 import subprocess
 import sys
 import sysconfig
+import time
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
@@ -70,6 +71,7 @@ class ObjectJob:
     """One compiler command producing one cached object file."""
 
     def __init__(self, name, source, flags, depends=()):
+        self.name = name
         self.command_base = compiler() + flags + ['-c', source]
         key = digest(self.command_base + [sys.version], [source, *depends])
         self.output = os.path.join(CACHE, f'{name}-{key}.o')
@@ -81,6 +83,11 @@ class ObjectJob:
         partial = self.output + '.tmp'
         run(self.command_base + ['-o', partial])
         os.replace(partial, self.output)
+        # Older versions of this object only take space now (those of the
+        # last hour may belong to a build running beside this one).
+        for stale in glob.glob(os.path.join(CACHE, f'{glob.escape(self.name)}-*.o')):
+            if stale != self.output and time.time() - os.path.getmtime(stale) > 3600:
+                os.remove(stale)
         return self.output
 
 

@@ -40,14 +40,37 @@ def as_list(outputs):
     return outputs if isinstance(outputs, list) else [outputs]
 
 
+DTYPE_FLAGS = {'float32': 0, 'float64': 1, 'float16': 2, 'uint8': 3, 'int32': 4, 'int8': 5,
+               'int64': 6}
+
+
+def c_api_outputs(api, case, inputs, count):
+    """The C API's outputs, typed inputs going through MXPredCreateEx."""
+    dtypes = case.meta.get('input_dtypes')
+    if not dtypes:
+        return api.predict(case.symbol_json, case.params, inputs, num_outputs=count)
+    handle = api.create(case.symbol_json, case.params, {k: v.shape for k, v in inputs.items()},
+                        dtypes={k: DTYPE_FLAGS[v] for k, v in dtypes.items()})
+    try:
+        for name, value in inputs.items():
+            api.set_input(handle, name, value)
+        api.forward(handle)
+        return [api.output(handle, i) for i in range(count)]
+    finally:
+        api.free(handle)
+
+
 def check_against_oracle_and_c_api(api, case):
     inputs, expected = case.io()
     shapes = {name: value.shape for name, value in inputs.items()}
-    predictor = Predictor(case.symbol_json, case.params, input_shapes=shapes)
+    predictor = Predictor(case.symbol_json, case.params, input_shapes=shapes,
+                          input_dtypes=case.meta.get('input_dtypes'))
     ours = as_list(predictor(**inputs))
     assert len(ours) == len(expected), case.name
-    c_api = api.predict(case.symbol_json, case.params, inputs, num_outputs=len(expected))
+    c_api = c_api_outputs(api, case, inputs, len(expected))
+    output_dtypes = case.meta.get('output_dtypes', ['float32'] * len(expected))
     for index, (mine, theirs, c_output) in enumerate(zip(ours, expected, c_api)):
+        assert str(mine.dtype) == output_dtypes[index], f'{case.name} output {index}'
         assert_close(mine, theirs, case.rtol, f'{case.name} output {index}')
         assert mine.dtype == c_output.dtype and mine.shape == c_output.shape
         assert np.array_equal(mine, c_output, equal_nan=True), \
@@ -361,3 +384,17 @@ def test_binding_compiles_warning_free_with_gcc_and_clang():
         assert shutil.which(compiler), f'{compiler} is required (apt-get install g++ clang)'
         result = subprocess.run([compiler] + flags, capture_output=True, text=True)
         assert result.returncode == 0, f'{compiler}:\n{result.stderr[-3000:]}'
+
+
+def test_typed_inputs_convert_to_the_declared_dtype():
+    case = {c.name: c for c in OP_CASES}['dtype_float16_cnn']
+    inputs, expected = case.io()
+    predictor = Predictor(case.symbol_json, case.params, input_dtypes={'data': np.float16})
+    assert predictor.input_dtypes == {'data': np.dtype('float16')}
+    half = predictor(data=inputs['data'])
+    assert half.dtype == np.float16
+    assert np.array_equal(predictor(data=inputs['data'].astype(np.float64)), half)
+    with pytest.raises(MXLiteError, match="input_dtypes: 'data' has dtype 'complex64'"):
+        Predictor(case.symbol_json, case.params, input_dtypes={'data': 'complex64'})
+    with pytest.raises(MXLiteError, match="input_dtypes: 'nope' is not an input"):
+        Predictor(case.symbol_json, case.params, input_dtypes={'nope': 'float16'})

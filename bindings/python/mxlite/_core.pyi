@@ -11,9 +11,9 @@ import numpy
 class Predictor:
     """A loaded checkpoint bound to input shapes (see mxlite.Predictor)."""
 
-    def __init__(self, symbol_json: str | bytes, params: bytes | None, input_shapes: dict[str, tuple[int, ...]], outputs: list[str] | None, threads: int) -> None:
+    def __init__(self, symbol_json: str | bytes, params: bytes | None, input_shapes: dict[str, tuple[int, ...]], outputs: list[str] | None, threads: int, input_dtypes: dict[str, int]) -> None:
         """
-        Parses symbol JSON (str or bytes) and params file bytes; selects `outputs` (None keeps the symbol's); binds when every input shape is known.
+        Parses symbol JSON (str or bytes) and params file bytes; selects `outputs` (None keeps the symbol's); input_dtypes maps inputs to MXNet dtype flags (default float32); binds when every input shape is known.
         """
 
     @property
@@ -23,6 +23,10 @@ class Predictor:
     @property
     def required_inputs(self) -> list[str]:
         """The inputs a pass reads (the rest only lend their shapes)."""
+
+    @property
+    def input_dtypes(self) -> dict[str, str]:
+        """Each input's element type, as a numpy dtype name."""
 
     @property
     def output_names(self) -> list[str]:

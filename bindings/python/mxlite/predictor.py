@@ -5,8 +5,9 @@
     pred.reshape(data=(8, 3, 224, 224))                 # rebind; weights are shared
     features = pred.with_outputs('resnetv10_pool1_fwd_output')(data=batch)
 
-Inputs of any numeric dtype and layout are converted to C-contiguous float32
-once; C-contiguous float32 arrays are read in place, without a copy. Outputs
+Inputs of any numeric dtype and layout are converted once to C-contiguous
+arrays of the input's dtype (float32 unless input_dtypes says otherwise);
+arrays that already are that are read in place, without a copy. Outputs
 are numpy arrays that own their memory (no copy is made to return them),
 unaffected by later calls. The forward pass runs without the GIL, so other
 Python threads keep running; one predictor serves one pass at a time.
@@ -74,9 +75,31 @@ def _output_names(outputs):
     return names
 
 
-def _as_input(name, value):
-    """The array the runtime reads for input `name`: C-contiguous float32."""
-    if type(value) is np.ndarray and value.dtype == np.float32 and value.flags.c_contiguous:
+# MXNet's type flags (mshadow's), which the compiled module takes.
+_DTYPE_FLAGS = {'float32': 0, 'float64': 1, 'float16': 2, 'uint8': 3, 'int32': 4, 'int8': 5,
+                'int64': 6, 'bool': 7, 'int16': 8, 'uint16': 9, 'uint32': 10, 'uint64': 11}
+
+
+def _dtype_flags(dtypes):
+    """{name: numpy dtype or its name} -> {name: MXNet type flag}."""
+    if dtypes is None:
+        return {}
+    if not hasattr(dtypes, 'items'):
+        raise MXLiteError(f'input_dtypes must be a dict {{name: dtype}}, not '
+                          f'{type(dtypes).__name__}')
+    flags = {}
+    for name, dtype in dtypes.items():
+        try:
+            flags[name] = _DTYPE_FLAGS[np.dtype(dtype).name]
+        except (TypeError, KeyError):
+            raise MXLiteError(f'input_dtypes: {name!r} has dtype {dtype!r}; mxlite takes '
+                              f'{", ".join(_DTYPE_FLAGS)}') from None
+    return flags
+
+
+def _as_input(name, value, dtype):
+    """The array the runtime reads for input `name`: C-contiguous, of `dtype`."""
+    if type(value) is np.ndarray and value.dtype == dtype and value.flags.c_contiguous:
         return value  # read in place
     try:
         array = np.asarray(value)
@@ -86,13 +109,14 @@ def _as_input(name, value):
     if array.dtype.kind not in 'biuf':
         raise MXLiteError(f'input {name!r} has dtype {array.dtype}; mxlite takes bool, '
                           'integer or floating-point arrays')
-    return np.asarray(array, dtype=np.float32, order='C')
+    return np.asarray(array, dtype=dtype, order='C')
 
 
 class Predictor:
     """A checkpoint ready to predict, bound to input shapes.
 
-    Predictor(symbol_json, params=None, input_shapes=None, outputs=None, threads=None)
+    Predictor(symbol_json, params=None, input_shapes=None, outputs=None, threads=None,
+              input_dtypes=None)
 
     symbol_json: the symbol file's text (str or bytes).
     params: the bytes of the .params file (None: a graph without parameters).
@@ -104,17 +128,28 @@ class Predictor:
         "conv0_output"); the graph is pruned to what they need.
     threads: threads the forward pass may use (None: MXLITE_NUM_THREADS, else
         one per core).
+    input_dtypes: {input name: dtype} for inputs that are not float32 (a
+        float16 network, int32 token ids, uint8 pixels), as MXNet's
+        type_dict; arrays given to predict are converted to these.
     """
 
-    __slots__ = ('_core', '_required')
+    __slots__ = ('_core', '_required', '_dtypes')
 
-    def __init__(self, symbol_json, params=None, input_shapes=None, outputs=None, threads=None):
+    def __init__(self, symbol_json, params=None, input_shapes=None, outputs=None, threads=None,
+                 input_dtypes=None):
         self._core = _core.Predictor(symbol_json, params, _shape_dict(input_shapes),
-                                     _output_names(outputs), _threads(threads))
+                                     _output_names(outputs), _threads(threads),
+                                     _dtype_flags(input_dtypes))
+        self._adopt()
+
+    def _adopt(self):
+        """Caches what every call needs from the compiled predictor."""
         self._required = tuple(self._core.required_inputs)
+        self._dtypes = {name: np.dtype(dtype) for name, dtype in self._core.input_dtypes.items()}
 
     @classmethod
-    def load(cls, prefix, epoch=0, input_shapes=None, outputs=None, threads=None):
+    def load(cls, prefix, epoch=0, input_shapes=None, outputs=None, threads=None,
+             input_dtypes=None):
         """Loads `prefix`-symbol.json and `prefix`-%04d.params (MXNet's checkpoint names).
 
         The other arguments are the constructor's. A missing file raises
@@ -130,7 +165,7 @@ class Predictor:
         symbol = _read_file(f'{prefix}-symbol.json')
         params = _read_file(f'{prefix}-{epoch:04d}.params')
         try:
-            return cls(symbol, params, input_shapes, outputs, threads)
+            return cls(symbol, params, input_shapes, outputs, threads, input_dtypes)
         except MXLiteError as error:
             raise MXLiteError(f'{prefix}: {error}') from None
 
@@ -147,7 +182,9 @@ class Predictor:
                 raise MXLiteError('give inputs by name: this model\'s inputs are '
                                   f'{self._core.input_names}')
             inputs = {self._required[0]: args[0]}
-        arrays = {name: _as_input(name, value) for name, value in inputs.items()}
+        dtypes = self._dtypes
+        arrays = {name: _as_input(name, value, dtypes.get(name, np.float32))
+                  for name, value in inputs.items()}
         outputs = self._core.predict(arrays)
         return outputs[0] if len(outputs) == 1 else outputs
 
@@ -171,6 +208,12 @@ class Predictor:
     def required_inputs(self):
         """The inputs every forward pass needs: the ones operators read."""
         return list(self._required)
+
+    @property
+    def input_dtypes(self):
+        """{input name: numpy dtype} the inputs are converted to (float32 unless
+        input_dtypes said otherwise)."""
+        return dict(self._dtypes)
 
     @property
     def output_names(self):
@@ -198,7 +241,7 @@ class Predictor:
         same checkpoint; it shares this one's weights and input shapes."""
         other = object.__new__(type(self))
         other._core = self._core.with_outputs(_output_names(list(names)))
-        other._required = tuple(other._core.required_inputs)
+        other._adopt()
         return other
 
     def summary(self):

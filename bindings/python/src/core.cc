@@ -212,11 +212,39 @@ Status SelectModelOutputs(const Model& full, const std::vector<std::string>& nam
 
 class Predictor {
  public:
-  Predictor(std::shared_ptr<const Model> full, std::shared_ptr<const Model> model, int threads)
+  Predictor(std::shared_ptr<const Model> full, std::shared_ptr<const Model> model, int threads,
+            const std::map<std::string, int>& input_dtypes)
       : full_(std::move(full)), model_(std::move(model)), threads_(threads) {
     InputList inputs = ListInputs(*model_);
     input_names_ = inputs.names;
     required_inputs_ = inputs.required;
+    for (const auto& entry : input_dtypes) {
+      if (IsInput(entry.first)) input_dtypes_.insert(entry);
+    }
+  }
+
+  // Checks that the dtypes the caller gave name inputs.
+  void CheckInputDTypes(const std::map<std::string, int>& given) const {
+    for (const auto& entry : given) {
+      if (!IsInput(entry.first)) {
+        RaiseError(StrCat("input_dtypes: '", entry.first,
+                          "' is not an input of this model; its inputs are ",
+                          NamesList(input_names_)));
+      }
+    }
+  }
+
+  // The element type input `name` is bound with: the caller's choice, else
+  // float32 (MXNet's predict API rule, which the executor applies too).
+  int InputDType(const std::string& name) const {
+    auto given = input_dtypes_.find(name);
+    return given == input_dtypes_.end() ? static_cast<int>(kFloat32) : given->second;
+  }
+
+  nb::dict input_dtypes() const {
+    nb::dict dtypes;
+    for (const std::string& name : input_names_) dtypes[name.c_str()] = DTypeName(InputDType(name));
+    return dtypes;
   }
 
   // Records the shapes given, and the "__shape__" hints of the other
@@ -285,9 +313,10 @@ class Predictor {
     }
   }
 
-  // One forward pass. `inputs` maps every input name to a C-contiguous CPU
-  // array of the input's dtype (the Python layer converts). Returns the
-  // outputs as numpy arrays that own their memory.
+  // One forward pass. `inputs` maps each required input (and any shape-only
+  // one) to a C-contiguous CPU array of the input's dtype (the Python layer
+  // converts).
+  // Returns the outputs as numpy arrays that own their memory.
   nb::list Predict(nb::dict inputs) {
     std::vector<InputArray> arrays;  // keep the buffers alive through the pass
     std::vector<std::string> names;
@@ -306,9 +335,9 @@ class Predictor {
         RaiseError(StrCat("input '", name, "' must be a C-contiguous array in CPU memory, not ",
                           nb::type_name(item.second.type()).c_str()));
       }
-      if (array.dtype() != nb::dtype<float>()) {
+      if (FlagOf(array.dtype()) != InputDType(name)) {
         RaiseError(StrCat("input '", name, "' is ", DescribeDType(array.dtype()),
-                          " but the model expects float32"));
+                          " but the model expects ", DTypeName(InputDType(name))));
       }
       std::vector<int64_t> dims(array.ndim());
       for (size_t d = 0; d < array.ndim(); ++d) dims[d] = static_cast<int64_t>(array.shape(d));
@@ -345,8 +374,8 @@ class Predictor {
                           "; call reshape(", names[i], "=", shapes[names[i]].ToString(),
                           ") first"));
       }
-      external.push_back(
-          Executor::ExternalInput{names[i], arrays[i].data(), kFloat32, arrays[i].size()});
+      external.push_back(Executor::ExternalInput{names[i], arrays[i].data(),
+                                                 InputDType(names[i]), arrays[i].size()});
     }
     std::vector<NDArray> outputs;
     Status status;
@@ -366,7 +395,7 @@ class Predictor {
   Predictor* WithOutputs(const std::vector<std::string>& names) const {
     std::shared_ptr<const Model> model;
     Check(SelectModelOutputs(*full_, names, &model));
-    std::unique_ptr<Predictor> other(new Predictor(full_, model, threads_));
+    std::unique_ptr<Predictor> other(new Predictor(full_, model, threads_, input_dtypes_));
     std::map<std::string, Shape> shapes;
     for (const std::string& name : other->input_names_) {
       auto known = known_shapes_.find(name);
@@ -500,7 +529,7 @@ class Predictor {
       if (executor_) {
         status = executor_->Reshape(shapes, &executor);
       } else {
-        status = Executor::Create(model_, shapes, {}, &executor, threads_);
+        status = Executor::Create(model_, shapes, input_dtypes_, &executor, threads_);
       }
       if (status.ok()) executor_ = std::move(executor);
     }
@@ -512,6 +541,7 @@ class Predictor {
   std::shared_ptr<const Model> full_;   // the checkpoint with its own outputs
   std::shared_ptr<const Model> model_;  // pruned to the selected outputs
   int threads_ = 0;                     // 0: the runtime's default
+  std::map<std::string, int> input_dtypes_;  // given by the caller; others float32
   std::vector<std::string> input_names_;      // every variable a caller may give
   std::vector<std::string> required_inputs_;  // those a pass reads
   std::map<std::string, Shape> known_shapes_;
@@ -564,7 +594,7 @@ class BytesView {
 };
 
 Predictor* CreatePredictor(nb::handle symbol_json, nb::handle params, nb::dict input_shapes,
-                           nb::object outputs, int threads) {
+                           nb::object outputs, int threads, nb::dict input_dtypes) {
   BytesView json(symbol_json, "symbol_json", true);
   std::unique_ptr<BytesView> param_bytes;
   if (!params.is_none()) param_bytes.reset(new BytesView(params, "params", false));
@@ -585,7 +615,18 @@ Predictor* CreatePredictor(nb::handle symbol_json, nb::handle params, nb::dict i
     }
     Check(SelectModelOutputs(*full, names, &model));
   }
-  std::unique_ptr<Predictor> predictor(new Predictor(full, model, threads));
+  std::map<std::string, int> dtypes;
+  for (auto item : input_dtypes) {
+    std::string name;
+    int flag = kUnknownDType;
+    if (!nb::try_cast<std::string>(item.first, name, false) ||
+        !nb::try_cast<int>(item.second, flag, false) || !IsValidDType(flag)) {
+      RaiseError("input_dtypes must map input names to MXNet dtype flags");
+    }
+    dtypes[name] = flag;
+  }
+  std::unique_ptr<Predictor> predictor(new Predictor(full, model, threads, dtypes));
+  predictor->CheckInputDTypes(dtypes);
   predictor->Init(input_shapes);
   return predictor.release();
 }
@@ -670,22 +711,26 @@ NB_MODULE(_core, m) {
                         "A loaded checkpoint bound to input shapes (see mxlite.Predictor).")
       .def("__init__",
            [](Predictor* self, nb::handle symbol_json, nb::handle params, nb::dict input_shapes,
-              nb::object outputs, int threads) {
+              nb::object outputs, int threads, nb::dict input_dtypes) {
              std::unique_ptr<Predictor> made(mxlite::python_core::CreatePredictor(
-                 symbol_json, params, input_shapes, outputs, threads));
+                 symbol_json, params, input_shapes, outputs, threads, input_dtypes));
              new (self) Predictor(std::move(*made));  // moves the executor, no rebinding
            },
            nb::arg("symbol_json"), nb::arg("params").none(), nb::arg("input_shapes"),
-           nb::arg("outputs").none(), nb::arg("threads"),
+           nb::arg("outputs").none(), nb::arg("threads"), nb::arg("input_dtypes"),
            nb::sig("def __init__(self, symbol_json: str | bytes, params: bytes | None, "
                    "input_shapes: dict[str, tuple[int, ...]], outputs: list[str] | None, "
-                   "threads: int) -> None"),
+                   "threads: int, input_dtypes: dict[str, int]) -> None"),
            "Parses symbol JSON (str or bytes) and params file bytes; selects `outputs` "
-           "(None keeps the symbol's); binds when every input shape is known.")
+           "(None keeps the symbol's); input_dtypes maps inputs to MXNet dtype flags "
+           "(default float32); binds when every input shape is known.")
       .def_prop_ro("input_names", &Predictor::input_names,
                    "Variables a caller may give (those the params lack), in graph order.")
       .def_prop_ro("required_inputs", &Predictor::required_inputs,
                    "The inputs a pass reads (the rest only lend their shapes).")
+      .def_prop_ro("input_dtypes", &Predictor::input_dtypes,
+                   nb::for_getter(nb::sig("def input_dtypes(self) -> dict[str, str]")),
+                   "Each input's element type, as a numpy dtype name.")
       .def_prop_ro("output_names", &Predictor::output_names, "Names of the outputs, in order.")
       .def_prop_ro("input_shapes", &Predictor::input_shapes,
                    nb::for_getter(nb::sig("def input_shapes(self) -> dict[str, tuple[int, ...]]")),
