@@ -338,18 +338,23 @@ class UpSamplingNearest : public Operator {
       const int64_t channels = shape[1], h = shape[2], w = shape[3];
       const int64_t factor = oh / h;
       const float* x = in[i].fdata();
+      row_.resize(static_cast<size_t>(ow));
       for (int64_t n = 0; n < shape[0]; ++n) {
         for (int64_t c = 0; c < channels; ++c) {
           const float* src = x + (n * channels + c) * h * w;
           float* dst = y + (n * oshape[1] + channel_base + c) * out_plane;
-          for (int64_t r = 0; r < oh; ++r) {
-            const float* src_row = src + (r / factor) * w;
-            float* dst_row = dst + r * ow;
-            for (int64_t col = 0; col < ow; ++col) {
+          for (int64_t r = 0; r < h; ++r) {
+            // One enlarged row, then `factor` output rows of it.
+            float* wide = row_.data();
+            for (int64_t col = 0; col < w; ++col) {
+              std::fill(wide + col * factor, wide + (col + 1) * factor, src[r * w + col]);
+            }
+            for (int64_t copy = 0; copy < factor; ++copy) {
+              float* dst_row = dst + (r * factor + copy) * ow;
               if (sum_) {
-                dst_row[col] += src_row[col / factor];
+                for (int64_t col = 0; col < ow; ++col) dst_row[col] += wide[col];
               } else {
-                dst_row[col] = src_row[col / factor];
+                std::memcpy(dst_row, wide, sizeof(float) * static_cast<size_t>(ow));
               }
             }
           }
@@ -364,6 +369,7 @@ class UpSamplingNearest : public Operator {
   int64_t scale_;
   int num_args_;
   bool sum_;
+  std::vector<float> row_;
 };
 
 Status CreateUpSampling(AttrParser* attrs, std::unique_ptr<Operator>* out) {

@@ -37,30 +37,35 @@ namespace norm_op {
 // index (over extent * inner values).
 void Moments(const float* x, int64_t outer, int64_t extent, int64_t inner, bool per_position,
              std::vector<double>* mean, std::vector<double>* var) {
-  const int64_t groups = per_position ? outer * inner : outer;
-  mean->assign(groups, 0.0);
-  var->assign(groups, 0.0);
+  mean->assign(per_position ? outer * inner : outer, 0.0);
+  var->assign(mean->size(), 0.0);
   const double count = static_cast<double>(per_position ? extent : extent * inner);
   for (int64_t o = 0; o < outer; ++o) {
     const float* block = x + o * extent * inner;
+    if (!per_position || inner == 1) {  // one contiguous run of values
+      const int64_t n = extent * inner;
+      double sum = 0.0, squares = 0.0;
+      for (int64_t i = 0; i < n; ++i) sum += block[i];
+      const double m = sum / count;
+      for (int64_t i = 0; i < n; ++i) squares += (block[i] - m) * (block[i] - m);
+      (*mean)[o] = m;
+      (*var)[o] = squares / count;
+      continue;
+    }
+    double* m = mean->data() + o * inner;
+    double* v = var->data() + o * inner;
+    for (int64_t e = 0; e < extent; ++e) {
+      for (int64_t i = 0; i < inner; ++i) m[i] += block[e * inner + i];
+    }
+    for (int64_t i = 0; i < inner; ++i) m[i] /= count;
     for (int64_t e = 0; e < extent; ++e) {
       for (int64_t i = 0; i < inner; ++i) {
-        (*mean)[per_position ? o * inner + i : o] += block[e * inner + i];
+        const double d = block[e * inner + i] - m[i];
+        v[i] += d * d;
       }
     }
+    for (int64_t i = 0; i < inner; ++i) v[i] /= count;
   }
-  for (double& m : *mean) m /= count;
-  for (int64_t o = 0; o < outer; ++o) {
-    const float* block = x + o * extent * inner;
-    for (int64_t e = 0; e < extent; ++e) {
-      for (int64_t i = 0; i < inner; ++i) {
-        const int64_t g = per_position ? o * inner + i : o;
-        const double d = block[e * inner + i] - (*mean)[g];
-        (*var)[g] += d * d;
-      }
-    }
-  }
-  for (double& v : *var) v /= count;
 }
 
 // ---------------------------------------------------------------------------
@@ -112,22 +117,44 @@ class AffineNorm : public Operator {
       second_out[g] = static_cast<float>(kind_ == kInstance ? var_[g] : stddev);
       var_[g] = 1.0 / stddev;  // reused as the scale
     }
+    if (!per_position) {
+      // Instance and group: each outer index is one contiguous block with
+      // one mean, one scale and one gamma/beta pair.
+      const int64_t block = extent * inner;
+      for (int64_t o = 0; o < outer; ++o) {
+        const float mean = static_cast<float>(mean_[o]), scale = static_cast<float>(var_[o]);
+        const float g = gamma[o % affine_extent], b = beta[o % affine_extent];
+        const float* src = x + o * block;
+        float* dst = y + o * block;
+        for (int64_t i = 0; i < block; ++i) dst[i] = (src[i] - mean) * scale * g + b;
+      }
+      return Status();
+    }
+    // Layer: statistics per (outer, inner) position, gamma/beta along the axis.
+    if (inner == 1) {  // the normalised axis is the last: contiguous rows
+      for (int64_t o = 0; o < outer; ++o) {
+        const float mean = static_cast<float>(mean_[o]), scale = static_cast<float>(var_[o]);
+        const float* src = x + o * extent;
+        float* dst = y + o * extent;
+        for (int64_t e = 0; e < extent; ++e) dst[e] = (src[e] - mean) * scale * gamma[e] + beta[e];
+      }
+      return Status();
+    }
     for (int64_t o = 0; o < outer; ++o) {
+      mean_f_.assign(mean_.begin() + o * inner, mean_.begin() + (o + 1) * inner);
+      scale_f_.assign(var_.begin() + o * inner, var_.begin() + (o + 1) * inner);
+      const float* means = mean_f_.data();
+      const float* scales = scale_f_.data();
       for (int64_t e = 0; e < extent; ++e) {
-        for (int64_t i = 0; i < inner; ++i) {
-          const int64_t index = (o * extent + e) * inner + i;
-          const int64_t g = per_position ? o * inner + i : o;
-          // Which gamma/beta entry: the channel (instance), the position
-          // along the axis (layer) or the group (group).
-          const int64_t a = kind_ == kLayer ? e : o % affine_extent;
-          y[index] = static_cast<float>((x[index] - mean_[g]) * var_[g]) * gamma[a] + beta[a];
-        }
+        const float* src = x + (o * extent + e) * inner;
+        float* dst = y + (o * extent + e) * inner;
+        const float g = gamma[e], b = beta[e];
+        for (int64_t i = 0; i < inner; ++i) dst[i] = (src[i] - means[i]) * scales[i] * g + b;
       }
     }
     return Status();
   }
 
- private:
   // How the data splits: statistics per outer index (over extent * inner)
   // or per (outer, inner) position (over extent).
   void Layout(const Shape& shape, int64_t* outer, int64_t* extent, int64_t* inner,
@@ -182,6 +209,7 @@ class AffineNorm : public Operator {
   float eps_;
   bool output_mean_var_;
   std::vector<double> mean_, var_;
+  std::vector<float> mean_f_, scale_f_;
 };
 
 Status CreateInstanceNorm(AttrParser* attrs, std::unique_ptr<Operator>* out) {

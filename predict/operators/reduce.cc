@@ -17,8 +17,8 @@
  * double (MXNet's CPU reducer uses Kahan summation, which double matches to
  * float precision). argmax/argmin return the first index of the extreme
  * value, as a value of the input's type. topk, sort and argsort order each
- * block with a stable sort (descending puts larger values first, ties keep
- * their input order).
+ * block (only as far as k for topk): descending puts larger values first,
+ * and ties keep their input order.
  */
 #include <algorithm>
 #include <cmath>
@@ -452,10 +452,13 @@ class SortOp : public Operator {
     for (int64_t r = 0; r < blocks_.rows; ++r) {
       const float* row = x + r * length;
       std::iota(order_.begin(), order_.end(), 0);
+      // Ties keep their input order: the earlier index first.
       auto before = [&](int64_t a, int64_t b) {
-        return ascending_ ? row[a] < row[b] : row[a] > row[b];
+        if (row[a] != row[b]) return ascending_ ? row[a] < row[b] : row[a] > row[b];
+        return a < b;
       };
-      std::stable_sort(order_.begin(), order_.end(), before);
+      const int64_t needed = output_ == kMask ? k_used_ : width;
+      std::partial_sort(order_.begin(), order_.begin() + needed, order_.end(), before);
       float* value_row = values_.data() + r * width;
       float* index_row = indices_.data() + r * width;
       if (output_ == kMask) {
