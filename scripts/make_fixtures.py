@@ -334,6 +334,8 @@ def random_param(name: str, shape, rng: np.random.RandomState) -> np.ndarray:
         value = rng.normal(0.0, 0.5, shape)
     elif name.endswith("_moving_var"):
         value = rng.uniform(0.5, 2.0, shape)
+    elif name.endswith("_values"):  # plain values, whole and positive for integer storage
+        value = np.round(rng.uniform(0.0, 100.0, shape), 1)
     else:
         raise ValueError("no init rule for parameter %r" % name)
     return value.astype(np.float32)
@@ -495,6 +497,10 @@ def define_op_cases() -> List[OpCase]:
     pool("pool_sum", (2, 3, 13, 13), "Sum pool k3 s2 pad 1.", pool_type="sum", pad=(1, 1), **k3s2)
     pool("pool_lp2", (2, 3, 13, 13), "Lp pool p_value=2 k3 s2: sqrt(sum x^2).",
          pool_type="lp", p_value=2, **k3s2)
+    pool("pool_lp1", (2, 3, 13, 13), "Lp pool p_value=1 k3 s2 pad 1: the plain sum.",
+         pool_type="lp", p_value=1, pad=(1, 1), **k3s2)
+    pool("pool_lp3_global", (2, 5, 7, 6), "Global Lp pool p_value=3: cbrt(sum x^3).",
+         pool_type="lp", p_value=3, global_pool=True)
 
     # ---- FullyConnected, Flatten ----------------------------------------
     add("fc_flatten_4d", mx.sym.FullyConnected(data, num_hidden=7, name="fc0"),
@@ -1146,6 +1152,17 @@ def dtype_cases() -> List[OpCase]:
         {"data": (2, 7)}, "topk returning float32 values and int32 indices.",
         make_input=lambda rng, shape: rng.permutation(int(np.prod(shape))).reshape(shape) * 0.5,
         dtypes="typed")
+
+    # Parameters stored in every integer and float type, each Cast by the graph.
+    stored = {"u8_values": "uint8", "i32_values": "int32", "i64_values": "int64",
+              "f16_values": "float16", "f64_values": "float64"}
+    terms = [S.Cast(S.var(n, dtype=t, shape=(1, 3)), dtype="float32", name="cast_" + n)
+             for n, t in stored.items()]
+    summed = S.broadcast_add(data, S.add_n(*terms, name="sum_params"), name="add_params")
+    add("dtype_param_types", summed, {"data": (2, 3)},
+        "Parameters stored as uint8, int32, int64, float16 and float64, each Cast to float32 by "
+        "the graph and added to the input.",
+        param_dtypes=stored, dtypes="typed")
 
     # float64 throughout (mxlite computes it in float32).
     wide = S.var("data", dtype="float64")
