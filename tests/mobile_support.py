@@ -6,11 +6,13 @@ JVM). They share one plan format, read by tests/c/conformance_main.c and by
 mobile/android/test/org/mxlite/ConformanceCheck.java:
 
     case NAME / symbol PATH / params PATH / input NAME PATH NDIM D0 .. /
-    output PREFIX / run
+    dtype NAME FLAG / output PREFIX / run
 
-write_plan() turns oracle cases into such a plan (inputs as raw float32
-files), and check_results() reads the driver's report and output files back
-and compares every output with MXNet 1.9.1's to the case's tolerance.
+write_plan() turns oracle cases into such a plan (inputs as raw files in
+their own dtype, a dtype line for each typed input), and check_results()
+reads the driver's report ("output I dtype FLAG shape D0 ..") and output
+files back and compares every output with MXNet 1.9.1's, dtype included,
+to the case's tolerance.
 """
 import os
 import re
@@ -19,6 +21,7 @@ import subprocess
 
 import numpy as np
 
+from capi import DTYPE_TO_NUMPY
 from conftest import FIXTURES, ROOT, ZOO_DIR, assert_close, load_cases
 
 AMALGAMATE = os.path.join(ROOT, 'amalgamation', 'amalgamate.py')
@@ -39,9 +42,16 @@ def run(command, **kwargs):
     return result
 
 
-def op_cases():
+DTYPE_FLAGS = {np.dtype(numpy_type).name: flag for flag, numpy_type in DTYPE_TO_NUMPY.items()}
+
+
+def op_cases(float32_inputs_only=False):
+    """The operator cases; float32_inputs_only leaves out those whose inputs
+    MXNet types otherwise (for APIs that take float arrays)."""
     cases = load_cases(os.path.join(FIXTURES, 'ops'))
     assert cases, 'tests/fixtures/ops has no cases'
+    if float32_inputs_only:
+        cases = [case for case in cases if not case.meta.get('input_dtypes')]
     return cases
 
 
@@ -64,11 +74,15 @@ def write_plan(cases, work_dir, guest_path=str):
         lines += [f'case {case.name}',
                   f'symbol {guest_path(case.path("-symbol.json"))}',
                   f'params {guest_path(case.path("-0000.params"))}']
+        typed = case.meta.get('input_dtypes') or {}
         for name, value in inputs.items():
-            path = os.path.join(work_dir, f'{case.name}.in.{name}.f32')
-            np.ascontiguousarray(value, dtype='<f4').tofile(path)
+            path = os.path.join(work_dir, f'{case.name}.in.{name}.bin')
+            dtype = np.dtype(typed.get(name, 'float32')).newbyteorder('<')
+            np.ascontiguousarray(value, dtype=dtype).tofile(path)
             dims = ' '.join(str(d) for d in value.shape)
             lines.append(f'input {name} {guest_path(path)} {value.ndim} {dims}')
+            if name in typed:
+                lines.append(f'dtype {name} {DTYPE_FLAGS[typed[name]]}')
         lines += [f'output {guest_path(os.path.join(work_dir, case.name + ".out"))}', 'run']
     plan = os.path.join(work_dir, 'plan.txt')
     with open(plan, 'w', encoding='utf-8') as f:
@@ -76,8 +90,9 @@ def write_plan(cases, work_dir, guest_path=str):
     return plan
 
 
-def check_results(report, cases, work_dir, what):
-    """Compares the driver's outputs with MXNet's; report is its stdout."""
+def check_results(report, cases, work_dir, what, outputs_as_float32=False):
+    """Compares the driver's outputs with MXNet's; report is its stdout.
+    outputs_as_float32: the API hands every output out as float32 (Java)."""
     errors = re.findall(r'^case (\S+) error: (.*)$', report, re.M)
     assert not errors, f'{what}: cases failed: {errors}'
     for case in cases:
@@ -86,8 +101,17 @@ def check_results(report, cases, work_dir, what):
         assert match, f'{what}: no result for {case.name} in:\n{report[-2000:]}'
         assert int(match.group(1)) == len(expected), f'{what}: {case.name} output count'
         for index, oracle in enumerate(expected):
-            path = os.path.join(str(work_dir), f'{case.name}.out.{index}.f32')
-            ours = np.fromfile(path, dtype='<f4')
+            match = re.search(rf'^case {re.escape(case.name)} outputs \d+\n(?:output .*\n)*?'
+                              rf'output {index} dtype (\d+) shape', report, re.M)
+            assert match, f'{what}: no dtype for {case.name} output {index}'
+            dtype = np.dtype(DTYPE_TO_NUMPY[int(match.group(1))])
+            # MXNet's output type (the manifest's; older manifests lack it).
+            oracle_dtype = np.dtype(case.meta.get('output_dtypes', [oracle.dtype.name] *
+                                                  len(expected))[index])
+            wanted = np.float32 if outputs_as_float32 else oracle_dtype
+            assert dtype == wanted, f'{what}: {case.name} output {index} is {dtype}, not {wanted}'
+            path = os.path.join(str(work_dir), f'{case.name}.out.{index}.bin')
+            ours = np.fromfile(path, dtype=dtype.newbyteorder('<'))
             assert ours.size == oracle.size, f'{what}: {case.name} output {index} size'
             assert_close(ours.reshape(oracle.shape), oracle, case.rtol,
                          f'{what}: {case.name} output {index}')

@@ -89,5 +89,5 @@ def test_predict_only_build_names_what_it_left_out(predict_only_driver, tmp_path
     result = subprocess.run([str(predict_only_driver), plan], cwd=tmp_path, capture_output=True,
                             text=True)
     assert result.returncode == 1, result.stdout + result.stderr
-    assert 'case legacy_0800 error: MXPredCreate: symbol JSON:' in result.stdout
+    assert 'case legacy_0800 error: MXPredCreateEx: symbol JSON:' in result.stdout
     assert 'before 0.9.0' in result.stdout and 'MXLITE_NO_LEGACY_JSON' in result.stdout

@@ -5,9 +5,9 @@ clang compiles for the iOS target triple itself (arm64-apple-ios, the
 Apple ARM64 ABI, ARC, the modern Objective-C runtime):
 - the public C header, as C, Objective-C and C++;
 - the Objective-C wrapper with ARC, warning-free. Apple's SDK is not here,
-  so Foundation is a stand-in written below that declares, with Apple's
-  signatures, exactly the API the wrapper uses; anything else the wrapper
-  called would fail to compile.
+  so Foundation (and libc's memcpy) is a stand-in written below that
+  declares, with Apple's signatures, exactly the API the wrapper uses;
+  anything else the wrapper called would fail to compile.
 - the module map names headers that exist, and the build script is valid
   bash that names every file it copies.
 """
@@ -135,9 +135,13 @@ def test_objective_c_wrapper_compiles_for_ios_with_arc(amalgamation, tmp_path):
     foundation = tmp_path / 'sdk' / 'Foundation'
     foundation.mkdir(parents=True)
     (foundation / 'Foundation.h').write_text(FOUNDATION_STAND_IN)
+    # The one libc function the shared conversion header uses.
+    (tmp_path / 'sdk' / 'string.h').write_text(
+        '#pragma once\n#include <stddef.h>\nvoid *memcpy(void *, const void *, size_t);\n')
     run(['clang', '-target', TARGET, '-ffreestanding', '-fobjc-arc', '-fsyntax-only',
          '-Wall', '-Wextra', '-Werror', '-Wno-nullability-completeness',
          '-isystem', str(tmp_path / 'sdk'), '-I', str(amalgamation), '-I', IOS,
+         '-I', os.path.join(ROOT, 'mobile', 'common'),
          os.path.join(IOS, 'MXLitePredictor.m')])
 
 

@@ -69,7 +69,9 @@ typedef NS_ENUM(NSInteger, MXLiteErrorCode) {
                                                error:(NSError **)error
     NS_SWIFT_NAME(outputShape(at:));
 
-/*! A copy of output `index` as float32 values, row-major. */
+/*! A copy of output `index` as float32 values, row-major; an output of
+ *  another element type (float16, integers, ...) is converted. Inputs are
+ *  float32. */
 - (nullable NSData *)outputAtIndex:(NSUInteger)index error:(NSError **)error
     NS_SWIFT_NAME(output(at:));
 

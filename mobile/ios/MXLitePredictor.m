@@ -6,6 +6,7 @@
 #import "MXLitePredictor.h"
 
 #include "c_predict_api.h"
+#include "mxlite_output_float.h"
 
 NSString *const MXLiteErrorDomain = @"org.mxlite";
 
@@ -146,12 +147,26 @@ static BOOL MXLiteFlattenShapes(NSDictionary<NSString *, NSArray<NSNumber *> *> 
   }
   NSUInteger size = 1;
   for (mx_uint i = 0; i < ndim; ++i) size *= shape[i];
-  NSMutableData *values = [NSMutableData dataWithLength:size * sizeof(float)];
-  if (MXLiteCoreFailed(MXPredGetOutput(_handle, (mx_uint)index, (float *)values.mutableBytes,
+  int dtype = -1;
+  if (MXLiteCoreFailed(MXPredGetOutputType(_handle, (mx_uint)index, &dtype), error)) return nil;
+  size_t width = mxlite_element_size(dtype);
+  if (width == 0) {
+    MXLiteFail(error, MXLiteErrorInvalidArgument,
+               [NSString stringWithFormat:@"output %lu has element type flag %d, which has no "
+                                          @"float32 conversion",
+                                          (unsigned long)index, dtype]);
+    return nil;
+  }
+  // MXPredGetOutput writes the output in its own type; hand out float32.
+  NSMutableData *raw = [NSMutableData dataWithLength:size * width];
+  if (MXLiteCoreFailed(MXPredGetOutput(_handle, (mx_uint)index, (float *)raw.mutableBytes,
                                        (mx_uint)size),
                        error)) {
     return nil;
   }
+  NSMutableData *values = [NSMutableData dataWithLength:size * sizeof(float)];
+  mxlite_output_to_float(dtype, (const unsigned char *)raw.bytes, size,
+                         (float *)values.mutableBytes);
   return values;
 }
 

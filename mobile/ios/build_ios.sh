@@ -29,7 +29,7 @@ build_slice() {  # sdk arch target-triple -> $out/<sdk>-<arch>/libmxlite.a
   mkdir -p "$dir"
   xcrun -sdk "$sdk" clang++ -target "$triple" -std=c++17 -O2 -fvisibility=hidden \
     -c "$out/amalgamation/mxlite-all.cc" -o "$dir/mxlite-all.o"
-  xcrun -sdk "$sdk" clang -target "$triple" -fobjc-arc -O2 -I "$headers" \
+  xcrun -sdk "$sdk" clang -target "$triple" -fobjc-arc -O2 -I "$headers" -I "$here/../common" \
     -c "$here/MXLitePredictor.m" -o "$dir/MXLitePredictor.o"
   xcrun libtool -static -o "$dir/libmxlite.a" "$dir/mxlite-all.o" "$dir/MXLitePredictor.o"
 }

@@ -203,16 +203,26 @@ export class Predictor {
     }
   }
 
-  // Output `index` after forward(): { shape, data } with data a fresh
-  // Float32Array (row-major).
+  // Output `index` after forward(): { shape, dtype, data }, data a fresh
+  // typed array (row-major) of the output's own type: Float32Array for
+  // float32 and float16 (converted), Float64Array, Uint8Array, Int32Array,
+  // Int8Array or BigInt64Array.
   getOutput(index) {
     const shape = this.getOutputShape(index);
     const size = shape.reduce((a, b) => a * b, 1);
     const scratch = new Scratch(this.api);
     try {
-      const address = scratch.alloc(4 * size);
+      const typeOut = scratch.uint32s([0]);
+      this.mxlite.check(this.api.MXPredGetOutputType(this.handle, index, typeOut));
+      const flag = new Int32Array(this.api.memory.buffer, typeOut, 1)[0];
+      const dtype = OUTPUT_TYPES[flag];
+      if (!dtype) throw new Error(`output ${index} has unknown element type flag ${flag}`);
+      // MXPredGetOutput writes `size` elements of the output's own type.
+      const address = scratch.alloc(dtype.array.BYTES_PER_ELEMENT * size);
       this.mxlite.check(this.api.MXPredGetOutput(this.handle, index, address, size));
-      return { shape, data: new Float32Array(this.api.memory.buffer, address, size).slice() };
+      const raw = new dtype.array(this.api.memory.buffer, address, size).slice();
+      const data = dtype.name === 'float16' ? Float32Array.from(raw, halfToFloat) : raw;
+      return { shape, dtype: dtype.name, data };
     } finally {
       scratch.free();
     }
@@ -224,6 +234,27 @@ export class Predictor {
       this.handle = 0;
     }
   }
+}
+
+// Element types by mshadow flag, as MXPredGetOutputType reports them.
+const OUTPUT_TYPES = {
+  0: { name: 'float32', array: Float32Array },
+  1: { name: 'float64', array: Float64Array },
+  2: { name: 'float16', array: Uint16Array },
+  3: { name: 'uint8', array: Uint8Array },
+  4: { name: 'int32', array: Int32Array },
+  5: { name: 'int8', array: Int8Array },
+  6: { name: 'int64', array: BigInt64Array },
+};
+
+// IEEE half-precision bits to a number.
+function halfToFloat(bits) {
+  const sign = bits & 0x8000 ? -1 : 1;
+  const exponent = (bits >> 10) & 0x1f;
+  const mantissa = bits & 0x3ff;
+  if (exponent === 0x1f) return mantissa ? NaN : sign * Infinity;
+  if (exponent === 0) return sign * mantissa * 2 ** -24;
+  return sign * (1 + mantissa / 1024) * 2 ** (exponent - 15);
 }
 
 // ImageNet-style input from canvas pixels (ImageData.data: RGBA bytes, row

@@ -23,9 +23,10 @@
  *                           default when the compiler has exceptions off
  *                           (-fno-exceptions; wasm32-wasi needs that flag).
  *   MXLITE_NO_LEGACY_JSON   Drop the upgrade of symbol files written before
- *                           MXNet 0.9 ("param"/"attr" keys, two-element
- *                           inputs, missing auxiliary states); such a file is
- *                           then an error that says so.
+ *                           MXNet 0.9 (adding the auxiliary-state variables
+ *                           they lack); such a file (attrs.mxnet_version
+ *                           missing or below 0.9.0) is then an error that
+ *                           says so.
  *   MXLITE_NO_NDARRAY_SAVE  Drop writing MXNet's NDArray list format;
  *                           SaveNDArrayList then returns an error. Reading
  *                           params files is never dropped.

@@ -10,11 +10,17 @@
  *   case NAME                     start a case
  *   symbol PATH                   the symbol JSON
  *   params PATH                   the params file
- *   input NAME PATH NDIM D0 D1..  an input: raw little-endian float32
- *   output PREFIX                 write output i to PREFIX.i.f32
+ *   input NAME PATH NDIM D0 D1..  an input: raw little-endian values, float32
+ *                                 unless a dtype line says otherwise
+ *   dtype NAME FLAG               input NAME has mshadow type FLAG (0 float32,
+ *                                 1 float64, 2 float16, 3 uint8, 4 int32,
+ *                                 5 int8, 6 int64): MXPredCreateEx is used
+ *   output PREFIX                 write output i to PREFIX.i.bin, raw, in
+ *                                 the output's own type
  *   run                           create the predictor, run it, free it
  * For each case it prints "case NAME outputs K" and one line
- * "output I shape D0 D1 ..." per output, or "case NAME error: MESSAGE".
+ * "output I dtype FLAG shape D0 D1 ..." per output, or
+ * "case NAME error: MESSAGE".
  * The exit status is the number of failed cases (capped at 100), 2 for a
  * malformed plan or an unreadable file.
  */
@@ -38,6 +44,9 @@ typedef struct {
 
 typedef struct {
   char name[256];
+  int num_dtypes;
+  const char *dtype_names[MAX_INPUTS];
+  int dtype_flags[MAX_INPUTS];
   char symbol_path[MAX_PATH_LENGTH];
   char params_path[MAX_PATH_LENGTH];
   char output_prefix[MAX_PATH_LENGTH];
@@ -66,6 +75,17 @@ static char *read_whole_file(const char *path, long *size) {
   return data;
 }
 
+/* Bytes per element of an mshadow type flag; 0 for an unknown flag. */
+static size_t element_size(int flag) {
+  switch (flag) {
+    case 0: case 4: return 4;
+    case 1: case 6: return 8;
+    case 2: return 2;
+    case 3: case 5: return 1;
+    default: return 0;
+  }
+}
+
 static int report_failure(const CaseSpec *spec, const char *what) {
   printf("case %s error: %s: %s\n", spec->name, what, MXGetLastError());
   fflush(stdout);
@@ -73,7 +93,7 @@ static int report_failure(const CaseSpec *spec, const char *what) {
 }
 
 /* Runs one case; returns 0 on success, 1 on a reported failure. */
-static int run_case(const CaseSpec *spec) {
+static int run_case(CaseSpec *spec) {
   const char *keys[MAX_INPUTS];
   mx_uint indptr[MAX_INPUTS + 1], shape_data[MAX_INPUTS * MAX_DIMS];
   mx_uint num_outputs = 0, i, j, *out_shape, out_ndim;
@@ -89,16 +109,19 @@ static int run_case(const CaseSpec *spec) {
     for (j = 0; j < spec->inputs[i].ndim; ++j) shape_data[indptr[i] + j] = spec->inputs[i].dims[j];
     indptr[i + 1] = indptr[i] + spec->inputs[i].ndim;
   }
-  if (MXPredCreate(symbol, params, (int)params_size, 1, 0, (mx_uint)spec->num_inputs, keys,
-                   indptr, shape_data, &handle)) {
-    failed = report_failure(spec, "MXPredCreate");
+  if (MXPredCreateEx(symbol, params, (int)params_size, 1, 0, (mx_uint)spec->num_inputs, keys,
+                     indptr, shape_data, (mx_uint)spec->num_dtypes, spec->dtype_names,
+                     spec->dtype_flags, &handle)) {
+    failed = report_failure(spec, "MXPredCreateEx");
     goto done;
   }
   for (i = 0; i < (mx_uint)spec->num_inputs && !failed; ++i) {
     long input_size;
     char *input = read_whole_file(spec->inputs[i].path, &input_size);
-    if (MXPredSetInput(handle, keys[i], (const mx_float *)input,
-                       (mx_uint)(input_size / (long)sizeof(float))))
+    mx_uint count = 1;
+    /* The size is an element count; the bytes are in the input's type. */
+    for (j = 0; j < spec->inputs[i].ndim; ++j) count *= spec->inputs[i].dims[j];
+    if (MXPredSetInput(handle, keys[i], (const mx_float *)input, count))
       failed = report_failure(spec, "MXPredSetInput");
     free(input);
   }
@@ -112,23 +135,30 @@ static int run_case(const CaseSpec *spec) {
   printf("case %s outputs %u\n", spec->name, num_outputs);
   for (i = 0; i < num_outputs && !failed; ++i) {
     mx_uint size = 1;
-    float *output;
+    int dtype = -1;
+    size_t width;
+    void *output;
     char path[MAX_PATH_LENGTH + 32];
     FILE *file;
+    if (MXPredGetOutputType(handle, i, &dtype) || !(width = element_size(dtype))) {
+      failed = report_failure(spec, "MXPredGetOutputType");
+      break;
+    }
     MXPredGetOutputShape(handle, i, &out_shape, &out_ndim);
-    printf("output %u shape", i);
+    printf("output %u dtype %d shape", i, dtype);
     for (j = 0; j < out_ndim; ++j) {
       printf(" %u", out_shape[j]);
       size *= out_shape[j];
     }
     printf("\n");
-    output = (float *)malloc((size_t)size * sizeof(float) + 1);
-    if (MXPredGetOutput(handle, i, output, size)) {
+    /* MXPredGetOutput writes `size` elements of the output's own type. */
+    output = malloc((size_t)size * width + 1);
+    if (MXPredGetOutput(handle, i, (mx_float *)output, size)) {
       failed = report_failure(spec, "MXPredGetOutput");
     } else {
-      snprintf(path, sizeof path, "%s.%u.f32", spec->output_prefix, i);
+      snprintf(path, sizeof path, "%s.%u.bin", spec->output_prefix, i);
       file = fopen(path, "wb");
-      if (!file || fwrite(output, sizeof(float), size, file) != size) {
+      if (!file || fwrite(output, width, size, file) != size) {
         fprintf(stderr, "cannot write %s\n", path);
         exit(2);
       }
@@ -182,6 +212,21 @@ int main(int argc, char **argv) {
     } else if (strcmp(directive, "output") == 0) {
       copy_field(spec.output_prefix, sizeof spec.output_prefix, strtok(NULL, " \r\n"),
                  "output prefix");
+    } else if (strcmp(directive, "dtype") == 0) {
+      const char *name = strtok(NULL, " \r\n"), *flag = strtok(NULL, " \r\n");
+      int k;
+      if (!name || !flag) {
+        fprintf(stderr, "plan: dtype needs a name and a flag\n");
+        return 2;
+      }
+      /* Point at the input's own name, which lives as long as the case. */
+      for (k = 0; k < spec.num_inputs && strcmp(spec.inputs[k].name, name) != 0; ++k) continue;
+      if (k == spec.num_inputs) {
+        fprintf(stderr, "plan: dtype for %s, which is not an input (yet)\n", name);
+        return 2;
+      }
+      spec.dtype_names[spec.num_dtypes] = spec.inputs[k].name;
+      spec.dtype_flags[spec.num_dtypes++] = atoi(flag);
     } else if (strcmp(directive, "input") == 0) {
       InputSpec *input;
       const char *field;

@@ -3,6 +3,10 @@
  * Java arrays out. It uses nothing but c_predict_api.h, so it links against
  * any build of the one file (Android, Debian cross builds, the host JVM).
  *
+ * Inputs are float32, as MXPredCreate makes them. Outputs come out of the
+ * core in their own type (MXPredGetOutputType) and are converted to Java
+ * floats here.
+ *
  * Every failure of the core becomes org.mxlite.MXLiteException carrying
  * MXGetLastError()'s message. A native method that has thrown returns at
  * once with a dummy value, which the JVM ignores.
@@ -14,6 +18,7 @@
 #include <vector>
 
 #include "c_predict_api.h"
+#include "mxlite_output_float.h"
 
 namespace mxlite_jni {
 
@@ -186,14 +191,30 @@ JNIEXPORT jfloatArray JNICALL Java_org_mxlite_Predictor_nativeGetOutput(JNIEnv* 
   }
   size_t size = 1;
   for (mx_uint i = 0; i < ndim; ++i) size *= shape[i];
+  int dtype = -1;
+  if (ThrowIfFailed(env, MXPredGetOutputType(AsHandle(handle), static_cast<mx_uint>(index),
+                                             &dtype))) {
+    return nullptr;
+  }
+  const size_t width = mxlite_element_size(dtype);
+  if (width == 0) {
+    ThrowMXLiteException(env, "output " + std::to_string(index) + " has element type flag " +
+                                  std::to_string(dtype) + ", which Java cannot receive");
+    return nullptr;
+  }
+  // MXPredGetOutput writes `size` elements of the output's own type.
+  std::vector<unsigned char> raw(size * width);
+  if (ThrowIfFailed(env, MXPredGetOutput(AsHandle(handle), static_cast<mx_uint>(index),
+                                         reinterpret_cast<mx_float*>(raw.data()),
+                                         static_cast<mx_uint>(size)))) {
+    return nullptr;
+  }
+  std::vector<float> values(size);
+  mxlite_output_to_float(dtype, raw.data(), size, values.data());
   jfloatArray result = env->NewFloatArray(static_cast<jsize>(size));
-  if (result == nullptr) return nullptr;  // OutOfMemoryError pending
-  void* values = env->GetPrimitiveArrayCritical(result, nullptr);
-  if (values == nullptr) return nullptr;
-  const int status = MXPredGetOutput(AsHandle(handle), static_cast<mx_uint>(index),
-                                     static_cast<mx_float*>(values), static_cast<mx_uint>(size));
-  env->ReleasePrimitiveArrayCritical(result, values, 0);
-  if (ThrowIfFailed(env, status)) return nullptr;
+  if (result != nullptr) {
+    env->SetFloatArrayRegion(result, 0, static_cast<jsize>(size), values.data());
+  }
   return result;
 }
 

@@ -53,7 +53,8 @@ public final class Predictor implements AutoCloseable {
 
   /**
    * Sets input {@code name}; {@code data} holds exactly as many elements as
-   * the input's shape (row-major).
+   * the input's shape (row-major). Inputs are float32 (a symbol that types
+   * an input otherwise needs the C API's MXPredCreateEx).
    */
   public void setInput(String name, float[] data) throws MXLiteException {
     if (name == null || data == null) {
@@ -77,7 +78,11 @@ public final class Predictor implements AutoCloseable {
     return nativeGetOutputShape(checkedHandle(), index);
   }
 
-  /** A copy of output {@code index} after {@link #forward()}, row-major. */
+  /**
+   * A copy of output {@code index} after {@link #forward()}, row-major. An
+   * output of another element type (float16, float64, integers: an argmax or
+   * a Cast) comes back converted to float.
+   */
   public float[] getOutput(int index) throws MXLiteException {
     return nativeGetOutput(checkedHandle(), index);
   }

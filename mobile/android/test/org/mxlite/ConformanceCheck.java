@@ -89,6 +89,8 @@ public final class ConformanceCheck {
             spec.inputFiles.put(fields[1], fields[2]);
             break;
           }
+          case "dtype":
+            throw new IllegalArgumentException("plan: the Java API takes float32 inputs only");
           case "run":
             failures += runCase(spec);
             break;
@@ -113,10 +115,11 @@ public final class ConformanceCheck {
       int count = predictor.getOutputCount();
       OUT.println("case " + spec.name + " outputs " + count);
       for (int i = 0; i < count; ++i) {
-        StringBuilder line = new StringBuilder("output " + i + " shape");
+        // The Java API hands every output out as float32 (dtype flag 0).
+        StringBuilder line = new StringBuilder("output " + i + " dtype 0 shape");
         for (int d : predictor.getOutputShape(i)) line.append(' ').append(d);
         OUT.println(line);
-        writeFloats(spec.outputPrefix + "." + i + ".f32", predictor.getOutput(i));
+        writeFloats(spec.outputPrefix + "." + i + ".bin", predictor.getOutput(i));
       }
       return 0;
     } catch (MXLiteException error) {
