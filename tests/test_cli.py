@@ -180,3 +180,22 @@ def test_inspect_a_zoo_model_and_without_shapes():
     out = run('inspect', prefix).stdout
     assert 'MACs: unknown until the input shapes are given' in out
     assert '--shape data=' in out
+
+
+def test_plan_reports_every_strategy():
+    prefix = os.path.join(ZOO_DIR, 'resnet18_v1')
+    assert '--shape' in run('plan', '--help').stdout
+    report = json.loads(run('plan', prefix, '--shape', 'data=1,3,224,224', '--json').stdout)
+    assert list(report) == ['naive_bytes', 'inplace_bytes', 'coshare_bytes', 'planned_bytes',
+                            'lower_bound_bytes']
+    # MXNet 1.9.1 plans 7,432,096 bytes for this graph (reference section 5).
+    assert report['lower_bound_bytes'] <= report['planned_bytes'] <= 7_432_096
+    assert report['planned_bytes'] <= 1.05 * report['lower_bound_bytes']
+    assert report['planned_bytes'] <= report['coshare_bytes'] <= report['naive_bytes']
+    assert report['inplace_bytes'] <= report['naive_bytes']
+    fused = json.loads(run('plan', prefix, '--shape', 'data=1,3,224,224', '--json',
+                           '--fused').stdout)
+    assert fused['planned_bytes'] < report['planned_bytes']
+    text = run('plan', prefix, '--shape', 'data=1,3,224,224').stdout
+    assert 'lower bound' in text and 'MiB' in text
+    assert 'give the input shapes' in run('plan', prefix, expect=1).stderr

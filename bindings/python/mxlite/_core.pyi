@@ -68,6 +68,11 @@ class Predictor:
         Planned intermediate memory and parameter bytes of the bound predictor.
         """
 
+def memory_report(symbol_json: str | bytes, input_shapes: dict[str, tuple[int, ...]], fuse: bool = False) -> dict[str, int]:
+    """
+    Intermediate memory of the symbol's forward pass for the given input shapes: naive, in place only, co-share only, planned (both) and the lower bound, in bytes. fuse=True plans the optimised graph a predictor runs.
+    """
+
 def load_ndarrays(data: bytes, source: str) -> tuple[list[numpy.ndarray | None], list[str]]:
     """
     Parses MXNet NDArray file bytes into (arrays, names); `source` names it in errors.

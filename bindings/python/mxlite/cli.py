@@ -3,6 +3,7 @@
     mxlite demo                                  the bundled digits CNN: accuracy vs MXNet's
     mxlite predict PREFIX --input FILE [...]     top-k of a checkpoint on an image or array
     mxlite inspect PREFIX [--shape data=1,3,224,224]   nodes, shapes, parameters, MACs
+    mxlite plan PREFIX --shape data=1,3,224,224        intermediate memory per strategy
 
 Each subcommand has --help. Errors print one line, "mxlite: error: ...", and
 exit with status 1 (2 for bad command-line usage).
@@ -299,6 +300,40 @@ def run_inspect(args):
     return 0
 
 
+PLAN_KEYS = ('naive_bytes', 'inplace_bytes', 'coshare_bytes', 'planned_bytes',
+             'lower_bound_bytes')
+
+
+def run_plan(args):
+    """Prints the internal memory (operator outputs; not weights, inputs or
+    scratch) of one forward pass under each planning strategy: no sharing,
+    in place only, co-share only, both (what a predictor allocates), and the
+    lower bound (the most bytes live at once). Needs only the symbol file."""
+    from ._core import memory_report
+
+    shapes = dict(parse_shape(text) for text in args.shape)
+    if not shapes:
+        raise UsageError('give the input shapes, e.g. --shape data=1,3,224,224')
+    path = args.prefix if args.prefix.endswith('.json') else args.prefix + '-symbol.json'
+    try:
+        with open(path, 'rb') as f:
+            symbol = f.read()
+    except OSError as error:
+        raise UsageError(f'cannot read {path}: {error.strerror}') from None
+    report = memory_report(symbol, shapes, fuse=args.fused)
+    if args.json:
+        print(json.dumps({key: report[key] for key in PLAN_KEYS}, indent=2))
+        return 0
+    labels = {'naive_bytes': 'no sharing', 'inplace_bytes': 'in place only',
+              'coshare_bytes': 'co-share only', 'planned_bytes': 'planned (both)',
+              'lower_bound_bytes': 'lower bound'}
+    print(f'{path}: {report["entries"]} operator outputs'
+          f'{" (fused graph)" if args.fused else ""}')
+    for key in PLAN_KEYS:
+        print(f'  {labels[key]:15s} {report[key]:>14,d} bytes  {report[key] / 2**20:9.2f} MiB')
+    return 0
+
+
 # --- the parser ------------------------------------------------------------
 
 def build_parser():
@@ -366,6 +401,20 @@ def build_parser():
                          'the first and last 30 of a long graph)')
     inspect.add_argument('--json', action='store_true', help='print JSON instead of text')
     inspect.set_defaults(handler=run_inspect)
+
+    plan = commands.add_parser(
+        'plan', help='intermediate memory of a forward pass under each planning strategy',
+        description=run_plan.__doc__)
+    plan.add_argument('prefix', metavar='PREFIX',
+                      help='checkpoint prefix (reads PREFIX-symbol.json) or a .json path')
+    plan.add_argument('--shape', action='append', default=[], metavar='NAME=D1,D2,...',
+                      help='input shape (repeatable), e.g. data=1,3,224,224')
+    plan.add_argument('--fused', action='store_true',
+                      help='plan the optimised graph a predictor runs (default: the graph '
+                           'as written, comparable with MXNet)')
+    plan.add_argument('--json', action='store_true',
+                      help='print the five byte counts as JSON')
+    plan.set_defaults(handler=run_plan)
     return parser
 
 

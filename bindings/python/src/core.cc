@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "executor/executor.h"
+#include "executor/memory_plan.h"
 #include "graph/infer.h"
 #include "ndarray/ndarray_io.h"
 
@@ -698,6 +699,43 @@ nb::bytes SaveNDArrays(nb::list arrays, const std::vector<std::string>& names) {
   return nb::bytes(out.data(), out.size());
 }
 
+// The memory plan of a symbol file for given input shapes (no params
+// needed): the five totals of `mxlite plan`, in bytes.
+nb::dict MemoryReportOf(nb::handle symbol_json, nb::dict input_shapes, bool fuse) {
+  std::string text;
+  if (!nb::try_cast<std::string>(symbol_json, text, false)) {
+    nb::bytes raw;
+    if (!nb::try_cast<nb::bytes>(symbol_json, raw, false)) {
+      RaiseError("symbol_json must be str or bytes");
+    }
+    text.assign(raw.c_str(), raw.size());
+  }
+  std::map<std::string, Shape> shapes;
+  for (auto item : input_shapes) {
+    std::string name;
+    if (!nb::try_cast<std::string>(item.first, name, false)) {
+      RaiseError("input names must be strings");
+    }
+    shapes[name] = ShapeFromPython(name, item.second);
+  }
+  MemoryReport report;
+  Status status;
+  {
+    nb::gil_scoped_release release;
+    status = ComputeMemoryReportFromJson(text, "symbol JSON", shapes, fuse, &report);
+  }
+  Check(status);
+  nb::dict out;
+  out["naive_bytes"] = report.naive_bytes;
+  out["inplace_bytes"] = report.inplace_bytes;
+  out["coshare_bytes"] = report.coshare_bytes;
+  out["planned_bytes"] = report.planned_bytes;
+  out["lower_bound_bytes"] = report.lower_bound_bytes;
+  out["entries"] = report.num_entries;
+  out["blocks"] = report.num_blocks;
+  return out;
+}
+
 }  // namespace python_core
 }  // namespace mxlite
 
@@ -756,6 +794,13 @@ NB_MODULE(_core, m) {
            nb::sig("def memory_stats(self) -> dict[str, int]"),
            "Planned intermediate memory and parameter bytes of the bound predictor.");
 
+  m.def("memory_report", &mxlite::python_core::MemoryReportOf, nb::arg("symbol_json"),
+        nb::arg("input_shapes"), nb::arg("fuse") = false,
+        nb::sig("def memory_report(symbol_json: str | bytes, input_shapes: dict[str, "
+                "tuple[int, ...]], fuse: bool = False) -> dict[str, int]"),
+        "Intermediate memory of the symbol's forward pass for the given input shapes: "
+        "naive, in place only, co-share only, planned (both) and the lower bound, in bytes. "
+        "fuse=True plans the optimised graph a predictor runs.");
   m.def("load_ndarrays", &mxlite::python_core::LoadNDArrays, nb::arg("data"), nb::arg("source"),
         nb::sig("def load_ndarrays(data: bytes, source: str) -> "
                 "tuple[list[numpy.ndarray | None], list[str]]"),
