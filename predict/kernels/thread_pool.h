@@ -9,8 +9,8 @@
  * costs more than a small operator.
  *
  * One loop runs at a time per pool; a second caller waits for the first.
- * Without thread support (WebAssembly/WASI, or MXLITE_NO_THREADS) the pool
- * has no workers and runs every loop on the calling thread.
+ * Without thread support (MXLITE_NO_THREADS, on by default for WebAssembly
+ * without atomics; see base/config.h) the pool has no workers and runs every loop on the calling thread.
  */
 #ifndef MXLITE_KERNELS_THREAD_POOL_H_
 #define MXLITE_KERNELS_THREAD_POOL_H_
@@ -18,7 +18,10 @@
 #include <cstdint>
 #include <functional>
 
-#if defined(__wasi__) || defined(__EMSCRIPTEN__) || defined(MXLITE_NO_THREADS)
+#include "../base/config.h"
+
+// config.h decides (MXLITE_NO_THREADS, defaulted from the target).
+#ifdef MXLITE_NO_THREADS
 #define MXLITE_THREADS 0
 #else
 #define MXLITE_THREADS 1
