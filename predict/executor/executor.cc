@@ -95,16 +95,8 @@ Status Executor::Bind(const std::map<std::string, int>& input_dtypes) {
   MXL_RETURN_IF_ERROR(BindVariables(graph, shapes, dtypes, true));
 
   // Operator outputs live in one planned arena.
-  std::vector<std::vector<size_t>> entry_bytes(graph.nodes.size());
-  for (size_t n = 0; n < graph.nodes.size(); ++n) {
-    for (size_t i = 0; i < shapes[n].size(); ++i) {
-      MXL_CHECK(shapes[n][i].CheckedSize() >= 0, "output '", graph.nodes[n].OutputName(i),
-                "' of node ", graph.Describe(static_cast<int>(n)), " would have shape ",
-                shapes[n][i].ToString(), ", which is too large");
-      entry_bytes[n].push_back(static_cast<size_t>(shapes[n][i].Size()) *
-                               DTypeSize(dtypes[n][i]));
-    }
-  }
+  std::vector<std::vector<size_t>> entry_bytes;
+  MXL_RETURN_IF_ERROR(EntryBytes(graph, shapes, dtypes, &entry_bytes));
   MXL_RETURN_IF_ERROR(PlanMemory(graph, entry_bytes, &plan_));
   MXL_RETURN_IF_ERROR(Storage::Allocate(plan_.arena_bytes, &arena_));
   // Blocks holding a graph output get storage of their own, so that

@@ -474,6 +474,21 @@ Status ReportMemory(const Graph& graph, const std::vector<std::vector<size_t>>& 
   return Status();
 }
 
+Status EntryBytes(const Graph& graph, const EntryShapes& shapes, const EntryDTypes& dtypes,
+                  std::vector<std::vector<size_t>>* entry_bytes) {
+  entry_bytes->assign(graph.nodes.size(), {});
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    for (size_t i = 0; i < shapes[n].size(); ++i) {
+      MXL_CHECK(shapes[n][i].CheckedSize() >= 0, "output '", graph.nodes[n].OutputName(i),
+                "' of node ", graph.Describe(static_cast<int>(n)), " would have shape ",
+                shapes[n][i].ToString(), ", which is too large");
+      (*entry_bytes)[n].push_back(static_cast<size_t>(shapes[n][i].Size()) *
+                                  DTypeSize(dtypes[n][i]));
+    }
+  }
+  return Status();
+}
+
 Status ComputeMemoryReport(const Graph& graph, const std::map<std::string, Shape>& input_shapes,
                            const std::map<std::string, int>& input_dtypes,
                            MemoryReport* report) {
@@ -491,16 +506,8 @@ Status ComputeMemoryReport(const Graph& graph, const std::map<std::string, Shape
   for (const auto& input : input_shapes) known_dtypes.emplace(input.first, kFloat32);
   EntryDTypes dtypes;
   MXL_RETURN_IF_ERROR(InferDTypes(graph, known_dtypes, &dtypes));
-  std::vector<std::vector<size_t>> entry_bytes(graph.nodes.size());
-  for (size_t n = 0; n < graph.nodes.size(); ++n) {
-    for (size_t i = 0; i < shapes[n].size(); ++i) {
-      MXL_CHECK(shapes[n][i].CheckedSize() >= 0, "output '", graph.nodes[n].OutputName(i),
-                "' of node ", graph.Describe(static_cast<int>(n)), " would have shape ",
-                shapes[n][i].ToString(), ", which is too large");
-      entry_bytes[n].push_back(static_cast<size_t>(shapes[n][i].Size()) *
-                               DTypeSize(dtypes[n][i]));
-    }
-  }
+  std::vector<std::vector<size_t>> entry_bytes;
+  MXL_RETURN_IF_ERROR(EntryBytes(graph, shapes, dtypes, &entry_bytes));
   return ReportMemory(graph, entry_bytes, report);
 }
 

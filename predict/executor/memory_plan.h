@@ -75,6 +75,7 @@
 #include <vector>
 
 #include "../graph/graph.h"
+#include "../graph/infer.h"
 
 namespace mxlite {
 
@@ -121,6 +122,11 @@ struct MemoryReport {
   size_t num_blocks = 0;         // buffers in the final plan
   size_t ordering_edges = 0;     // edges the final plan adds (0: dataflow plan)
 };
+
+// The bytes of every entry (node output) for the inferred shapes and
+// dtypes; a shape too large to allocate is an error naming the output.
+Status EntryBytes(const Graph& graph, const EntryShapes& shapes, const EntryDTypes& dtypes,
+                  std::vector<std::vector<size_t>>* entry_bytes);
 
 // entry_bytes[node][output] is the size of each operator output.
 Status PlanMemory(const Graph& graph, const std::vector<std::vector<size_t>>& entry_bytes,
