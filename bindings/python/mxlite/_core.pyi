@@ -82,3 +82,69 @@ def save_ndarrays(arrays: list[numpy.ndarray], names: Sequence[str]) -> bytes:
     """
     Serialises arrays (and names, or none for a list) in MXNet 1.x's V2 format.
     """
+
+class ArrayHandle:
+    """An engine-backed array (the core of mxlite.nd.NDArray)."""
+
+    @staticmethod
+    def empty(shape: Sequence[int], dtype: int) -> ArrayHandle:
+        """A zero-filled array of `shape` and MXNet dtype flag `dtype`."""
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The shape."""
+
+    @property
+    def dtype(self) -> int:
+        """The MXNet dtype flag."""
+
+    def asnumpy(self) -> numpy.ndarray:
+        """Waits for pending writes, then returns a copy of the values."""
+
+    def wait_to_read(self) -> None:
+        """Waits for pending writes; raises the failure of any of them."""
+
+    def write(self, value: numpy.ndarray) -> None:
+        """
+        Pushes a copy of a C-contiguous numpy array (same element count) into it.
+        """
+
+    def fill(self, value: float) -> None:
+        """Pushes setting every element to `value`."""
+
+    def copy_to(self, to: ArrayHandle) -> None:
+        """Pushes copying the values into `to` (same element count)."""
+
+    def view(self, offset: int, shape: Sequence[int]) -> ArrayHandle:
+        """
+        The elements from `offset` on as `shape`, sharing storage and dependencies.
+        """
+
+    def same_storage(self, other: ArrayHandle) -> bool:
+        """Whether both arrays view the same storage."""
+
+def nd_invoke(op_name: str, attrs: dict[str, str], inputs: list[ArrayHandle]) -> list[ArrayHandle]:
+    """
+    Pushes a registered operator on the inputs; returns its visible outputs at once.
+    """
+
+def nd_dot(a: ArrayHandle, b: ArrayHandle, transpose_a: bool = False, transpose_b: bool = False) -> ArrayHandle:
+    """Pushes the matrix product of two 2-d float32 arrays."""
+
+def nd_random(to: ArrayHandle, kind: str, low: float, high: float, seed: int, stream: int) -> None:
+    """
+    Pushes filling `to` from the counter-based generator (uniform or normal).
+    """
+
+def nd_op_name(name: str) -> str:
+    """
+    The canonical name of a registered operator or alias, or "" when unknown.
+    """
+
+def nd_waitall() -> None:
+    """Waits for every pushed operation; raises the first unreported failure."""
+
+def nd_push_sleep(arrays: list, millis: int, failure: str = '') -> None:
+    """
+    Testing aid: pushes a write of `arrays` that sleeps, then fails if `failure` is set.
+    """

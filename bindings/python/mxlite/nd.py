@@ -1,7 +1,16 @@
-"""mxlite.nd: NDArray files in MXNet's binary format, as numpy arrays.
+"""mxlite.nd: MXNet's imperative NDArray API (mx.nd) and its file format.
 
-    params = mxlite.nd.load('resnet18_v1-0000.params')   # {'arg:...': ndarray, ...}
-    mxlite.nd.save('arrays.nd', {'w': np.ones((2, 3), np.float32)})
+    import mxlite as mx
+    a = mx.nd.ones((2, 3), ctx=mx.cpu())
+    b = mx.nd.dot(a, a.T) * 2 + 1            # pushed to the engine, returns at once
+    print(b.asnumpy())                          # waits for the values
+    params = mx.nd.load('resnet18_v1-0000.params')   # {'arg:...': NDArray, ...}
+    mx.nd.save('arrays.nd', {'w': np.ones((2, 3), np.float32)})
+
+The arrays (mxlite.ndarray.NDArray) are lazy: see that module. Registered
+operators are reachable by name, with attributes as keywords:
+mx.nd.exp(a), mx.nd.sum(a, axis=1, keepdims=True), mx.nd.Activation(a,
+act_type='relu'). mx.nd.random is mxlite.random (mxlite's own generator).
 
 load() reads every version MXNet wrote (V1, V2, V3 numpy-mode, pre-1.0
 legacy) and keeps each array's dtype (bfloat16, which numpy lacks, becomes
@@ -13,10 +22,15 @@ import os
 
 import numpy as np
 
+from . import ndarray as _ndarray
+from . import random
 from ._native import core as _core
 from .errors import MXLiteError, MXLiteFileNotFoundError
+from .ndarray import *  # noqa: F401,F403  (the mx.nd functions)
+from .ndarray import NDArray
+from .random import normal, uniform
 
-__all__ = ['load', 'save']
+__all__ = ['load', 'save', 'NDArray', 'random', 'uniform', 'normal'] + _ndarray.__all__
 
 # Element types MXNet's format holds (numpy has no bfloat16).
 _SAVABLE = {np.dtype(name) for name in ('float32', 'float64', 'float16', 'uint8', 'int32', 'int8',
@@ -26,8 +40,9 @@ _SAVABLE = {np.dtype(name) for name in ('float32', 'float64', 'float16', 'uint8'
 def load(path):
     """Reads an NDArray file (a .params checkpoint or mx.nd.save output).
 
-    Returns {name: numpy array} when the file has names, else a list. An
-    empty ("none") array comes back as None. Errors are MXLiteError naming
+    Returns {name: NDArray} when the file has names, else a list, as
+    mx.nd.load does (NDArrays convert to numpy with np.asarray or
+    .asnumpy()). An empty ("none") array comes back as None. Errors are MXLiteError naming
     the file and the byte where it went wrong.
     """
     path = os.fspath(path)
@@ -39,6 +54,7 @@ def load(path):
     except OSError as error:
         raise MXLiteError(f'{path}: cannot read it: {error.strerror or error}') from None
     arrays, names = _core.load_ndarrays(data, path)
+    arrays = [None if a is None else _ndarray.array(a, dtype=a.dtype) for a in arrays]
     return dict(zip(names, arrays)) if names else arrays
 
 
@@ -46,7 +62,7 @@ def save(path, data):
     """Writes arrays to `path` in MXNet's format (what mx.nd.save writes).
 
     data: {name: array} (a file with names), a list or tuple of arrays (a
-    file without), or a single array. Arrays may have any dtype MXNet knows
+    file without), or a single array; arrays are NDArrays or numpy arrays. Arrays may have any dtype MXNet knows
     and at least one dimension (MXNet 1.x's format has no 0-d arrays).
     """
     path = os.fspath(path)
@@ -63,7 +79,7 @@ def save(path, data):
     arrays = []
     for index, value in enumerate(values):
         label = repr(names[index]) if names else f'#{index}'
-        array = np.asarray(value, order='C')
+        array = value.asnumpy() if isinstance(value, NDArray) else np.asarray(value, order='C')
         if array.dtype not in _SAVABLE:
             raise MXLiteError(f'array {label} has dtype {array.dtype}, which MXNet\'s format '
                               'cannot hold')
@@ -74,3 +90,14 @@ def save(path, data):
         raise MXLiteError(f'{path}: {error}') from None
     with open(path, 'wb') as f:
         f.write(encoded)
+
+
+def __getattr__(name):
+    """A registered operator by name: mx.nd.exp(a), mx.nd.sum(a, axis=1)."""
+    if name.startswith('__') or not _core.nd_op_name(name):
+        raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+    def operator(*args, **kwargs):
+        return _ndarray._call_op(name, args, kwargs)
+    operator.__name__ = name
+    operator.__doc__ = f'Pushes the registered operator {name} (see docs/operators.md).'
+    return operator

@@ -30,6 +30,8 @@
 #include "executor/executor.h"
 #include "executor/memory_plan.h"
 #include "graph/infer.h"
+#include "imperative/imperative.h"
+#include "operators/operator.h"
 #include "ndarray/ndarray_io.h"
 
 namespace nb = nanobind;
@@ -736,6 +738,115 @@ nb::dict MemoryReportOf(nb::handle symbol_json, nb::dict input_shapes, bool fuse
   return out;
 }
 
+
+// --- the imperative NDArray (mxlite.nd.NDArray's core) ---------------------
+// An engine-backed array; every method that computes pushes onto the engine
+// and returns at once, every method that reads waits (with the GIL released).
+struct ArrayHandle {
+  ArrayRef ref;
+};
+
+ArrayHandle* NewArrayHandle(nb::handle shape, int dtype) {
+  if (!IsValidDType(dtype)) RaiseError(StrCat("unknown dtype flag ", dtype));
+  std::vector<int64_t> dims;
+  for (nb::handle item : shape) {
+    int64_t dim = 0;
+    if (!nb::try_cast<int64_t>(item, dim, false) || dim < 0) {
+      RaiseError(StrCat("a shape must hold non-negative integers, got ",
+                        nb::str(nb::repr(shape)).c_str()));
+    }
+    dims.push_back(dim);
+  }
+  auto* handle = new ArrayHandle();
+  Status status = NewEngineArray(Shape(std::move(dims)), dtype, &handle->ref);
+  if (!status.ok()) {
+    delete handle;
+    RaiseError(status.message());
+  }
+  return handle;
+}
+
+// Writes a C-contiguous numpy array (same element count) into `handle`.
+void WriteArray(const ArrayHandle& handle, nb::handle value) {
+  InputArray array;
+  if (!nb::try_cast<InputArray>(value, array, false)) {
+    RaiseError("the value must be a C-contiguous array in CPU memory");
+  }
+  const int flag = FlagOf(array.dtype());
+  if (flag == kUnknownDType) {
+    RaiseError(StrCat("cannot write ", DescribeDType(array.dtype()), " into an NDArray"));
+  }
+  if (static_cast<int64_t>(array.size()) != handle.ref->data.Size()) {
+    RaiseError(StrCat("cannot write ", array.size(), " elements into an array of shape ",
+                      handle.ref->data.shape().ToString()));
+  }
+  Check(WriteFromHost(handle.ref, array.data(), flag));
+}
+
+nb::object ReadArray(const ArrayHandle& handle) {
+  NDArray copy;
+  Status status;
+  {
+    nb::gil_scoped_release release;
+    status = ReadToHost(handle.ref, &copy);
+  }
+  Check(status);
+  if (copy.dtype() == kBfloat16) {
+    NDArray widened;
+    Check(copy.ToFloat32(&widened));
+    copy = widened;
+  }
+  return ToNumpy(copy);
+}
+
+void WaitArray(const ArrayHandle& handle) {
+  Status status;
+  {
+    nb::gil_scoped_release release;
+    status = WaitToRead(handle.ref);
+  }
+  Check(status);
+}
+
+std::vector<ArrayRef> RefsOf(nb::handle arrays, const char* what) {
+  std::vector<ArrayRef> refs;
+  for (nb::handle item : arrays) {
+    ArrayHandle* handle = nullptr;
+    if (!nb::try_cast<ArrayHandle*>(item, handle, false) || handle == nullptr) {
+      RaiseError(StrCat(what, " must be NDArrays, got ", nb::type_name(item.type()).c_str()));
+    }
+    refs.push_back(handle->ref);
+  }
+  return refs;
+}
+
+nb::list InvokeOperator(const std::string& op_name, nb::dict attrs, nb::list inputs) {
+  AttrMap attr_map;
+  for (auto item : attrs) {
+    std::string key, value;
+    if (!nb::try_cast<std::string>(item.first, key, false) ||
+        !nb::try_cast<std::string>(item.second, value, false)) {
+      RaiseError(StrCat("operator ", op_name, ": attributes must map strings to strings"));
+    }
+    attr_map[key] = value;
+  }
+  std::vector<ArrayRef> outputs;
+  Check(Invoke(op_name, attr_map, RefsOf(inputs, "operator inputs"), &outputs));
+  nb::list result;
+  for (ArrayRef& output : outputs) result.append(nb::cast(new ArrayHandle{output},
+                                                          nb::rv_policy::take_ownership));
+  return result;
+}
+
+void WaitForEverything() {
+  Status status;
+  {
+    nb::gil_scoped_release release;
+    status = WaitAll();
+  }
+  Check(status);
+}
+
 }  // namespace python_core
 }  // namespace mxlite
 
@@ -808,4 +919,93 @@ NB_MODULE(_core, m) {
   m.def("save_ndarrays", &mxlite::python_core::SaveNDArrays, nb::arg("arrays"), nb::arg("names"),
         nb::sig("def save_ndarrays(arrays: list[numpy.ndarray], names: Sequence[str]) -> bytes"),
         "Serialises arrays (and names, or none for a list) in MXNet 1.x's V2 format.");
+
+  using mxlite::python_core::ArrayHandle;
+  nb::class_<ArrayHandle>(m, "ArrayHandle",
+                          "An engine-backed array (the core of mxlite.nd.NDArray).")
+      .def_static("empty", &mxlite::python_core::NewArrayHandle, nb::arg("shape"),
+                  nb::arg("dtype"), nb::rv_policy::take_ownership,
+                  nb::sig("def empty(shape: Sequence[int], dtype: int) -> ArrayHandle"),
+                  "A zero-filled array of `shape` and MXNet dtype flag `dtype`.")
+      .def_prop_ro("shape",
+                   [](const ArrayHandle& h) {
+                     return mxlite::python_core::ShapeToPython(h.ref->data.shape());
+                   },
+                   nb::for_getter(nb::sig("def shape(self) -> tuple[int, ...]")),
+                   "The shape.")
+      .def_prop_ro("dtype", [](const ArrayHandle& h) { return h.ref->data.dtype(); },
+                   "The MXNet dtype flag.")
+      .def("asnumpy", &mxlite::python_core::ReadArray,
+           nb::sig("def asnumpy(self) -> numpy.ndarray"),
+           "Waits for pending writes, then returns a copy of the values.")
+      .def("wait_to_read", &mxlite::python_core::WaitArray,
+           "Waits for pending writes; raises the failure of any of them.")
+      .def("write", &mxlite::python_core::WriteArray, nb::arg("value"),
+           nb::sig("def write(self, value: numpy.ndarray) -> None"),
+           "Pushes a copy of a C-contiguous numpy array (same element count) into it.")
+      .def("fill",
+           [](const ArrayHandle& h, double value) { mxlite::python_core::Check(mxlite::Fill(h.ref, value)); },
+           nb::arg("value"), "Pushes setting every element to `value`.")
+      .def("copy_to",
+           [](const ArrayHandle& h, const ArrayHandle& to) {
+             mxlite::python_core::Check(mxlite::CopyFromTo(h.ref, to.ref));
+           },
+           nb::arg("to"), "Pushes copying the values into `to` (same element count).")
+      .def("view",
+           [](const ArrayHandle& h, int64_t offset, nb::handle shape) {
+             std::unique_ptr<ArrayHandle> shaped(mxlite::python_core::NewArrayHandle(shape, 0));
+             auto* view = new ArrayHandle();
+             mxlite::Status status = mxlite::ViewOf(h.ref, offset, shaped->ref->data.shape(), &view->ref);
+             if (!status.ok()) {
+               delete view;
+               mxlite::python_core::RaiseError(status.message());
+             }
+             return view;
+           },
+           nb::arg("offset"), nb::arg("shape"), nb::rv_policy::take_ownership,
+           nb::sig("def view(self, offset: int, shape: Sequence[int]) -> ArrayHandle"),
+           "The elements from `offset` on as `shape`, sharing storage and dependencies.")
+      .def("same_storage",
+           [](const ArrayHandle& h, const ArrayHandle& other) {
+             return h.ref->data.storage() == other.ref->data.storage();
+           },
+           nb::arg("other"), "Whether both arrays view the same storage.");
+  m.def("nd_invoke", &mxlite::python_core::InvokeOperator, nb::arg("op_name"), nb::arg("attrs"),
+        nb::arg("inputs"),
+        nb::sig("def nd_invoke(op_name: str, attrs: dict[str, str], inputs: list[ArrayHandle]) "
+                "-> list[ArrayHandle]"),
+        "Pushes a registered operator on the inputs; returns its visible outputs at once.");
+  m.def("nd_dot",
+        [](const ArrayHandle& a, const ArrayHandle& b, bool trans_a, bool trans_b) {
+          auto* out = new ArrayHandle();
+          mxlite::Status status = mxlite::Dot(a.ref, b.ref, trans_a, trans_b, &out->ref);
+          if (!status.ok()) {
+            delete out;
+            mxlite::python_core::RaiseError(status.message());
+          }
+          return out;
+        },
+        nb::arg("a"), nb::arg("b"), nb::arg("transpose_a") = false,
+        nb::arg("transpose_b") = false, nb::rv_policy::take_ownership,
+        "Pushes the matrix product of two 2-d float32 arrays.");
+  m.def("nd_random",
+        [](const ArrayHandle& to, const std::string& kind, double low, double high,
+           uint64_t seed, uint64_t stream) {
+          mxlite::python_core::Check(mxlite::RandomFill(to.ref, kind, low, high, seed, stream));
+        },
+        nb::arg("to"), nb::arg("kind"), nb::arg("low"), nb::arg("high"), nb::arg("seed"),
+        nb::arg("stream"),
+        "Pushes filling `to` from the counter-based generator (uniform or normal).");
+  m.def("nd_op_name",
+        [](const std::string& name) { return mxlite::CanonicalOpName(name); }, nb::arg("name"),
+        "The canonical name of a registered operator or alias, or \"\" when unknown.");
+  m.def("nd_waitall", &mxlite::python_core::WaitForEverything,
+        "Waits for every pushed operation; raises the first unreported failure.");
+  m.def("nd_push_sleep",
+        [](nb::list arrays, int millis, const std::string& failure) {
+          mxlite::python_core::Check(mxlite::PushSleep(
+              mxlite::python_core::RefsOf(arrays, "arrays"), millis, failure));
+        },
+        nb::arg("arrays"), nb::arg("millis"), nb::arg("failure") = "",
+        "Testing aid: pushes a write of `arrays` that sleeps, then fails if `failure` is set.");
 }
