@@ -58,6 +58,10 @@ def render(ops):
     if errors:
         sys.exit('gen_op_docs.py: the registry has broken entries:\n  ' + '\n  '.join(errors))
     ops = sorted(ops, key=lambda op: op['name'].lower().lstrip('_'))
+    # The graph optimiser's own operators (predict/graph/fuse.h) never appear
+    # in symbol files: listed apart, after the table.
+    internal = [op for op in ops if op['name'].startswith('_Fused')]
+    ops = [op for op in ops if not op['name'].startswith('_Fused')]
     aliases = sum(len(op['aliases']) for op in ops)
     lines = [
         '<!-- GENERATED FILE, do not edit: made by scripts/gen_op_docs.py from the operator '
@@ -82,6 +86,12 @@ def render(ops):
         attrs = '<br>'.join(cell(attribute_text(a)) for a in op['attrs']) or '—'
         names = ', '.join('`%s`' % a for a in sorted(op['aliases'])) or '—'
         lines.append('| `%s` | %s | %s | %s |' % (op['name'], names, attrs, cell(op['dtypes'])))
+    if internal:
+        lines += ['', '## Internal operators', '',
+                  'Written by the graph optimiser when a predictor is bound (a Convolution '
+                  'with the BatchNorm, residual add and relu/clip after it folded in; a '
+                  'BatchNorm with its relu/clip), never read from symbol files: ' +
+                  ', '.join('`%s`' % op['name'] for op in internal) + '.']
     return '\n'.join(lines) + '\n'
 
 

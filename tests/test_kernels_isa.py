@@ -12,7 +12,8 @@ import pytest
 
 from conftest import ROOT
 
-KERNELS = ['cpu_features.cc', 'thread_pool.cc', 'gemm_generic.cc', 'gemm_x86.cc', 'gemm.cc',
+KERNELS = ['cpu_features.cc', 'thread_pool.cc', 'gemm_generic.cc', 'gemm_x86.cc', 'gemm_neon.cc',
+           'gemm.cc',
            'depthwise.cc', 'winograd.cc']
 DRIVERS = {'gemm': 'gemm_test.cc', 'depthwise': 'depthwise_test.cc',
            'winograd': 'winograd_test.cc'}
@@ -43,3 +44,35 @@ def test_kernel_variant_matches_reference(drivers, driver, isa):
     assert result.stdout.strip().endswith(' 0 failures')
     if driver == 'gemm' and isa == 'scalar':
         assert 'micro-kernel: generic-6x8' in result.stdout
+
+
+ARM_TARGETS = {
+    'aarch64': (['aarch64-linux-gnu-g++'], 'qemu-aarch64', 'neon-8x12'),
+    'armv7-neon': (['arm-linux-gnueabihf-g++', '-mfpu=neon'], 'qemu-arm', 'neon-4x8'),
+}
+
+
+@pytest.mark.parametrize('target', sorted(ARM_TARGETS))
+def test_neon_kernels_under_qemu(tmp_path, target):
+    """The NEON micro-kernel (chosen at compile time on ARM) and the kernels
+    built on it, against the same naive references, under qemu-user."""
+    import shutil
+    compiler, qemu, kernel_name = ARM_TARGETS[target]
+    for tool in (compiler[0], qemu):
+        assert shutil.which(tool), f'{tool} is required (.ci/run installs it from Debian)'
+    for name in ('gemm', 'winograd'):
+        exe = tmp_path / f'{name}_{target}'
+        result = subprocess.run(
+            compiler + ['-std=c++17', '-O2', '-Wall', '-Wextra', '-Werror', '-static',
+                        os.path.join(ROOT, 'tests', 'cpp', DRIVERS[name])] +
+            [os.path.join(ROOT, 'predict', 'kernels', k) for k in KERNELS] +
+            ['-o', str(exe), '-lpthread'], capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
+        for isa in ('', 'scalar'):
+            run = subprocess.run([qemu, str(exe)], env={**os.environ, 'MXLITE_ISA': isa},
+                                 capture_output=True, text=True, timeout=600)
+            assert run.returncode == 0, run.stdout[-3000:]
+            assert run.stdout.strip().endswith(' 0 failures')
+            if name == 'gemm':
+                expected = 'generic-6x8' if isa == 'scalar' else kernel_name
+                assert f'micro-kernel: {expected}' in run.stdout

@@ -148,6 +148,8 @@ const MicroKernel& GetMicroKernel(Isa isa) {
 #if defined(__x86_64__) || defined(_M_X64)
   if (isa == Isa::kAvx512) return gemm_avx512::kKernel;
   if (isa == Isa::kAvx2) return gemm_avx2::kKernel;
+#elif defined(__aarch64__) || defined(__ARM_NEON)
+  if (isa == Isa::kNeon) return gemm_neon::kKernel;
 #else
   (void)isa;
 #endif

@@ -34,6 +34,11 @@ const MicroKernel& GetMicroKernel(Isa isa);
 namespace gemm_generic {
 extern const MicroKernel kKernel;
 }
+#if defined(__aarch64__) || defined(__ARM_NEON)
+namespace gemm_neon {
+extern const MicroKernel kKernel;
+}
+#endif  // ARM NEON
 #if defined(__x86_64__) || defined(_M_X64)
 namespace gemm_avx2 {
 extern const MicroKernel kKernel;
