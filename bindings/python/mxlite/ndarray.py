@@ -227,6 +227,15 @@ class NDArray:
     def flatten(self):
         return self.reshape(self.shape[0] if self.shape else 1, -1)
 
+    def broadcast_to(self, shape):
+        return invoke('broadcast_to', [self], shape=tuple(shape))
+
+    def broadcast_like(self, other):
+        return self.broadcast_to(other.shape)
+
+    def transpose(self, axes=None):
+        return invoke('transpose', [self], axes=axes)
+
     def expand_dims(self, axis):
         return invoke('expand_dims', [self], axis=axis)
 
