@@ -141,6 +141,11 @@ def nd_op_name(name: str) -> str:
     The canonical name of a registered operator or alias, or "" when unknown.
     """
 
+def nd_op_attrs(name: str) -> list[str]:
+    """
+    The attribute names of a registered operator, in the order its factory reads them.
+    """
+
 def nd_waitall() -> None:
     """Waits for every pushed operation; raises the first unreported failure."""
 

@@ -415,16 +415,37 @@ def invoke(op_name, inputs, out=None, **attrs):
     return results[0] if len(results) == 1 else results
 
 
+_ATTR_NAMES = {}
+
+
 def _call_op(op_name, args, kwargs):
-    inputs = []
+    """Invokes an operator as MXNet's generated functions do: NDArray inputs first
+    (positionally, or as lists), then attributes positionally in the operator's
+    order or by keyword."""
+    inputs, positional = [], []
     for arg in args:
-        if isinstance(arg, NDArray):
+        if positional or not (isinstance(arg, NDArray) or (
+                isinstance(arg, (list, tuple)) and arg and
+                all(isinstance(a, NDArray) for a in arg))):
+            positional.append(arg)
+        elif isinstance(arg, NDArray):
             inputs.append(arg)
-        elif isinstance(arg, (list, tuple)) and arg and all(isinstance(a, NDArray) for a in arg):
-            inputs.extend(arg)
         else:
-            raise MXLiteError(f'{op_name}: positional arguments must be NDArrays; pass '
-                              f'attributes by keyword (got {type(arg).__name__})')
+            inputs.extend(arg)
+    if positional:
+        if op_name not in _ATTR_NAMES:
+            _ATTR_NAMES[op_name] = _core.nd_op_attrs(op_name)
+        names = _ATTR_NAMES[op_name]
+        if len(positional) > len(names):
+            raise MXLiteError(f'{op_name}: {len(positional)} positional attributes given but it '
+                              f'has {len(names)} ({", ".join(names) or "none"}); pass '
+                              'NDArray inputs first')
+        for name, value in zip(names, positional):
+            if isinstance(value, NDArray):
+                raise MXLiteError(f'{op_name}: NDArray inputs must come before attributes')
+            if name in kwargs:
+                raise MXLiteError(f'{op_name}: attribute {name!r} given twice')
+            kwargs[name] = value
     for key, value in kwargs.items():
         if isinstance(value, NDArray):
             raise MXLiteError(f'{op_name}: pass NDArray input {key!r} positionally')

@@ -999,6 +999,18 @@ NB_MODULE(_core, m) {
   m.def("nd_op_name",
         [](const std::string& name) { return mxlite::CanonicalOpName(name); }, nb::arg("name"),
         "The canonical name of a registered operator or alias, or \"\" when unknown.");
+  m.def("nd_op_attrs",
+        [](const std::string& name) {
+          const std::string canonical = mxlite::CanonicalOpName(name);
+          std::vector<std::string> attrs;
+          for (const mxlite::OperatorDoc& doc : mxlite::DescribeOperators()) {
+            if (doc.name != canonical) continue;
+            for (const mxlite::AttrDoc& attr : doc.attrs) attrs.push_back(attr.name);
+          }
+          return attrs;
+        },
+        nb::arg("name"),
+        "The attribute names of a registered operator, in the order its factory reads them.");
   m.def("nd_waitall", &mxlite::python_core::WaitForEverything,
         "Waits for every pushed operation; raises the first unreported failure.");
   m.def("nd_push_sleep",
