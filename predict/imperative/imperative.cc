@@ -161,8 +161,19 @@ Status Invoke(const std::string& op_name, const AttrMap& attrs,
   std::vector<NDArray> in_data, out_data;
   for (const ArrayRef& input : inputs) in_data.push_back(input->data);
   for (const ArrayRef& output : results) out_data.push_back(output->data);
-  engine->Push([op, in_data, out_data]() { return imperative_detail::RunOperator(op.get(), in_data, out_data); },
-               imperative_detail::VarsOf(inputs), imperative_detail::VarsOf(results));
+  // Inputs the operator updates (auxiliary states) are written, not only read.
+  std::vector<VarHandle> reads, writes = imperative_detail::VarsOf(results);
+  const std::vector<int> mutated = op->MutatedInputs();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    bool written = false;
+    for (int slot : mutated) written |= slot == static_cast<int>(i);
+    (written ? writes : reads).push_back(inputs[i]->var);
+  }
+  engine->Push(
+      [op, in_data, out_data]() {
+        return imperative_detail::RunOperator(op.get(), in_data, out_data);
+      },
+      reads, writes);
   results.resize(static_cast<size_t>(op->NumVisibleOutputs()));
   *outputs = std::move(results);
   return Status();
@@ -280,7 +291,8 @@ Status RandomFill(const ArrayRef& to, const std::string& kind, double low, doubl
           double u = imperative_detail::UniformAt(seed, stream, static_cast<uint64_t>(i));
           if (normal) {
             // Box-Muller on two independent uniforms of this element.
-            const double v = imperative_detail::UniformAt(seed, stream ^ 0x5DEECE66Dull, static_cast<uint64_t>(i));
+            const double v = imperative_detail::UniformAt(seed, stream ^ 0x5DEECE66Dull,
+                                                          static_cast<uint64_t>(i));
             const double radius = std::sqrt(-2.0 * std::log(1.0 - u));
             values[static_cast<size_t>(i)] =
                 static_cast<float>(low + high * radius * std::cos(6.283185307179586 * v));
@@ -291,7 +303,8 @@ Status RandomFill(const ArrayRef& to, const std::string& kind, double low, doubl
         std::shared_ptr<Storage> storage;
         MXL_RETURN_IF_ERROR(Storage::Allocate(0, &storage));
         storage->ExchangeData(values.data());
-        Status status = imperative_detail::StoreFloat32(NDArray(target.shape(), kFloat32, storage), target);
+        const NDArray staged(target.shape(), kFloat32, storage);
+        Status status = imperative_detail::StoreFloat32(staged, target);
         storage->ExchangeData(nullptr);
         return status;
       },

@@ -62,8 +62,9 @@ def save(path, data):
     """Writes arrays to `path` in MXNet's format (what mx.nd.save writes).
 
     data: {name: array} (a file with names), a list or tuple of arrays (a
-    file without), or a single array; arrays are NDArrays or numpy arrays. Arrays may have any dtype MXNet knows
-    and at least one dimension (MXNet 1.x's format has no 0-d arrays).
+    file without), or a single array; NDArrays or numpy arrays. Arrays may
+    have any dtype MXNet knows and at least one dimension (MXNet 1.x's
+    format has no 0-d arrays).
     """
     path = os.fspath(path)
     if isinstance(data, dict):

@@ -342,20 +342,6 @@ class NDArray:
         result._handle.copy_to(self._handle)
         return self
 
-    def __add__(self, o): return self._binary(o, 'broadcast_add', '_plus_scalar', '_plus_scalar', False)
-    def __radd__(self, o): return self._binary(o, 'broadcast_add', '_plus_scalar', '_plus_scalar', True)
-    def __sub__(self, o): return self._binary(o, 'broadcast_sub', '_minus_scalar', '_rminus_scalar', False)
-    def __rsub__(self, o): return self._binary(o, 'broadcast_sub', '_minus_scalar', '_rminus_scalar', True)
-    def __mul__(self, o): return self._binary(o, 'broadcast_mul', '_mul_scalar', '_mul_scalar', False)
-    def __rmul__(self, o): return self._binary(o, 'broadcast_mul', '_mul_scalar', '_mul_scalar', True)
-    def __truediv__(self, o): return self._binary(o, 'broadcast_div', '_div_scalar', '_rdiv_scalar', False)
-    def __rtruediv__(self, o): return self._binary(o, 'broadcast_div', '_div_scalar', '_rdiv_scalar', True)
-    def __mod__(self, o): return self._binary(o, 'broadcast_mod', '_mod_scalar', '_rmod_scalar', False)
-    def __rmod__(self, o): return self._binary(o, 'broadcast_mod', '_mod_scalar', '_rmod_scalar', True)
-    def __pow__(self, o): return self._binary(o, 'broadcast_power', '_power_scalar', '_rpower_scalar', False)
-    def __rpow__(self, o): return self._binary(o, 'broadcast_power', '_power_scalar', '_rpower_scalar', True)
-    __div__, __rdiv__ = __truediv__, __rtruediv__
-
     def __iadd__(self, o): return self._inplace(self + o)
     def __isub__(self, o): return self._inplace(self - o)
     def __imul__(self, o): return self._inplace(self * o)
@@ -381,6 +367,27 @@ class NDArray:
         if name.startswith('__') or not _core_op_exists(name):
             raise AttributeError(f"'NDArray' object has no attribute {name!r}")
         return lambda *args, **kwargs: _call_op(name, (self,) + args, kwargs)
+
+
+def _binary_method(array_op, scalar_op, reverse_scalar_op, reverse):
+    def method(self, other):
+        return self._binary(other, array_op, scalar_op, reverse_scalar_op, reverse)
+    return method
+
+
+# Python operator -> (broadcasting op, op with a scalar right, op with a scalar left).
+_ARITHMETIC = {
+    'add': ('broadcast_add', '_plus_scalar', '_plus_scalar'),
+    'sub': ('broadcast_sub', '_minus_scalar', '_rminus_scalar'),
+    'mul': ('broadcast_mul', '_mul_scalar', '_mul_scalar'),
+    'truediv': ('broadcast_div', '_div_scalar', '_rdiv_scalar'),
+    'mod': ('broadcast_mod', '_mod_scalar', '_rmod_scalar'),
+    'pow': ('broadcast_power', '_power_scalar', '_rpower_scalar'),
+}
+for _name, _ops in _ARITHMETIC.items():
+    setattr(NDArray, f'__{_name}__', _binary_method(*_ops, reverse=False))
+    setattr(NDArray, f'__r{_name}__', _binary_method(*_ops, reverse=True))
+NDArray.__div__, NDArray.__rdiv__ = NDArray.__truediv__, NDArray.__rtruediv__
 
 
 def _unpickle(values, device_type, device_id):

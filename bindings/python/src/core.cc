@@ -746,8 +746,8 @@ struct ArrayHandle {
   ArrayRef ref;
 };
 
-ArrayHandle* NewArrayHandle(nb::handle shape, int dtype) {
-  if (!IsValidDType(dtype)) RaiseError(StrCat("unknown dtype flag ", dtype));
+// A Python sequence of non-negative integers (possibly empty: a 0-d array).
+Shape DimsFromPython(nb::handle shape) {
   std::vector<int64_t> dims;
   for (nb::handle item : shape) {
     int64_t dim = 0;
@@ -757,13 +757,28 @@ ArrayHandle* NewArrayHandle(nb::handle shape, int dtype) {
     }
     dims.push_back(dim);
   }
+  return Shape(std::move(dims));
+}
+
+ArrayHandle* NewArrayHandle(nb::handle shape, int dtype) {
+  if (!IsValidDType(dtype)) RaiseError(StrCat("unknown dtype flag ", dtype));
   auto* handle = new ArrayHandle();
-  Status status = NewEngineArray(Shape(std::move(dims)), dtype, &handle->ref);
+  Status status = NewEngineArray(DimsFromPython(shape), dtype, &handle->ref);
   if (!status.ok()) {
     delete handle;
     RaiseError(status.message());
   }
   return handle;
+}
+
+ArrayHandle* NewView(const ArrayHandle& base, int64_t offset, nb::handle shape) {
+  auto* view = new ArrayHandle();
+  Status status = ViewOf(base.ref, offset, DimsFromPython(shape), &view->ref);
+  if (!status.ok()) {
+    delete view;
+    RaiseError(status.message());
+  }
+  return view;
 }
 
 // Writes a C-contiguous numpy array (same element count) into `handle`.
@@ -944,24 +959,16 @@ NB_MODULE(_core, m) {
            nb::sig("def write(self, value: numpy.ndarray) -> None"),
            "Pushes a copy of a C-contiguous numpy array (same element count) into it.")
       .def("fill",
-           [](const ArrayHandle& h, double value) { mxlite::python_core::Check(mxlite::Fill(h.ref, value)); },
+           [](const ArrayHandle& h, double value) {
+             mxlite::python_core::Check(mxlite::Fill(h.ref, value));
+           },
            nb::arg("value"), "Pushes setting every element to `value`.")
       .def("copy_to",
            [](const ArrayHandle& h, const ArrayHandle& to) {
              mxlite::python_core::Check(mxlite::CopyFromTo(h.ref, to.ref));
            },
            nb::arg("to"), "Pushes copying the values into `to` (same element count).")
-      .def("view",
-           [](const ArrayHandle& h, int64_t offset, nb::handle shape) {
-             std::unique_ptr<ArrayHandle> shaped(mxlite::python_core::NewArrayHandle(shape, 0));
-             auto* view = new ArrayHandle();
-             mxlite::Status status = mxlite::ViewOf(h.ref, offset, shaped->ref->data.shape(), &view->ref);
-             if (!status.ok()) {
-               delete view;
-               mxlite::python_core::RaiseError(status.message());
-             }
-             return view;
-           },
+      .def("view", &mxlite::python_core::NewView,
            nb::arg("offset"), nb::arg("shape"), nb::rv_policy::take_ownership,
            nb::sig("def view(self, offset: int, shape: Sequence[int]) -> ArrayHandle"),
            "The elements from `offset` on as `shape`, sharing storage and dependencies.")
