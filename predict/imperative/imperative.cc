@@ -1,9 +1,13 @@
 #include "imperative.h"
 
+#include "../base/config.h"
+
+// The minimal device build (MXLITE_PREDICT_ONLY) is the C predict API alone.
+#ifndef MXLITE_PREDICT_ONLY
+
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include "../base/config.h"
 #ifndef MXLITE_NO_THREADS
 #include <thread>
 #endif
@@ -349,3 +353,5 @@ Status PushSleep(const std::vector<ArrayRef>& arrays, int millis, const std::str
 }
 
 }  // namespace mxlite
+
+#endif  // MXLITE_PREDICT_ONLY

@@ -17,6 +17,8 @@
  *
  * Operators compute in float32 (as in the executor): arrays of other types
  * are converted on the way in and out, inside the pushed operation.
+ *
+ * Not part of the minimal device build (MXLITE_PREDICT_ONLY).
  */
 #ifndef MXLITE_IMPERATIVE_IMPERATIVE_H_
 #define MXLITE_IMPERATIVE_IMPERATIVE_H_
