@@ -20,6 +20,7 @@ import time
 import numpy as np
 import pytest
 
+from cpp_build import build_driver
 from test_python_nd import oracle
 
 import mxlite as mx
@@ -145,6 +146,17 @@ def test_ordering_of_writes_through_views():
     flat[:] = flat + 1
     want = np.array([[6, 6, 6], [2, 2, 2], [3, 3, 3], [3, 3, 3]], np.float32)
     np.testing.assert_array_equal(a.asnumpy(), want)
+
+
+@pytest.mark.parametrize('engine', ['threaded', 'naive'])
+def test_many_cpp_threads_pushing_without_a_gil(tmp_path_factory, engine):
+    """tests/cpp/imperative_test.cc: 16 C++ threads push at once to the layer under mxlite.nd."""
+    exe = build_driver('imperative_test', tmp_path_factory.mktemp('imperative'))
+    env = {**os.environ, 'MXLITE_ENGINE': engine, 'MXLITE_ENGINE_THREADS': '8'}
+    result = subprocess.run([str(exe), '--threads', '16', '--steps', '40'], capture_output=True,
+                            text=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert result.stdout.strip().endswith(', 0 failures')
 
 
 NAIVE_SCRIPT = '''
