@@ -336,31 +336,22 @@ class NDArray:
             return self._binary(other, array_op, scalar_op, reverse_scalar_op, reverse)
         return NotImplemented
 
-    def _inplace(self, result):
-        if result is NotImplemented:
-            return result
-        result._handle.copy_to(self._handle)
+    def __eq__(self, other):
+        return False if other is None else self._binary(other, 'broadcast_equal', '_equal_scalar')
+
+    def __ne__(self, other):
+        if other is None:
+            return True
+        return self._binary(other, 'broadcast_not_equal', '_not_equal_scalar')
+
+    def __neg__(self):
+        return invoke('negative', [self])
+
+    def __pos__(self):
         return self
 
-    def __iadd__(self, o): return self._inplace(self + o)
-    def __isub__(self, o): return self._inplace(self - o)
-    def __imul__(self, o): return self._inplace(self * o)
-    def __itruediv__(self, o): return self._inplace(self / o)
-    def __imod__(self, o): return self._inplace(self % o)
-    def __ipow__(self, o): return self._inplace(self ** o)
-
-    def __eq__(self, o):
-        return False if o is None else self._binary(o, 'broadcast_equal', '_equal_scalar')
-    def __ne__(self, o):
-        return True if o is None else self._binary(o, 'broadcast_not_equal', '_not_equal_scalar')
-    def __gt__(self, o): return self._binary(o, 'broadcast_greater', '_greater_scalar')
-    def __ge__(self, o): return self._binary(o, 'broadcast_greater_equal', '_greater_equal_scalar')
-    def __lt__(self, o): return self._binary(o, 'broadcast_lesser', '_lesser_scalar')
-    def __le__(self, o): return self._binary(o, 'broadcast_lesser_equal', '_lesser_equal_scalar')
-
-    def __neg__(self): return invoke('negative', [self])
-    def __pos__(self): return self
-    def __abs__(self): return invoke('abs', [self])
+    def __abs__(self):
+        return invoke('abs', [self])
 
     # Registered operators as methods: a.exp(), a.sum(axis=1), a.transpose().
     def __getattr__(self, name):
@@ -384,9 +375,32 @@ _ARITHMETIC = {
     'mod': ('broadcast_mod', '_mod_scalar', '_rmod_scalar'),
     'pow': ('broadcast_power', '_power_scalar', '_rpower_scalar'),
 }
+# Comparisons: (broadcasting op, op with a scalar right); Python reflects them itself.
+_COMPARISONS = {
+    'gt': ('broadcast_greater', '_greater_scalar'),
+    'ge': ('broadcast_greater_equal', '_greater_equal_scalar'),
+    'lt': ('broadcast_lesser', '_lesser_scalar'),
+    'le': ('broadcast_lesser_equal', '_lesser_equal_scalar'),
+}
+
+
+def _inplace_method(name):
+    """a op= b computes a op b and writes it into a's storage (MXNet's in-place ops)."""
+    def method(self, other):
+        result = getattr(self, f'__{name}__')(other)
+        if result is NotImplemented:
+            return result
+        result._handle.copy_to(self._handle)
+        return self
+    return method
+
+
 for _name, _ops in _ARITHMETIC.items():
     setattr(NDArray, f'__{_name}__', _binary_method(*_ops, reverse=False))
     setattr(NDArray, f'__r{_name}__', _binary_method(*_ops, reverse=True))
+    setattr(NDArray, f'__i{_name}__', _inplace_method(_name))
+for _name, (_array_op, _scalar_op) in _COMPARISONS.items():
+    setattr(NDArray, f'__{_name}__', _binary_method(_array_op, _scalar_op, None, reverse=False))
 NDArray.__div__, NDArray.__rdiv__ = NDArray.__truediv__, NDArray.__rtruediv__
 
 
