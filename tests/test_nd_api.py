@@ -278,5 +278,8 @@ def test_dtypes_contexts_pickling_and_files(tmp_path):
     loaded = mx.nd.load(tmp_path / 'mixed.nd')
     assert isinstance(loaded['nd'], mx.nd.NDArray) and loaded['np'].dtype == np.int8
     np.testing.assert_array_equal(np.asarray(loaded['nd']), d.asnumpy())
+    big = 2 ** 40 + 1           # not a float32: filled exactly all the same
+    assert mx.nd.full((2,), big, dtype='int64').asnumpy().tolist() == [big, big]
+    assert mx.nd.full((1,), 0.1, dtype='float64').asscalar() == 0.1
     scalar = mx.nd.array(np.float32(3))
     assert scalar.shape == () and scalar.asscalar() == 3

@@ -5,12 +5,15 @@
 // The minimal device build (MXLITE_PREDICT_ONLY) is the C predict API alone.
 #ifndef MXLITE_PREDICT_ONLY
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #ifndef MXLITE_NO_THREADS
 #include <thread>
 #endif
+#include <type_traits>
 #include <utility>
 
 #include "../kernels/gemm.h"
@@ -83,6 +86,25 @@ Status RunOperator(Operator* op, const std::vector<NDArray>& inputs,
   for (size_t i = 0; i < outputs.size(); ++i) {
     MXL_RETURN_IF_ERROR(StoreFloat32(out[i], outputs[i]));
   }
+  return Status();
+}
+
+// Sets every element of `target` (of C type T) to `value`. Integers take it
+// truncated towards zero and wrapped to their width (via int64, so that no
+// out-of-range conversion is undefined); NaN becomes 0.
+template <typename T>
+Status FillAs(const NDArray& target, double value) {
+  T* out = static_cast<T*>(target.data());
+  T converted;
+  if (std::is_floating_point<T>::value) {
+    converted = static_cast<T>(value);
+  } else {
+    const double limit = 9223372036854775807.0;  // rounds to 2^63
+    const double clamped = std::isnan(value) ? 0.0 : std::max(-limit, std::min(value, limit));
+    const int64_t whole = clamped >= limit ? INT64_MAX : static_cast<int64_t>(clamped);
+    converted = static_cast<T>(whole);
+  }
+  for (int64_t i = 0; i < target.Size(); ++i) out[i] = converted;
   return Status();
 }
 
@@ -251,10 +273,15 @@ Status Fill(const ArrayRef& to, double value) {
   engine->Push(
       [target, value]() {
         const size_t count = static_cast<size_t>(target.Size());
-        if (target.dtype() == kFloat64) {
-          double* out = static_cast<double*>(target.data());
-          for (size_t i = 0; i < count; ++i) out[i] = value;
-          return Status();
+        // Wide types are filled from the double itself: a float32 detour
+        // would round integers above 2^24.
+        switch (target.dtype()) {
+          case kFloat64: return imperative_detail::FillAs<double>(target, value);
+          case kInt32: return imperative_detail::FillAs<int32_t>(target, value);
+          case kInt64: return imperative_detail::FillAs<int64_t>(target, value);
+          case kUint32: return imperative_detail::FillAs<uint32_t>(target, value);
+          case kUint64: return imperative_detail::FillAs<uint64_t>(target, value);
+          default: break;
         }
         std::vector<float> values(count, static_cast<float>(value));
         MXL_CHECK(ConvertFromFloat32(target.dtype(), values.data(), count, target.data()),
