@@ -42,7 +42,19 @@ ThreadPool::~ThreadPool() {
 void ThreadPool::RunTasks(const std::function<void(int64_t)>& fn, int64_t count) {
   int64_t done = 0;
   for (int64_t i = next_index_.fetch_add(1); i < count; i = next_index_.fetch_add(1)) {
+#ifndef MXLITE_NO_EXCEPTIONS
+    // An exception (std::bad_alloc from a scratch buffer) must not escape a
+    // worker thread, where it would terminate the process: keep the first
+    // one for ParallelFor to rethrow on the calling thread.
+    try {
+      fn(i);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!error_) error_ = std::current_exception();
+    }
+#else
     fn(i);
+#endif
     ++done;
   }
   finished_.fetch_add(done);
@@ -93,6 +105,14 @@ void ThreadPool::ParallelFor(int64_t count, const std::function<void(int64_t)>& 
   std::unique_lock<std::mutex> lock(mutex_);
   done_.wait(lock, [&] { return finished_.load() == count && active_ == 0; });
   job_ = nullptr;
+#ifndef MXLITE_NO_EXCEPTIONS
+  if (error_) {
+    std::exception_ptr error = error_;
+    error_ = nullptr;
+    lock.unlock();
+    std::rethrow_exception(error);
+  }
+#endif
 }
 
 #else  // no threads

@@ -9,6 +9,8 @@
  * costs more than a small operator.
  *
  * One loop runs at a time per pool; a second caller waits for the first.
+ * An exception thrown by a task is rethrown by ParallelFor on the calling
+ * thread once every task has finished.
  * Without thread support (MXLITE_NO_THREADS, on by default for WebAssembly
  * without atomics; see base/config.h) the pool has no workers and runs every loop on the calling thread.
  */
@@ -30,6 +32,7 @@
 #if MXLITE_THREADS
 #include <atomic>
 #include <condition_variable>
+#include <exception>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -69,6 +72,9 @@ class ThreadPool {
   std::atomic<int64_t> finished_{0};
   std::atomic<uint64_t> generation_{0};
   int active_ = 0;  // workers inside the current job (guarded by mutex_)
+#ifndef MXLITE_NO_EXCEPTIONS
+  std::exception_ptr error_;  // first exception of the current job (mutex_)
+#endif
   bool stopping_ = false;
 #endif
 };

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "../../predict/kernels/gemm.h"
@@ -113,6 +115,23 @@ int main() {
       }
       TestSgemm(false, false, s[0], s[1], s[2], 0.5f, pool);
       TestGemv(s[0], s[2], pool);
+    }
+  }
+  // A task that throws: the exception reaches the caller of ParallelFor,
+  // not std::terminate on a worker, and the pool stays usable.
+  for (int round = 0; round < 20; ++round) {
+    ++g_checks;
+    bool caught = false;
+    try {
+      three.ParallelFor(64, [](int64_t i) {
+        if (i == 37) throw std::runtime_error("task 37");
+      });
+    } catch (const std::runtime_error& error) {
+      caught = std::string(error.what()) == "task 37";
+    }
+    if (!caught) {
+      ++g_failures;
+      std::printf("FAIL: ParallelFor did not rethrow the task's exception\n");
     }
   }
   std::printf("%d checks, %d failures\n", g_checks, g_failures);
