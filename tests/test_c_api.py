@@ -137,6 +137,17 @@ def test_reshape_makes_a_new_handle_and_keeps_the_old(api, composite):
         assert api.output_shape(single, 0) == (1,) + expected.shape[1:]
         assert_close(run(api, single, data[1:2]), expected[1:2], case.rtol, 'reshaped')
         assert_close(run(api, handle, data), expected, case.rtol, 'original')
+        # The two share intermediate memory (as in MXNet): taking turns is fine.
+        assert_close(run(api, single, data[0:1]), expected[0:1], case.rtol, 'reshaped again')
+        assert_close(run(api, handle, data), expected, case.rtol, 'original again')
+        # Growing past the original allocates anew.
+        big = api.reshape(single, {'data': (4,) + data.shape[1:]})
+        try:
+            assert_close(run(api, big, np.concatenate([data, data]))[2:],
+                         expected, case.rtol, 'grown')
+        finally:
+            api.free(big)
+        assert_close(run(api, handle, data), expected, case.rtol, 'original after growth')
     finally:
         api.free(single)
         api.free(handle)

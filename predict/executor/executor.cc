@@ -14,8 +14,10 @@ namespace mxlite {
 Status Executor::Create(std::shared_ptr<const Model> model,
                         const std::map<std::string, Shape>& input_shapes,
                         const std::map<std::string, int>& input_dtypes,
-                        std::unique_ptr<Executor>* out, int threads, bool optimize) {
+                        std::unique_ptr<Executor>* out, int threads, bool optimize,
+                        std::shared_ptr<Storage> reusable_arena) {
   std::unique_ptr<Executor> executor(new Executor());
+  executor->reusable_arena_ = std::move(reusable_arena);
   const char* profile = std::getenv("MXLITE_PROFILE");
   if (profile != nullptr && std::strcmp(profile, "1") == 0) {
     executor->profile_.reset(new std::map<std::string, OpProfile>());
@@ -46,7 +48,7 @@ Status Executor::Reshape(const std::map<std::string, Shape>& input_shapes,
               "': it is not an input of this predictor");
     shapes[entry.first] = entry.second;
   }
-  MXL_RETURN_IF_ERROR(Create(model_, shapes, input_dtypes_, out, 1, optimized_));
+  MXL_RETURN_IF_ERROR(Create(model_, shapes, input_dtypes_, out, 1, optimized_, arena_));
   (*out)->pool_ = pool_;  // same threads as this executor
   return Status();
 }
@@ -98,7 +100,12 @@ Status Executor::Bind(const std::map<std::string, int>& input_dtypes) {
   std::vector<std::vector<size_t>> entry_bytes;
   MXL_RETURN_IF_ERROR(EntryBytes(graph, shapes, dtypes, &entry_bytes));
   MXL_RETURN_IF_ERROR(PlanMemory(graph, entry_bytes, &plan_));
-  MXL_RETURN_IF_ERROR(Storage::Allocate(plan_.arena_bytes, &arena_));
+  if (reusable_arena_ && reusable_arena_->bytes() >= plan_.arena_bytes) {
+    arena_ = reusable_arena_;  // MXPredReshape to a size that fits: no new memory
+  } else {
+    MXL_RETURN_IF_ERROR(Storage::Allocate(plan_.arena_bytes, &arena_));
+  }
+  reusable_arena_.reset();
   // Blocks holding a graph output get storage of their own, so that
   // TakeOutputs can hand them to the caller without copying.
   block_storage_.assign(plan_.block_bytes.size(), nullptr);

@@ -55,9 +55,12 @@ class Executor {
                        const std::map<std::string, Shape>& input_shapes,
                        const std::map<std::string, int>& input_dtypes,
                        std::unique_ptr<Executor>* out, int threads = 0,
-                       bool optimize = true);
+                       bool optimize = true,
+                       std::shared_ptr<Storage> reusable_arena = nullptr);
 
-  // A new executor for other input shapes, sharing this one's parameters.
+  // A new executor for other input shapes, sharing this one's parameters
+  // and, when it is large enough, its arena of intermediate results (as
+  // MXNet's shared executor does): the two must not run at the same time.
   Status Reshape(const std::map<std::string, Shape>& input_shapes,
                  std::unique_ptr<Executor>* out) const;
 
@@ -149,6 +152,7 @@ class Executor {
   std::vector<std::unique_ptr<Float32Copies>> float32_copies_;  // per node; null: all float32
   std::vector<NDArray> outputs_;
   std::shared_ptr<Storage> arena_;
+  std::shared_ptr<Storage> reusable_arena_;  // offered by Reshape, used by Bind
   // Per planned block: its own storage when it holds a graph output (so
   // TakeOutputs can hand it over), else null (a slice of arena_).
   std::vector<std::shared_ptr<Storage>> block_storage_;

@@ -122,7 +122,9 @@ MXNET_DLL int MXPredCreateMultiThread(const char *symbol_json_str,
                                       int num_threads, PredictorHandle *out);
 
 /*! \brief Make a new predictor for new input shapes. The old handle stays
- *  valid and must still be freed; the two share the weights. */
+ *  valid and must still be freed; the two share the weights and, when the
+ *  new shapes need no more of it, the memory for intermediate results, as
+ *  in MXNet: run them one at a time, not concurrently. */
 MXNET_DLL int MXPredReshape(mx_uint num_input_nodes, const char **input_keys,
                             const mx_uint *input_shape_indptr,
                             const mx_uint *input_shape_data, PredictorHandle handle,
