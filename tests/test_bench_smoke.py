@@ -66,7 +66,10 @@ def test_bench_runs_every_runtime_on_a_small_model(tmp_path):
     assert set(results) == {'mxlite', 'mxnet', 'ort'}
     for runtime, result in results.items():
         assert result['error'] is None, (runtime, result['error'])
-        assert len(result['times']) == 2, runtime
+        # Two rounds ran; an inference another process preempted may be set
+        # aside (a busy machine), so at least one clean time remains.
+        assert result['samples'] == 2, runtime
+        assert 1 <= len(result['times']) <= 2, runtime
         assert result['maxrss_kb'] > 0 and result['load_s'] > 0, runtime
     assert results['mxlite']['rel_err'] <= 1e-4
     assert results['mxnet']['rel_err'] <= 1e-3 and results['ort']['rel_err'] <= 1e-3
