@@ -39,8 +39,10 @@ void PackB(const float* b, int64_t ldb, bool transposed, int64_t p0, int64_t kc,
   }
 }
 
-void ApplyEpilogue(const GemmEpilogue& ep, int64_t row0, int64_t col0, int64_t rows,
-                   int64_t cols, float* c, int64_t ldc) {
+}  // namespace gemm_cc
+
+void ApplyGemmEpilogue(const GemmEpilogue& ep, int64_t row0, int64_t col0, int64_t rows,
+                       int64_t cols, float* c, int64_t ldc) {
   for (int64_t r = 0; r < rows; ++r) {
     float* out = c + r * ldc;
     if (ep.bias) {
@@ -57,6 +59,8 @@ void ApplyEpilogue(const GemmEpilogue& ep, int64_t row0, int64_t col0, int64_t r
     }
   }
 }
+
+namespace gemm_cc {
 
 // One thread's share: rows [row_begin, row_end) (row_begin a multiple of
 // MR) and columns [col_begin, col_end) of C.
@@ -99,7 +103,7 @@ void GemmRange(const PackedMatrix& a, const float* b, int64_t ldb, bool b_transp
               }
             }
           }
-          if (last) ApplyEpilogue(ep, i0, j0 + jr, rows, cols, c_tile, ldc);
+          if (last) ApplyGemmEpilogue(ep, i0, j0 + jr, rows, cols, c_tile, ldc);
         }
       }
     }
@@ -115,7 +119,7 @@ void GemmDispatch(const PackedMatrix& a, const float* b, int64_t ldb, bool b_tra
     for (int64_t i = 0; i < m; ++i) {
       if (!ep.accumulate) std::fill(c + i * ldc, c + i * ldc + n, 0.f);
     }
-    ApplyEpilogue(ep, 0, 0, m, n, c, ldc);
+    ApplyGemmEpilogue(ep, 0, 0, m, n, c, ldc);
     return;
   }
   const int threads = pool ? pool->size() : 1;

@@ -71,6 +71,12 @@ class PackedMatrix {
 void GemmPacked(const PackedMatrix& a, const float* b, int64_t ldb, int64_t n, float* c,
                 int64_t ldc, const GemmEpilogue& epilogue, ThreadPool* pool);
 
+// Applies the epilogue to rows [row0, row0 + rows) x columns [col0, col0 +
+// cols) of C, stored at c with row stride ldc (for kernels other than the
+// GEMM that finish their output the same way).
+void ApplyGemmEpilogue(const GemmEpilogue& epilogue, int64_t row0, int64_t col0, int64_t rows,
+                       int64_t cols, float* c, int64_t ldc);
+
 // Unpacked convenience form: C = op(A) op(B) + beta * C, both operands
 // packed on the fly (for matrices used once).
 void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,

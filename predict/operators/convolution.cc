@@ -368,7 +368,7 @@ class Convolution : public Operator {
         GemmEpilogue epilogue = Epilogue(nullptr, residual ? residual + plane * out_plane : nullptr,
                                          out_plane);
         if (epilogue.residual || epilogue.clamps()) {
-          FinishPlane(epilogue, dst, out_plane);
+          ApplyGemmEpilogue(epilogue, 0, 0, 1, out_plane, dst, out_plane);
         }
       });
       return Status();
@@ -444,18 +444,6 @@ class Convolution : public Operator {
     epilogue.lower = fusion_.lower;
     epilogue.upper = fusion_.upper;
     return epilogue;
-  }
-
-  // Adds the residual and clamps one depthwise output plane.
-  static void FinishPlane(const GemmEpilogue& epilogue, float* plane, int64_t count) {
-    if (epilogue.residual) {
-      for (int64_t i = 0; i < count; ++i) plane[i] += epilogue.residual[i];
-    }
-    if (epilogue.clamps()) {
-      for (int64_t i = 0; i < count; ++i) {
-        plane[i] = std::min(std::max(plane[i], epilogue.lower), epilogue.upper);
-      }
-    }
   }
 
   // Final weights and per-filter bias, with a fused BatchNorm folded in:
