@@ -17,6 +17,16 @@ const MicroKernel& ActiveKernel() {
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// Copies kc rows of NR floats (row stride ldb) into a packed strip; NR is a
+// compile-time constant so each row copy is a few inlined vector moves, not
+// a call to memcpy (a call per 128-byte row cost 40% of a small-M GEMM).
+template <int NR>
+void PackFullStrip(const float* src, int64_t ldb, int64_t kc, float* packed) {
+  for (int64_t p = 0; p < kc; ++p, src += ldb, packed += NR) {
+    std::memcpy(packed, src, sizeof(float) * NR);
+  }
+}
+
 // Packs depth [p0, p0+kc) x columns [j0, j0+nc) of B into NR-wide strips,
 // strip[p * NR + c], zero-padded past the last column.
 void PackB(const float* b, int64_t ldb, bool transposed, int64_t p0, int64_t kc, int64_t j0,
@@ -25,6 +35,16 @@ void PackB(const float* b, int64_t ldb, bool transposed, int64_t p0, int64_t kc,
     const int64_t cols = std::min<int64_t>(nr, nc - strip);
     if (!transposed) {
       const float* src = b + p0 * ldb + j0 + strip;
+      if (cols == nr && (nr == 32 || nr == 16 || nr == 12 || nr == 8)) {
+        switch (nr) {
+          case 32: PackFullStrip<32>(src, ldb, kc, packed); break;
+          case 16: PackFullStrip<16>(src, ldb, kc, packed); break;
+          case 12: PackFullStrip<12>(src, ldb, kc, packed); break;
+          default: PackFullStrip<8>(src, ldb, kc, packed); break;
+        }
+        packed += kc * nr;
+        continue;
+      }
       for (int64_t p = 0; p < kc; ++p, src += ldb, packed += nr) {
         std::memcpy(packed, src, sizeof(float) * cols);
         if (cols < nr) std::fill(packed + cols, packed + nr, 0.f);
@@ -64,15 +84,18 @@ namespace gemm_cc {
 
 // One thread's share: rows [row_begin, row_end) (row_begin a multiple of
 // MR) and columns [col_begin, col_end) of C.
-void GemmRange(const PackedMatrix& a, const float* b, int64_t ldb, bool b_transposed, float* c,
-               int64_t ldc, const GemmEpilogue& ep, int64_t row_begin, int64_t row_end,
-               int64_t col_begin, int64_t col_end) {
+// B is either a plain matrix (b, ldb, b_transposed), packed here panel by
+// panel, or already packed (b_packed: NR-column strips of depth x NR floats,
+// see GemmPrepackedB).
+void GemmRange(const PackedMatrix& a, const float* b, int64_t ldb, bool b_transposed,
+               const float* b_packed, float* c, int64_t ldc, const GemmEpilogue& ep,
+               int64_t row_begin, int64_t row_end, int64_t col_begin, int64_t col_end) {
   const MicroKernel& kernel = a.kernel();
   const int mr = kernel.mr, nr = kernel.nr;
   const int64_t depth = a.depth();
   const int64_t blocks = CeilDiv(depth, kKc);
   thread_local std::vector<float> panel;
-  panel.resize(static_cast<size_t>(kKc * CeilDiv(kNc, nr) * nr));
+  if (!b_packed) panel.resize(static_cast<size_t>(kKc * CeilDiv(kNc, nr) * nr));
   float tile[16 * 64];  // MR x NR scratch for edge tiles (largest kernel: 12 x 32)
 
   for (int64_t j0 = col_begin; j0 < col_end; j0 += kNc) {
@@ -80,7 +103,7 @@ void GemmRange(const PackedMatrix& a, const float* b, int64_t ldb, bool b_transp
     for (int64_t block = 0; block < blocks; ++block) {
       const int64_t p0 = block * kKc;
       const int64_t kc = a.BlockDepth(block);
-      PackB(b, ldb, b_transposed, p0, kc, j0, nc, nr, panel.data());
+      if (!b_packed) PackB(b, ldb, b_transposed, p0, kc, j0, nc, nr, panel.data());
       const bool first = block == 0 && !ep.accumulate;
       const bool last = block == blocks - 1;
       for (int64_t i0 = row_begin; i0 < row_end; i0 += mr) {
@@ -89,10 +112,25 @@ void GemmRange(const PackedMatrix& a, const float* b, int64_t ldb, bool b_transp
         for (int64_t jr = 0; jr < nc; jr += nr) {
           const int64_t cols = std::min<int64_t>(nr, nc - jr);
           float* c_tile = c + i0 * ldc + j0 + jr;
+          const float* b_strip =
+              b_packed ? b_packed + ((j0 + jr) / nr) * depth * nr + p0 * nr : panel.data() + jr * kc;
+          if (rows == mr && cols == nr && last && kernel.run_epilogue) {
+            TileEpilogue tile_ep;
+            tile_ep.bias = ep.bias ? ep.bias + i0 : nullptr;
+            tile_ep.residual = ep.residual ? ep.residual + i0 * ep.residual_stride + j0 + jr
+                                           : nullptr;
+            tile_ep.residual_stride = ep.residual_stride;
+            tile_ep.clamp = ep.clamps();
+            tile_ep.lower = ep.lower;
+            tile_ep.upper = ep.upper;
+            kernel.run_epilogue(kc, a_strip, b_strip, c_tile, ldc, !first,
+                                tile_ep);
+            continue;
+          }
           if (rows == mr && cols == nr) {
-            kernel.run(kc, a_strip, panel.data() + jr * kc, c_tile, ldc, !first);
+            kernel.run(kc, a_strip, b_strip, c_tile, ldc, !first);
           } else {
-            kernel.run(kc, a_strip, panel.data() + jr * kc, tile, nr, false);
+            kernel.run(kc, a_strip, b_strip, tile, nr, false);
             for (int64_t r = 0; r < rows; ++r) {
               float* dst = c_tile + r * ldc;
               const float* src = tile + r * nr;
@@ -111,7 +149,8 @@ void GemmRange(const PackedMatrix& a, const float* b, int64_t ldb, bool b_transp
 }
 
 void GemmDispatch(const PackedMatrix& a, const float* b, int64_t ldb, bool b_transposed,
-                  int64_t n, float* c, int64_t ldc, const GemmEpilogue& ep, ThreadPool* pool) {
+                  const float* b_packed, int64_t n, float* c, int64_t ldc,
+                  const GemmEpilogue& ep, ThreadPool* pool) {
   const int64_t m = a.rows();
   if (m <= 0 || n <= 0) return;
   if (a.depth() == 0) {
@@ -142,7 +181,9 @@ void GemmDispatch(const PackedMatrix& a, const float* b, int64_t ldb, bool b_tra
     const int64_t r1 = std::min(m, (rc + 1) * strips_per_row_chunk * mr);
     const int64_t c0 = cc * strips_per_col_chunk * nr;
     const int64_t c1 = std::min(n, (cc + 1) * strips_per_col_chunk * nr);
-    if (r0 < r1 && c0 < c1) GemmRange(a, b, ldb, b_transposed, c, ldc, ep, r0, r1, c0, c1);
+    if (r0 < r1 && c0 < c1) {
+      GemmRange(a, b, ldb, b_transposed, b_packed, c, ldc, ep, r0, r1, c0, c1);
+    }
   });
 }
 
@@ -197,7 +238,12 @@ Status PackedMatrix::Pack(const float* a, int64_t lda, int64_t rows, int64_t dep
 
 void GemmPacked(const PackedMatrix& a, const float* b, int64_t ldb, int64_t n, float* c,
                 int64_t ldc, const GemmEpilogue& epilogue, ThreadPool* pool) {
-  gemm_cc::GemmDispatch(a, b, ldb, false, n, c, ldc, epilogue, pool);
+  gemm_cc::GemmDispatch(a, b, ldb, false, nullptr, n, c, ldc, epilogue, pool);
+}
+
+void GemmPrepackedB(const PackedMatrix& a, const float* b_packed, int64_t n, float* c,
+                    int64_t ldc, const GemmEpilogue& epilogue, ThreadPool* pool) {
+  gemm_cc::GemmDispatch(a, nullptr, 0, false, b_packed, n, c, ldc, epilogue, pool);
 }
 
 void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
@@ -215,7 +261,7 @@ void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const fl
   }
   PackedMatrix packed;
   packed.Pack(a, lda, m, k, trans_a);
-  gemm_cc::GemmDispatch(packed, b, ldb, trans_b, n, c, ldc, epilogue, pool);
+  gemm_cc::GemmDispatch(packed, b, ldb, trans_b, nullptr, n, c, ldc, epilogue, pool);
 }
 
 void SgemvRows(int64_t n, int64_t k, const float* w, const float* x, float* y, ThreadPool* pool) {

@@ -71,6 +71,13 @@ class PackedMatrix {
 void GemmPacked(const PackedMatrix& a, const float* b, int64_t ldb, int64_t n, float* c,
                 int64_t ldc, const GemmEpilogue& epilogue, ThreadPool* pool);
 
+// The same with B already in the micro-kernel's layout: strip s (columns
+// s*NR ... s*NR+NR-1, zero or any finite value past n) is depth x NR floats,
+// row-major, at b_packed + s * depth * NR, where NR = a.kernel().nr. For
+// producers that can write B packed directly (Winograd's input transform).
+void GemmPrepackedB(const PackedMatrix& a, const float* b_packed, int64_t n, float* c,
+                    int64_t ldc, const GemmEpilogue& epilogue, ThreadPool* pool);
+
 // Applies the epilogue to rows [row0, row0 + rows) x columns [col0, col0 +
 // cols) of C, stored at c with row stride ldc (for kernels other than the
 // GEMM that finish their output the same way).

@@ -21,11 +21,28 @@ namespace mxlite {
 using MicroKernelFn = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
                                bool accumulate);
 
+// The output stage of a GEMM (see GemmEpilogue in gemm.h) for one full
+// MR x NR tile, applied in registers before the tile is stored, so a
+// convolution's bias, residual add and activation cost no extra pass.
+struct TileEpilogue {
+  const float* bias;        // MR per-row values, or null
+  const float* residual;    // the tile's origin in the residual matrix, or null
+  int64_t residual_stride;  // row stride of the residual
+  bool clamp;               // clamp to [lower, upper] (NaN passes through)
+  float lower, upper;
+};
+
+using MicroKernelEpilogueFn = void (*)(int64_t kc, const float* a, const float* b, float* c,
+                                       int64_t ldc, bool accumulate, const TileEpilogue& ep);
+
 struct MicroKernel {
   const char* name;
   int mr;  // rows of the register tile
   int nr;  // columns of the register tile
   MicroKernelFn run;
+  // run + the epilogue in registers; null where the kernel has no such
+  // variant (the driver then applies the epilogue after the store).
+  MicroKernelEpilogueFn run_epilogue;
 };
 
 // The micro-kernel for `isa`, or the best one at most as wide.

@@ -40,8 +40,9 @@ namespace gemm_avx2 {
 constexpr int kMr = 6;
 constexpr int kNr = 16;
 
-MXLITE_TARGET_AVX2 void Run(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
-                            bool accumulate) {
+template <bool kEpilogue>
+MXLITE_TARGET_AVX2 inline void Kernel(int64_t kc, const float* a, const float* b, float* c,
+                                      int64_t ldc, bool accumulate, const TileEpilogue* ep) {
   __m256 acc[kMr][2];
   MXLITE_UNROLL for (int r = 0; r < kMr; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
   for (int64_t p = 0; p < kc; ++p) {
@@ -61,12 +62,40 @@ MXLITE_TARGET_AVX2 void Run(int64_t kc, const float* a, const float* b, float* c
       acc[r][0] = _mm256_add_ps(acc[r][0], _mm256_loadu_ps(row));
       acc[r][1] = _mm256_add_ps(acc[r][1], _mm256_loadu_ps(row + 8));
     }
+    if (kEpilogue) {
+      if (ep->bias) {
+        const __m256 bias = _mm256_broadcast_ss(ep->bias + r);
+        acc[r][0] = _mm256_add_ps(acc[r][0], bias);
+        acc[r][1] = _mm256_add_ps(acc[r][1], bias);
+      }
+      if (ep->residual) {
+        const float* res = ep->residual + r * ep->residual_stride;
+        acc[r][0] = _mm256_add_ps(acc[r][0], _mm256_loadu_ps(res));
+        acc[r][1] = _mm256_add_ps(acc[r][1], _mm256_loadu_ps(res + 8));
+      }
+      if (ep->clamp) {
+        // max(lower, x) and min(upper, x) return x when x is NaN.
+        const __m256 lo = _mm256_set1_ps(ep->lower), hi = _mm256_set1_ps(ep->upper);
+        acc[r][0] = _mm256_min_ps(hi, _mm256_max_ps(lo, acc[r][0]));
+        acc[r][1] = _mm256_min_ps(hi, _mm256_max_ps(lo, acc[r][1]));
+      }
+    }
     _mm256_storeu_ps(row, acc[r][0]);
     _mm256_storeu_ps(row + 8, acc[r][1]);
   }
 }
 
-const MicroKernel kKernel = {"avx2-6x16", kMr, kNr, &Run};
+MXLITE_TARGET_AVX2 void Run(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
+                            bool accumulate) {
+  Kernel<false>(kc, a, b, c, ldc, accumulate, nullptr);
+}
+
+MXLITE_TARGET_AVX2 void RunEpilogue(int64_t kc, const float* a, const float* b, float* c,
+                                    int64_t ldc, bool accumulate, const TileEpilogue& ep) {
+  Kernel<true>(kc, a, b, c, ldc, accumulate, &ep);
+}
+
+const MicroKernel kKernel = {"avx2-6x16", kMr, kNr, &Run, &RunEpilogue};
 
 }  // namespace gemm_avx2
 
@@ -75,8 +104,16 @@ namespace gemm_avx512 {
 constexpr int kMr = 12;
 constexpr int kNr = 32;
 
-MXLITE_TARGET_AVX512 void Run(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
-                              bool accumulate) {
+// min(hi, max(lo, x)); the masked forms with a full mask, because GCC 12's
+// plain _mm512_max_ps/_mm512_min_ps warn about an undefined operand inside.
+MXLITE_TARGET_AVX512 inline __m512 Clamp(__m512 lo, __m512 hi, __m512 x) {
+  const __mmask16 all = 0xffff;
+  return _mm512_maskz_min_ps(all, hi, _mm512_maskz_max_ps(all, lo, x));
+}
+
+template <bool kEpilogue>
+MXLITE_TARGET_AVX512 inline void Kernel(int64_t kc, const float* a, const float* b, float* c,
+                                        int64_t ldc, bool accumulate, const TileEpilogue* ep) {
   __m512 acc[kMr][2];
   MXLITE_UNROLL for (int r = 0; r < kMr; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
   for (int64_t p = 0; p < kc; ++p) {
@@ -96,12 +133,40 @@ MXLITE_TARGET_AVX512 void Run(int64_t kc, const float* a, const float* b, float*
       acc[r][0] = _mm512_add_ps(acc[r][0], _mm512_loadu_ps(row));
       acc[r][1] = _mm512_add_ps(acc[r][1], _mm512_loadu_ps(row + 16));
     }
+    if (kEpilogue) {
+      if (ep->bias) {
+        const __m512 bias = _mm512_set1_ps(ep->bias[r]);
+        acc[r][0] = _mm512_add_ps(acc[r][0], bias);
+        acc[r][1] = _mm512_add_ps(acc[r][1], bias);
+      }
+      if (ep->residual) {
+        const float* res = ep->residual + r * ep->residual_stride;
+        acc[r][0] = _mm512_add_ps(acc[r][0], _mm512_loadu_ps(res));
+        acc[r][1] = _mm512_add_ps(acc[r][1], _mm512_loadu_ps(res + 16));
+      }
+      if (ep->clamp) {
+        // max(lower, x) and min(upper, x) return x when x is NaN.
+        const __m512 lo = _mm512_set1_ps(ep->lower), hi = _mm512_set1_ps(ep->upper);
+        acc[r][0] = Clamp(lo, hi, acc[r][0]);
+        acc[r][1] = Clamp(lo, hi, acc[r][1]);
+      }
+    }
     _mm512_storeu_ps(row, acc[r][0]);
     _mm512_storeu_ps(row + 16, acc[r][1]);
   }
 }
 
-const MicroKernel kKernel = {"avx512-12x32", kMr, kNr, &Run};
+MXLITE_TARGET_AVX512 void Run(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
+                              bool accumulate) {
+  Kernel<false>(kc, a, b, c, ldc, accumulate, nullptr);
+}
+
+MXLITE_TARGET_AVX512 void RunEpilogue(int64_t kc, const float* a, const float* b, float* c,
+                                      int64_t ldc, bool accumulate, const TileEpilogue& ep) {
+  Kernel<true>(kc, a, b, c, ldc, accumulate, &ep);
+}
+
+const MicroKernel kKernel = {"avx512-12x32", kMr, kNr, &Run, &RunEpilogue};
 
 // Sum of the 16 lanes. (Not _mm512_reduce_add_ps: GCC 12 warns about an
 // undefined operand inside it.)

@@ -7,8 +7,21 @@ namespace mxlite {
 namespace winograd_cc {
 
 constexpr int64_t kWorkspaceBudget = int64_t{12} << 20;  // bytes for V and M of one chunk
+// Where Winograd beats im2col + GEMM (see WinogradApplies).
 constexpr int64_t kMinTiles = 49;
 constexpr int64_t kMinChannels = 256;
+constexpr int64_t kMinTilesVector = 16;
+constexpr int64_t kMinChannelsVector = 16;
+
+// Whether the AVX-512 transforms (winograd_avx512.cc) run here.
+inline bool VectorTransforms() {
+#if defined(__x86_64__) || defined(_M_X64)
+  static const bool available = SelectedIsa() == Isa::kAvx512;
+  return available;
+#else
+  return false;
+#endif
+}
 
 // B^T (6x6), G (6x3), A^T (4x6) of F(4x4, 3x3), with interpolation points
 // 0, +-1, +-2 and infinity.
@@ -115,7 +128,11 @@ int64_t WinogradGeometry::ChunkTiles() const {
 }
 
 size_t WinogradGeometry::WorkspaceBytes() const {
-  return static_cast<size_t>(36 * (channels + filters) * ChunkTiles()) * sizeof(float);
+  // V's tile count is rounded up to whole 32-column strips for the AVX-512
+  // path, which writes V in the GEMM's packed layout.
+  const int64_t chunk = ChunkTiles();
+  const int64_t strip_tiles = (chunk + 31) / 32 * 32;
+  return static_cast<size_t>(36 * (channels * strip_tiles + filters * chunk)) * sizeof(float);
 }
 
 bool WinogradApplies(int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64_t stride_w,
@@ -130,7 +147,12 @@ bool WinogradApplies(int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64
   // (measured: 512->512 at 28x28 in 0.55x the time of im2col+GEMM,
   // 256->256 at 56x56 in 0.68x, but 64->64 at 56x56 in 1.4x), and the 36
   // GEMMs need enough tiles to fill the micro-kernel's columns.
+  //  With the AVX-512 transforms the saving wins much earlier.
   const int64_t tiles = ((out_h + 3) / 4) * ((out_w + 3) / 4);
+  if (winograd_cc::VectorTransforms()) {
+    return tiles >= winograd_cc::kMinTilesVector && channels >= winograd_cc::kMinChannelsVector &&
+           filters >= winograd_cc::kMinChannelsVector;
+  }
   return tiles >= winograd_cc::kMinTiles && channels >= winograd_cc::kMinChannels &&
          filters >= winograd_cc::kMinChannels;
 }
@@ -169,6 +191,13 @@ void WinogradConvolve(const WinogradGeometry& g, const std::vector<PackedMatrix>
                       const float* input, const float* bias, const float* residual,
                       float lower, float upper, float* output, float* workspace,
                       ThreadPool* pool) {
+#if defined(__x86_64__) || defined(_M_X64)
+  if (winograd_cc::VectorTransforms() && !packed.empty() && packed[0].kernel().nr == 32) {
+    winograd_avx512::Convolve(g, packed, input, bias, residual, lower, upper, output, workspace,
+                              pool);
+    return;
+  }
+#endif
   const int64_t tiles = g.Tiles();
   const int64_t chunk = g.ChunkTiles();
   const int64_t in_plane = g.in_h * g.in_w;

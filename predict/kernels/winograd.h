@@ -60,6 +60,16 @@ void WinogradConvolve(const WinogradGeometry& g, const std::vector<PackedMatrix>
                       float lower, float upper, float* output, float* workspace,
                       ThreadPool* pool);
 
+#if defined(__x86_64__) || defined(_M_X64)
+namespace winograd_avx512 {
+// WinogradConvolve with AVX-512 transforms (winograd_avx512.cc); the packed
+// weights must be for the AVX-512 GEMM micro-kernel.
+void Convolve(const WinogradGeometry& g, const std::vector<PackedMatrix>& packed,
+              const float* input, const float* bias, const float* residual, float lower,
+              float upper, float* output, float* workspace, ThreadPool* pool);
+}  // namespace winograd_avx512
+#endif
+
 }  // namespace mxlite
 
 #endif  // MXLITE_KERNELS_WINOGRAD_H_
