@@ -4,11 +4,12 @@
  * transform step is one vector instruction for sixteen tiles:
  *
  *   - input: for each channel, the rows the chunk's tiles read are first
- *     copied into a zero-padded scratch plane, so that tile t's 6x6 window
- *     starts at a known offset and needs no bounds checks; each of the 36
- *     window positions is then one gather of sixteen tiles. The result goes
- *     straight into the GEMM's packed-B layout (strips of NR tiles, one row
- *     per channel), so the 36 GEMMs need no packing pass of their own;
+ *     copied into a zero-padded scratch, so windows need no bounds checks;
+ *     B^T runs down whole rows, a permute deinterleave sorts the results by
+ *     column within the tile, and B runs across sixteen tiles at once (see
+ *     TransformInputChannel). The result goes straight into the GEMM's
+ *     packed-B layout (strips of NR tiles, one row per channel), so the 36
+ *     GEMMs need no packing pass of their own;
  *   - GEMMs: the 36 products M[xi] = U[xi] V[xi] are independent, so the
  *     thread pool splits them between threads instead of splitting each one;
  *   - output: for each filter, the 36 values of sixteen tiles are sixteen-
@@ -17,9 +18,8 @@
  *     in registers and leave with masked scatters (masks drop the positions
  *     past the output's edge).
  *
- * Gathers and scatters are slower per element than plain loads, but each
- * element is touched once per transform, while the GEMMs do O(C) or O(F)
- * work per element; measured, the transforms take a small share of the time.
+ * Scatters are slower per element than plain stores, but each output is
+ * written once, while the GEMMs do O(C) work per output.
  */
 #include "winograd.h"
 
@@ -42,11 +42,16 @@ namespace winograd_avx512 {
 
 constexpr int kLanes = 16;
 
-// Where the sixteen tiles of one group sit: offsets of their 6x6 windows in
-// the padded input scratch, of their 4x4 blocks in the output plane, and per
-// output position (r, k) which lanes lie inside the output.
+// Floats between the V (or M) matrices of two consecutive xi. The 36 stores
+// of one tile group go to the 36 matrices; were their distance a multiple of
+// 4 KiB, all would map to one L1 set and evict each other, so the stride is
+// padded by one cache line.
+inline int64_t XiStride(int64_t floats) { return floats + 16; }
+
+// Where the sixteen tiles of one group put their output: offsets of their
+// 4x4 blocks in the output plane, and per output position (r, k) which
+// lanes lie inside the output.
 struct TileGroup {
-  alignas(64) int32_t in_offset[kLanes];
   alignas(64) int32_t out_offset[kLanes];
   __mmask16 live;             // lanes that are tiles of the chunk
   __mmask16 position[4][4];   // live lanes whose output (r, k) is inside the plane
@@ -82,10 +87,8 @@ MXLITE_WINOGRAD_AVX512 inline void OutputTransform6(const __m512 m[6], __m512 y[
 // Groups for `lanes` lane slots starting at tile0, of which the first
 // `count` are tiles.
 MXLITE_WINOGRAD_AVX512 void BuildGroups(const WinogradGeometry& g, int64_t tile0, int64_t lanes,
-                                        int64_t count, int64_t scratch_w,
-                                        std::vector<TileGroup>* groups) {
+                                        int64_t count, std::vector<TileGroup>* groups) {
   const int64_t tiles_w = g.TilesW();
-  const int64_t first_row = tile0 / tiles_w;
   groups->resize(static_cast<size_t>((lanes + kLanes - 1) / kLanes));
   for (size_t index = 0; index < groups->size(); ++index) {
     TileGroup& group = (*groups)[index];
@@ -96,13 +99,11 @@ MXLITE_WINOGRAD_AVX512 void BuildGroups(const WinogradGeometry& g, int64_t tile0
     for (int lane = 0; lane < kLanes; ++lane) {
       const int64_t i = static_cast<int64_t>(index) * kLanes + lane;
       if (i >= count) {
-        group.in_offset[lane] = 0;
         group.out_offset[lane] = 0;
         continue;
       }
       const int64_t tile = tile0 + i;
       const int64_t ty = tile / tiles_w, tx = tile % tiles_w;
-      group.in_offset[lane] = static_cast<int32_t>((ty - first_row) * 4 * scratch_w + tx * 4);
       group.out_offset[lane] = static_cast<int32_t>(ty * 4 * g.out_w + tx * 4);
       const __mmask16 bit = static_cast<__mmask16>(1u << lane);
       group.live |= bit;
@@ -138,31 +139,77 @@ void PadRows(const WinogradGeometry& g, const float* plane, int64_t tile0, int64
 
 // V for channel c of the chunk, in packed-B layout:
 // v[((xi * strips + strip) * channels + c) * nr + lane_in_strip].
-MXLITE_WINOGRAD_AVX512 void TransformInputChannel(const std::vector<TileGroup>& groups,
-                                                  const float* scratch, int64_t scratch_w,
+//
+// Two passes. First, per tile row, B^T runs down the columns of the window
+// rows (contiguous vectors over the whole row), and the results are split by
+// column position within the tile (a stride-4 deinterleave by permutes) into
+// 36 lines, lines[(r * 6 + k) * stride + t] = (B^T d)[r][k] of chunk tile t,
+// where t runs across tile rows. Second, sixteen consecutive tiles at a
+// time, B runs along k and the 36 results are stored as two 16-lane halves
+// of the packed strips. No gathers: Zen 4/5 gathers cost several times more
+// per element than these permutes.
+MXLITE_WINOGRAD_AVX512 void TransformInputChannel(const WinogradGeometry& g, int64_t tile0,
+                                                  int64_t count, const float* scratch,
+                                                  int64_t scratch_w, float* lines,
                                                   int64_t channels, int64_t strips, int nr,
                                                   int64_t c, float* v) {
-  const int64_t xi_stride = strips * channels * nr;
-  for (size_t index = 0; index < groups.size(); ++index) {
-    const TileGroup& group = groups[index];
-    const __m512i base = _mm512_load_si512(group.in_offset);
-    const int64_t first_tile = static_cast<int64_t>(index) * kLanes;
-    float* dst = v + ((first_tile / nr) * channels + c) * nr + first_tile % nr;
-    __m512 rows[6][6];  // B^T applied along each row of the window
-    for (int r = 0; r < 6; ++r) {
-      __m512 d[6];
-      for (int k = 0; k < 6; ++k) {
-        d[k] = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), group.live, base,
-                                        scratch + r * scratch_w + k, 4);
+  const int64_t tiles_w = g.TilesW();
+  const int64_t first_row = tile0 / tiles_w, last_row = (tile0 + count - 1) / tiles_w;
+  const int64_t line_stride = strips * nr;
+  // Lanes past the last tile stay zero, so the GEMM reads zeros there.
+  for (int line = 0; line < 36; ++line) {
+    std::fill(lines + line * line_stride + count, lines + (line + 1) * line_stride, 0.f);
+  }
+  // idx[q]: elements q, q+4, ..., q+28 of a register pair in lanes 0..7.
+  __m512i idx[4];
+  for (int q = 0; q < 4; ++q) {
+    idx[q] = _mm512_add_epi32(
+        _mm512_set_epi32(60, 56, 52, 48, 44, 40, 36, 32, 28, 24, 20, 16, 12, 8, 4, 0),
+        _mm512_set1_epi32(q));
+  }
+  alignas(64) float vertical[6][80];
+  for (int64_t ty = first_row; ty <= last_row; ++ty) {
+    const float* window = scratch + (ty - first_row) * 4 * scratch_w;
+    const int64_t tx_begin = ty == first_row ? tile0 % tiles_w : 0;
+    const int64_t tx_end = ty == last_row ? (tile0 + count - 1) % tiles_w + 1 : tiles_w;
+    for (int64_t tx0 = tx_begin; tx0 < tx_end; tx0 += kLanes) {
+      const int64_t n = std::min<int64_t>(kLanes, tx_end - tx0);
+      const __mmask16 mask = static_cast<__mmask16>((1u << n) - 1);
+      const int64_t t = ty * tiles_w + tx0 - tile0;
+      // Sixteen tiles read columns 4*tx0 ... 4*tx0 + 65 of six rows.
+      const float* base = window + 4 * tx0;
+      for (int j = 0; j < 5; ++j) {
+        __m512 d[6], out[6];
+        for (int r = 0; r < 6; ++r) d[r] = _mm512_loadu_ps(base + r * scratch_w + 16 * j);
+        InputTransform6(d, out);
+        for (int r = 0; r < 6; ++r) _mm512_store_ps(vertical[r] + 16 * j, out[r]);
       }
-      InputTransform6(d, rows[r]);
+      for (int r = 0; r < 6; ++r) {
+        for (int k = 0; k < 6; ++k) {
+          // Column k of tile i is element 4 i + k of the row.
+          const float* src = vertical[r] + (k >= 4 ? 4 : 0);
+          const __m512i index = idx[k & 3];
+          const __m512 low = _mm512_permutex2var_ps(_mm512_loadu_ps(src), index,
+                                                    _mm512_loadu_ps(src + 16));
+          const __m512 high = _mm512_permutex2var_ps(_mm512_loadu_ps(src + 32), index,
+                                                     _mm512_loadu_ps(src + 48));
+          // Lanes 0..7 of low, then lanes 0..7 of high (the masked form of
+          // the shuffle: GCC 12 warns about an undefined operand in the plain
+          // one).
+          _mm512_mask_storeu_ps(lines + (r * 6 + k) * line_stride + t, mask,
+                                _mm512_maskz_shuffle_f32x4(0xffff, low, high, 0x44));
+        }
+      }
     }
-    for (int k = 0; k < 6; ++k) {
-      const __m512 column[6] = {rows[0][k], rows[1][k], rows[2][k],
-                                rows[3][k], rows[4][k], rows[5][k]};
-      __m512 t[6];
-      InputTransform6(column, t);
-      for (int r = 0; r < 6; ++r) _mm512_storeu_ps(dst + (r * 6 + k) * xi_stride, t[r]);
+  }
+  const int64_t xi_stride = XiStride(strips * channels * nr);
+  for (int64_t first_tile = 0; first_tile < line_stride; first_tile += kLanes) {
+    float* dst = v + ((first_tile / nr) * channels + c) * nr + first_tile % nr;
+    for (int r = 0; r < 6; ++r) {
+      __m512 d[6], out[6];
+      for (int k = 0; k < 6; ++k) d[k] = _mm512_loadu_ps(lines + (r * 6 + k) * line_stride + first_tile);
+      InputTransform6(d, out);
+      for (int k = 0; k < 6; ++k) _mm512_storeu_ps(dst + (r * 6 + k) * xi_stride, out[k]);
     }
   }
 }
@@ -175,7 +222,7 @@ MXLITE_WINOGRAD_AVX512 void TransformOutputFilter(const std::vector<TileGroup>& 
                                                   float bias, const float* residual,
                                                   bool clamp, float lower, float upper,
                                                   float* out) {
-  const int64_t xi_stride = filters * count;
+  const int64_t xi_stride = XiStride(filters * count);
   const __m512 bias_v = _mm512_set1_ps(bias);
   const __m512 lo = _mm512_set1_ps(lower), hi = _mm512_set1_ps(upper);
   const __mmask16 all = 0xffff;
@@ -221,7 +268,8 @@ void Convolve(const WinogradGeometry& g, const std::vector<PackedMatrix>& packed
               float upper, float* output, float* workspace, ThreadPool* pool) {
   const int nr = packed[0].kernel().nr;
   const int64_t tiles = g.Tiles(), tiles_w = g.TilesW(), chunk = g.ChunkTiles();
-  const int64_t scratch_w = tiles_w * 4 + 2;
+  // Room for the last sixteen-tile run of a row to read 80 columns.
+  const int64_t scratch_w = (tiles_w + kLanes - 1) / kLanes * kLanes * 4 + 16;
   const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
   const bool clamp = lower != -std::numeric_limits<float>::infinity() ||
                      upper != std::numeric_limits<float>::infinity();
@@ -230,20 +278,24 @@ void Convolve(const WinogradGeometry& g, const std::vector<PackedMatrix>& packed
     const int64_t count = std::min(chunk, tiles - tile0);
     const int64_t strips = (count + nr - 1) / nr;
     float* v = workspace;                              // [36][strips][channels][nr]
-    float* m = workspace + 36 * strips * nr * g.channels;  // [36][filters][count]
+    const int64_t v_stride = XiStride(strips * nr * g.channels);
+    const int64_t m_stride = XiStride(g.filters * count);
+    float* m = workspace + 36 * v_stride;              // [36][filters][count]
     // Groups cover whole strips, so the lanes past the last tile are
     // written (as zeros) too and the GEMM never reads stale memory.
-    BuildGroups(g, tile0, strips * nr, count, scratch_w, &groups);
+    BuildGroups(g, tile0, strips * nr, count, &groups);
     const int64_t scratch_h = ((tile0 + count - 1) / tiles_w - tile0 / tiles_w) * 4 + 6;
     ParallelFor(pool, g.channels, [&](int64_t c) {
-      thread_local std::vector<float> scratch;
+      thread_local std::vector<float> scratch, lines;
       scratch.resize(static_cast<size_t>(scratch_h * scratch_w));
+      lines.resize(static_cast<size_t>(36 * strips * nr));
       PadRows(g, input + c * in_plane, tile0, scratch_w, scratch_h, scratch.data());
-      TransformInputChannel(groups, scratch.data(), scratch_w, g.channels, strips, nr, c, v);
+      TransformInputChannel(g, tile0, count, scratch.data(), scratch_w, lines.data(), g.channels,
+                            strips, nr, c, v);
     });
     ParallelFor(pool, 36, [&](int64_t xi) {
-      GemmPrepackedB(packed[xi], v + xi * strips * nr * g.channels, count,
-                     m + xi * g.filters * count, count, GemmEpilogue(), nullptr);
+      GemmPrepackedB(packed[xi], v + xi * v_stride, count, m + xi * m_stride, count,
+                     GemmEpilogue(), nullptr);
     });
     ParallelFor(pool, g.filters, [&](int64_t f) {
       TransformOutputFilter(groups, m, g.filters, count, f, g.out_w, bias ? bias[f] : 0.f,
