@@ -6,22 +6,25 @@
  * convolution gets unit dims in front (kernel 1, stride 1, pad 0), which
  * changes neither the arithmetic nor the memory layout.
  *
- * Three kernels, chosen in Prepare from the final shapes:
+ * Four kernels, chosen in Prepare from the final shapes:
  *   - depthwise (num_group == C == num_filter): a direct loop. Each input
  *     plane meets a single small filter, so a GEMM would have M = 1 and do
  *     nothing useful; instead every filter tap adds a shifted, clipped row of
- *     the input into the output plane (unit-stride and vectorisable when the
- *     stride is 1);
+ *     the input into the output plane (3x3 with stride 1 or 2 has its own
+ *     kernel, kernels/depthwise.h);
  *   - pointwise (kernel all 1, stride all 1, pad all 0): the input plane of a
  *     group already is the GEMM's right-hand matrix [C/g, D*H*W], so the
  *     GEMM runs on it directly;
+ *   - 3x3 stride-1 layers with enough channels and output tiles (see
+ *     WinogradApplies): Winograd F(4x4, 3x3), a quarter of the multiplies;
  *   - everything else: im2col then GEMM. For each image and group, the
  *     columns matrix holds one row per (input channel, kd, kh, kw) and one
  *     column per output position (zeros where a tap falls in the padding),
  *     and out_g[F/g, OD*OH*OW] = W_g[F/g, C/g*KD*KH*KW] * col. The columns
  *     are built a band of output rows at a time so the scratch stays bounded
  *     (kColumnBytes) and warm in cache while the GEMM consumes it.
- * The output is first filled with the bias (or zeros) and the GEMM adds to it.
+ * The bias, and a fused residual and clamp, are applied as each output tile
+ * is finished (the GEMM's epilogue, or the direct kernels' last step).
  *
  * Shapes follow MXNet's ConvolutionShape: out = (in + 2*pad - dk) / stride + 1
  * with dk = dilate*(k-1)+1 (floor), weight (num_filter, C/num_group, *kernel),
