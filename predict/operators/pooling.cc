@@ -23,8 +23,19 @@
 #include <cfloat>
 #include <cmath>
 
+#include "../kernels/cpu_features.h"
 #include "../kernels/thread_pool.h"
 #include "operator.h"
+
+#if defined(__x86_64__) || defined(_M_X64)
+#include <immintrin.h>
+#define MXLITE_POOLING_X86 1
+#if defined(__GNUC__) || defined(__clang__)
+#define MXLITE_POOLING_AVX512 __attribute__((target("avx512f")))
+#else
+#define MXLITE_POOLING_AVX512
+#endif
+#endif  // x86-64
 
 namespace mxlite {
 namespace pooling_op {
@@ -60,6 +71,93 @@ inline Span WindowSpan(int64_t o, int64_t in, int64_t kernel, int64_t stride, in
   span.end = std::min(padded_end, in);
   return span;
 }
+
+#if defined(MXLITE_POOLING_X86)
+// 2-D max or average pooling of one plane with AVX-512, sixteen outputs of a
+// row per vector, for stride 1 or 2. The plane is first copied into a
+// scratch whose padding holds the value that leaves the result unchanged
+// (-FLT_MAX for max, where the running maximum starts anyway; 0 for the
+// average, whose terms are divided one by one as in the scalar code, so
+// 0 / d adds nothing). Every window is then whole, the taps run in the
+// scalar code's order, and the results are bit-identical to it.
+struct Plane2d {
+  int64_t in_h, in_w, out_h, out_w, kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w;
+  bool max;
+  const float* row_extent;  // average: per output row and column, the window
+  const float* col_extent;  // extents whose product is the divisor
+};
+
+// Fills [begin, end) of a scratch row with vector stores (std::fill
+// compiles to a scalar loop here and cost twice the pooling itself).
+MXLITE_POOLING_AVX512 inline void FillRange(__m512 fill, float* row, int64_t begin, int64_t end) {
+  for (; begin + 16 <= end; begin += 16) _mm512_storeu_ps(row + begin, fill);
+  if (begin < end) {
+    _mm512_mask_storeu_ps(row + begin, static_cast<__mmask16>((1u << (end - begin)) - 1), fill);
+  }
+}
+
+MXLITE_POOLING_AVX512 void PoolPlane2dAvx512(const Plane2d& p, const float* src, float* dst) {
+  const int64_t scratch_h = std::max((p.out_h - 1) * p.stride_h + p.kernel_h, p.pad_h + p.in_h);
+  // 32 columns of slack: the stride-2 path reads two vectors per tap.
+  const int64_t scratch_w =
+      std::max((p.out_w - 1) * p.stride_w + p.kernel_w, p.pad_w + p.in_w) + 32;
+  const __m512 fill = _mm512_set1_ps(p.max ? -FLT_MAX : 0.f);
+  thread_local std::vector<float> scratch;
+  scratch.resize(static_cast<size_t>(scratch_h * scratch_w));
+  for (int64_t row = 0; row < scratch_h; ++row) {
+    float* dst = scratch.data() + row * scratch_w;
+    const int64_t y = row - p.pad_h;
+    if (y < 0 || y >= p.in_h) {
+      FillRange(fill, dst, 0, scratch_w);
+      continue;
+    }
+    FillRange(fill, dst, 0, p.pad_w);
+    const float* in_row = src + y * p.in_w;
+    int64_t x = 0;
+    for (; x + 16 <= p.in_w; x += 16) {
+      _mm512_storeu_ps(dst + p.pad_w + x, _mm512_loadu_ps(in_row + x));
+    }
+    if (x < p.in_w) {
+      const __mmask16 tail = static_cast<__mmask16>((1u << (p.in_w - x)) - 1);
+      _mm512_mask_storeu_ps(dst + p.pad_w + x, tail, _mm512_maskz_loadu_ps(tail, in_row + x));
+    }
+    FillRange(fill, dst, p.pad_w + p.in_w, scratch_w);
+  }
+  const __m512i even =
+      _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+  for (int64_t oh = 0; oh < p.out_h; ++oh) {
+    const float* window = scratch.data() + oh * p.stride_h * scratch_w;
+    float* out_row = dst + oh * p.out_w;
+    for (int64_t ow = 0; ow < p.out_w; ow += 16) {
+      const int64_t count = std::min<int64_t>(16, p.out_w - ow);
+      const __mmask16 mask = static_cast<__mmask16>((1u << count) - 1);
+      __m512 divisor = _mm512_set1_ps(1.f);
+      if (!p.max) {
+        divisor = _mm512_mul_ps(_mm512_set1_ps(p.row_extent[oh]),
+                                _mm512_mask_loadu_ps(divisor, mask, p.col_extent + ow));
+      }
+      __m512 acc = _mm512_set1_ps(p.max ? -FLT_MAX : 0.f);
+      for (int64_t kh = 0; kh < p.kernel_h; ++kh) {
+        const float* row = window + kh * scratch_w + ow * p.stride_w;
+        for (int64_t kw = 0; kw < p.kernel_w; ++kw) {
+          __m512 v;
+          if (p.stride_w == 1) {
+            v = _mm512_loadu_ps(row + kw);
+          } else {
+            v = _mm512_permutex2var_ps(_mm512_loadu_ps(row + kw), even,
+                                       _mm512_loadu_ps(row + kw + 16));
+          }
+          // max(v, acc) keeps acc when v is NaN, as the scalar comparison;
+          // the masked forms because GCC 12 warns inside the plain ones.
+          acc = p.max ? _mm512_maskz_max_ps(0xffff, v, acc)
+                      : _mm512_add_ps(acc, _mm512_maskz_div_ps(0xffff, v, divisor));
+        }
+      }
+      _mm512_mask_storeu_ps(out_row + ow, mask, acc);
+    }
+  }
+}
+#endif  // MXLITE_POOLING_X86
 
 class Pooling : public Operator {
  public:
@@ -150,6 +248,28 @@ class Pooling : public Operator {
     // MXNet's 3-D sum kernel writes NaN for a window with no elements; the
     // 1-D and 2-D kernels write the empty sum.
     nan_on_empty_ = nk == 3;
+
+    // The vector path: 2-D max or average, stride 1 or 2, every window
+    // non-empty (an empty average would divide 0 by 0 there).
+    vector_plane_ = false;
+#if defined(MXLITE_POOLING_X86)
+    static const bool avx512 = SelectedIsa() == Isa::kAvx512;
+    bool windows_nonempty = true;
+    row_extent_.clear();
+    col_extent_.clear();
+    for (int d = 1; d < 3; ++d) {
+      std::vector<float>& extent = d == 1 ? row_extent_ : col_extent_;
+      for (const Span& span : spans_[d]) {
+        const int64_t clipped = span.end - span.begin;
+        if (clipped <= 0) windows_nonempty = false;
+        extent.push_back(static_cast<float>(count_include_pad_ ? span.padded_extent : clipped));
+      }
+    }
+    vector_plane_ = avx512 && (type_ == kMax || type_ == kAvg) && g.in[0] == 1 &&
+                    g.out[0] == 1 && g.kernel[0] == 1 && g.out[2] >= 4 && windows_nonempty &&
+                    (g.stride[1] == 1 || g.stride[1] == 2) &&
+                    (g.stride[2] == 1 || g.stride[2] == 2);
+#endif
     return Status();
   }
 
@@ -161,6 +281,28 @@ class Pooling : public Operator {
     const int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
     const int64_t out_plane = g.out[0] * g.out[1] * g.out[2];
     const std::vector<Span>* spans = spans_;
+#if defined(MXLITE_POOLING_X86)
+    if (vector_plane_) {
+      Plane2d p;
+      p.in_h = g.in[1];
+      p.in_w = g.in[2];
+      p.out_h = g.out[1];
+      p.out_w = g.out[2];
+      p.kernel_h = g.kernel[1];
+      p.kernel_w = g.kernel[2];
+      p.stride_h = g.stride[1];
+      p.stride_w = g.stride[2];
+      p.pad_h = g.pad[1];
+      p.pad_w = g.pad[2];
+      p.max = type_ == kMax;
+      p.row_extent = row_extent_.data();
+      p.col_extent = col_extent_.data();
+      ParallelFor(ctx.pool, g.planes, [&](int64_t plane) {
+        PoolPlane2dAvx512(p, x + plane * in_plane, y + plane * out_plane);
+      });
+      return Status();
+    }
+#endif
     // Planes are independent: split them over the threads.
     ParallelFor(ctx.pool, g.planes, [&](int64_t plane) {
       const float* src = x + plane * in_plane;
@@ -228,6 +370,8 @@ class Pooling : public Operator {
   int layout_rank_;  // spatial rank the layout attribute names, 0 when unset
   // Set by Prepare.
   Geometry geometry_;
+  bool vector_plane_ = false;  // PoolPlane2dAvx512 applies
+  std::vector<float> row_extent_, col_extent_;  // its divisor factors
   std::vector<Span> spans_[3];
   bool nan_on_empty_ = false;
 };
