@@ -26,11 +26,45 @@
 #include <cmath>
 #include <limits>
 
+#include "../kernels/cpu_features.h"
 #include "../kernels/thread_pool.h"
 #include "operator.h"
 
+#if defined(__x86_64__) || defined(_M_X64)
+#include <immintrin.h>
+#define MXLITE_BATCH_NORM_X86 1
+#if defined(__GNUC__) || defined(__clang__)
+#define MXLITE_BATCH_NORM_AVX512 __attribute__((target("avx512f")))
+#else
+#define MXLITE_BATCH_NORM_AVX512
+#endif
+#endif  // x86-64
+
 namespace mxlite {
 namespace batch_norm_op {
+
+#if defined(MXLITE_BATCH_NORM_X86)
+// One plane, sixteen elements per vector, with the scalar code's operations
+// in its order (separate multiplies and adds, no FMA), so the results are
+// the same bit for bit; the clamp as max(lower, x) then min(upper, x), which
+// pass NaN through as the scalar std::max/std::min do.
+MXLITE_BATCH_NORM_AVX512 void PlaneAvx512(const float* src, float* dst, int64_t count,
+                                          float mean, float invstd, bool has_gamma, float gamma,
+                                          float beta, bool clamps, float lower, float upper) {
+  const __m512 m = _mm512_set1_ps(mean), s = _mm512_set1_ps(invstd);
+  const __m512 w = _mm512_set1_ps(gamma), b = _mm512_set1_ps(beta);
+  const __m512 lo = _mm512_set1_ps(lower), hi = _mm512_set1_ps(upper);
+  for (int64_t i = 0; i < count; i += 16) {
+    const __mmask16 mask =
+        count - i >= 16 ? 0xffff : static_cast<__mmask16>((1u << (count - i)) - 1);
+    __m512 v = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, src + i), m), s);
+    if (has_gamma) v = _mm512_mul_ps(v, w);
+    v = _mm512_add_ps(v, b);
+    if (clamps) v = _mm512_maskz_min_ps(0xffff, hi, _mm512_maskz_max_ps(0xffff, lo, v));
+    _mm512_mask_storeu_ps(dst + i, mask, v);
+  }
+}
+#endif  // MXLITE_BATCH_NORM_X86
 
 class BatchNorm : public Operator {
  public:
@@ -102,6 +136,17 @@ class BatchNorm : public Operator {
     float* y = out[0].fdata();
     const bool clamps = lower_ != -std::numeric_limits<float>::infinity() ||
                         upper_ != std::numeric_limits<float>::infinity();
+#if defined(MXLITE_BATCH_NORM_X86)
+    static const bool avx512 = SelectedIsa() == Isa::kAvx512;
+    if (avx512) {
+      ParallelFor(ctx.pool, outer * channels, [&](int64_t plane) {
+        const int64_t c = plane % channels;
+        PlaneAvx512(x + plane * inner, y + plane * inner, inner, mean[c], invstd_[c],
+                    !fix_gamma_, gamma[c], beta[c], clamps, lower_, upper_);
+      });
+      return CopyStatistics(in, out, channels);
+    }
+#endif
     ParallelFor(ctx.pool, outer * channels, [&](int64_t plane) {
       const int64_t c = plane % channels;
       const int64_t offset = plane * inner;
@@ -120,7 +165,13 @@ class BatchNorm : public Operator {
       }
     });
 
-    // The other outputs, as MXNet fills them: the mean used and invstd.
+    return CopyStatistics(in, out, channels);
+  }
+
+ private:
+  // The other outputs, as MXNet fills them: the mean used and invstd.
+  Status CopyStatistics(const std::vector<NDArray>& in, const std::vector<NDArray>& out,
+                        int64_t channels) const {
     const size_t param_bytes = static_cast<size_t>(channels) * sizeof(float);
     if (out.size() > 1 && !out[1].is_none() && out[1].data() != in[3].data()) {
       std::memcpy(out[1].data(), in[3].data(), param_bytes);
@@ -131,7 +182,6 @@ class BatchNorm : public Operator {
     return Status();
   }
 
- private:
   double eps_;
   bool fix_gamma_;
   bool output_mean_var_;
