@@ -6,7 +6,8 @@
  * done. Indices are handed out through an atomic counter, so uneven tasks
  * balance themselves. Workers spin briefly after a loop before sleeping,
  * because operators come in quick succession and waking a sleeping thread
- * costs more than a small operator.
+ * costs more than a small operator; for the same reason the caller spins
+ * while the last tasks finish on the workers before it sleeps.
  *
  * One loop runs at a time per pool; a second caller waits for the first.
  * An exception thrown by a task is rethrown by ParallelFor on the calling
@@ -71,7 +72,9 @@ class ThreadPool {
   std::atomic<int64_t> next_index_{0};
   std::atomic<int64_t> finished_{0};
   std::atomic<uint64_t> generation_{0};
-  int active_ = 0;  // workers inside the current job (guarded by mutex_)
+  // Workers inside the current job (changed under mutex_, read without it
+  // by the caller's spin while it waits for the job to finish).
+  std::atomic<int> active_{0};
 #ifndef MXLITE_NO_EXCEPTIONS
   std::exception_ptr error_;  // first exception of the current job (mutex_)
 #endif
