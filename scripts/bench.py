@@ -26,10 +26,16 @@ every worker's peak RSS (ru_maxrss) belongs to one model, and nothing one
 model leaves behind (arenas, caches, pools) affects the next. The workers load
 one after the other (load time = build the predictor or session from the
 files), warm up, check their output against MXNet's from the fixture, and then
-run alternately, one inference each, in an order that rotates every round, so
-that clock drift and other load on the machine hit all runtimes alike. A short
-pause after each inference lets the previous runtime's threads stop spinning
-before the next one starts. The number of rounds is chosen from the warm-up
+run alternately, --turn inferences each (default 5), in an order that rotates
+every round, so that clock drift and other load on the machine hit all
+runtimes alike. A short pause after each turn lets the previous runtime's
+threads settle. Thread pools spin for a while after their work (ONNX Runtime's,
+OpenMP's and mxlite's all do, 100 ms or more by default); with one inference
+per turn the next runtime's inference would share the cores with those
+spinners and time the contention rather than itself (measured: mxlite's
+resnet18_v1 at 2 threads 13 ms in turns of 5, 26 ms in turns of 1). In turns
+of several, only the first inference of a turn meets the leftover spinning,
+and the median passes over it. The number of rounds is chosen from the warm-up
 times to spend about --budget-s seconds per model and thread count, within
 [--min-iters, --max-iters]; --iters fixes it. The table reports medians.
 
@@ -498,12 +504,13 @@ class CaseMeasurement:
                     rss_before_load_kb=loaded['rss_before_kb'])
 
     def one_round(self, index, into):
-        """One inference per runtime, in an order that rotates with index."""
+        """One turn per runtime (plan['turn'] inferences), in an order that
+        rotates with index."""
         for runtime in rotate(self.live(), index):
-            reply = self.ask(runtime, cmd='run', n=1)
+            reply = self.ask(runtime, cmd='run', n=self.plan['turn'])
             if reply:
-                into.setdefault(runtime, []).append(
-                    (reply['times'][0], reply['preempted'][0], reply['cpu'][0]))
+                into.setdefault(runtime, []).extend(
+                    zip(reply['times'], reply['preempted'], reply['cpu']))
             time.sleep(self.plan['gap_s'])
 
     def workers_cpu(self):
@@ -536,7 +543,7 @@ class CaseMeasurement:
             if planned_s is None:
                 planned_s = time.time() - start
             clean_enough = all(sum(1 for sample in samples.get(r, []) if sample[1] == 0)
-                               >= rounds for r in self.live())
+                               >= rounds * self.plan['turn'] for r in self.live())
             if (clean_enough or index >= 4 * rounds or
                     time.time() - start >= planned_s + extend_s):
                 break
@@ -546,7 +553,7 @@ class CaseMeasurement:
             clean = [t for t, switches, _ in measured if switches == 0]
             result['samples'] = len(measured)
             result['preempted_samples'] = len(measured) - len(clean)
-            result['disturbed'] = len(clean) < max(1, rounds // 2)
+            result['disturbed'] = len(clean) < max(1, rounds * self.plan['turn'] // 2)
             result['times'] = [t for t, _, _ in measured] if result['disturbed'] else clean
             result['cpu_times'] = [cpu for _, _, cpu in measured]
         if busy0 is None or wall <= 0:
@@ -573,8 +580,8 @@ class CaseMeasurement:
             if plan['iters']:
                 rounds = plan['iters']
             else:
-                per_round = sum(statistics.median(self.results[r]['warmup'] or [0.0]) +
-                                plan['gap_s'] for r in self.live())
+                per_round = sum(statistics.median(self.results[r]['warmup'] or [0.0]) *
+                                plan['turn'] + plan['gap_s'] for r in self.live())
                 rounds = math.ceil(plan['budget_s'] / max(per_round, 1e-6))
                 rounds = max(plan['min_iters'], min(plan['max_iters'], rounds))
             background = self.measure(rounds, extend_s)
@@ -754,10 +761,11 @@ def render(report):
             report['versions'].get('onnxruntime'), report['versions'].get('onnx')),
         '- workers at niceness %d' % args['nice'] if args['nice'] else None,
         '- batch 1, float32; one inference = set input + forward + copy output; the runtimes '
-        'take turns, one inference each, after %d warm-up rounds; the median is over %s '
+        'take turns of %d consecutive inferences, after %d warm-up rounds; the median is over %s '
         'inferences per runtime, leaving out those that another process preempted when '
         'enough others remain; thread counts %s' % (
-            args['warmup'], report['rounds_text'], ', '.join(map(str, threads))),
+            args.get('turn', 1), args['warmup'], report['rounds_text'],
+            ', '.join(map(str, threads))),
         '']
     lines = [line for line in lines if line is not None]
     models = [m for m in report['models'] if m in report['results']]
@@ -905,8 +913,11 @@ def parse_args(argv):
     parser.add_argument('--min-iters', type=int, default=9)
     parser.add_argument('--max-iters', type=int, default=100)
     parser.add_argument('--warmup', type=int, default=3, help='warm-up rounds (default: 3)')
+    parser.add_argument('--turn', type=int, default=5,
+                        help='consecutive inferences of one runtime per turn (default: 5; see '
+                             'the module docstring for why not 1)')
     parser.add_argument('--gap-ms', type=float, default=10.0,
-                        help='pause after each inference (default: %(default)s)')
+                        help='pause after each turn (default: %(default)s)')
     parser.add_argument('--quiet-wait-s', type=float, default=10.0,
                         help='per model and thread count, wait up to this long for other '
                              'processes to leave the CPUs idle before measuring, and measure '
@@ -993,12 +1004,14 @@ def main(argv=None):
 
     plan = {'warmup': args.warmup, 'iters': args.iters, 'budget_s': args.budget_s,
             'min_iters': args.min_iters, 'max_iters': args.max_iters,
-            'gap_s': args.gap_ms / 1000.0, 'quiet_wait_s': args.quiet_wait_s}
+            'gap_s': args.gap_ms / 1000.0, 'quiet_wait_s': args.quiet_wait_s,
+            'turn': args.turn}
     report = {'command': command_line(argv), 'date': datetime.datetime.now(
         datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC'), 'machine': machine_description(),
         'commit': git_description(args), 'mxlite_lib': setup['mxlite_lib'], 'versions': versions,
         'threads': args.thread_list, 'runtimes': args.runtime_list, 'models': args.model_list,
-        'args': {'warmup': args.warmup, 'note': args.note, 'nice': args.nice},
+        'args': {'warmup': args.warmup, 'note': args.note, 'nice': args.nice,
+                 'turn': args.turn},
         'results': {}, 'background': {}, 'warnings': [],
         'load_warnings': []}
     rounds_seen = []

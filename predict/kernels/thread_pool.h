@@ -4,10 +4,11 @@
  * ParallelFor(count, fn) runs fn(0) ... fn(count - 1), each index exactly
  * once, on the workers and on the calling thread, and returns when all are
  * done. Indices are handed out through an atomic counter, so uneven tasks
- * balance themselves. Workers spin briefly after a loop before sleeping,
+ * balance themselves. Workers spin (yielding) after a loop before sleeping,
  * because operators come in quick succession and waking a sleeping thread
  * costs more than a small operator; for the same reason the caller spins
- * while the last tasks finish on the workers before it sleeps.
+ * while the last tasks finish on the workers before it sleeps. The spin
+ * lasts MXLITE_SPIN_MS milliseconds (default 100; 0: sleep at once).
  *
  * One loop runs at a time per pool; a second caller waits for the first.
  * An exception thrown by a task is rethrown by ParallelFor on the calling
