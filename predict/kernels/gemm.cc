@@ -246,6 +246,13 @@ void GemmPrepackedB(const PackedMatrix& a, const float* b_packed, int64_t n, flo
   gemm_cc::GemmDispatch(a, nullptr, 0, false, b_packed, n, c, ldc, epilogue, pool);
 }
 
+void PackBMatrix(const float* b, int64_t ldb, bool transposed, int64_t depth, int64_t n,
+                 std::vector<float>* packed) {
+  const int nr = gemm_cc::ActiveKernel().nr;
+  packed->assign(static_cast<size_t>(gemm_cc::CeilDiv(n, nr) * nr * depth), 0.f);
+  if (n > 0 && depth > 0) gemm_cc::PackB(b, ldb, transposed, 0, depth, 0, n, nr, packed->data());
+}
+
 void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
            int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
            ThreadPool* pool) {

@@ -78,6 +78,12 @@ void GemmPacked(const PackedMatrix& a, const float* b, int64_t ldb, int64_t n, f
 void GemmPrepackedB(const PackedMatrix& a, const float* b_packed, int64_t n, float* c,
                     int64_t ldc, const GemmEpilogue& epilogue, ThreadPool* pool);
 
+// Packs B (depth x n, row stride ldb; transposed: stored n x depth) into
+// the layout GemmPrepackedB reads, for the micro-kernel in use: for operands
+// used many times, such as a FullyConnected weight at batch > 1.
+void PackBMatrix(const float* b, int64_t ldb, bool transposed, int64_t depth, int64_t n,
+                 std::vector<float>* packed);
+
 // Applies the epilogue to rows [row0, row0 + rows) x columns [col0, col0 +
 // cols) of C, stored at c with row stride ldc (for kernels other than the
 // GEMM that finish their output the same way).

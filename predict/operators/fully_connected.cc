@@ -9,8 +9,9 @@
  *
  * A few rows (batch <= kGemvRows) are computed one matrix-vector product at
  * a time: that reads W once per row, which is the whole cost at batch 1,
- * without packing it. Larger batches go through the blocked GEMM with W
- * transposed in place (Sgemm's trans_b).
+ * without packing it. Larger batches go through the blocked GEMM with W^T
+ * packed once, when the operator is prepared (up to kMaxPackedWeights
+ * elements; a larger W is packed per call, to keep memory at one copy).
  */
 #include "../kernels/gemm.h"
 #include "operator.h"
@@ -19,6 +20,7 @@ namespace mxlite {
 namespace fully_connected_op {
 
 constexpr int64_t kGemvRows = 4;
+constexpr int64_t kMaxPackedWeights = int64_t{16} << 20;  // 64 MiB of float32
 
 class FullyConnected : public Operator {
  public:
@@ -76,6 +78,18 @@ class FullyConnected : public Operator {
     return AssignShape(in, 0, data, "input", names);
   }
 
+  Status Prepare(const std::vector<NDArray>& in, const std::vector<NDArray>& out,
+                 size_t* workspace_bytes) override {
+    *workspace_bytes = 0;
+    packed_weight_.clear();
+    const int64_t k = in[1].shape()[1];
+    const int64_t m = num_hidden_ > 0 ? out[0].Size() / num_hidden_ : 0;
+    if (m > kGemvRows && k * num_hidden_ <= kMaxPackedWeights) {
+      PackBMatrix(in[1].fdata(), k, /*transposed=*/true, k, num_hidden_, &packed_weight_);
+    }
+    return Status();
+  }
+
   Status Forward(const OpContext& ctx, const std::vector<NDArray>& in,
                  const std::vector<NDArray>& out) override {
     const int64_t k = in[1].shape()[1];
@@ -88,6 +102,10 @@ class FullyConnected : public Operator {
       for (int64_t row = 0; row < m; ++row) {
         SgemvRows(n, k, w, x + row * k, y + row * n, ctx.pool);
       }
+    } else if (!packed_weight_.empty()) {
+      PackedMatrix data;
+      MXL_RETURN_IF_ERROR(data.Pack(x, k, m, k));
+      GemmPrepackedB(data, packed_weight_.data(), n, y, n, GemmEpilogue(), ctx.pool);
     } else {
       Sgemm(false, true, m, n, k, x, k, w, k, 0.f, y, n, ctx.pool);
     }
@@ -105,6 +123,7 @@ class FullyConnected : public Operator {
   int64_t num_hidden_;
   bool no_bias_;
   bool flatten_;
+  std::vector<float> packed_weight_;  // W^T for GemmPrepackedB, from Prepare
 };
 
 Status CreateFullyConnected(AttrParser* attrs, std::unique_ptr<Operator>* out) {
