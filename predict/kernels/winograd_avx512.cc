@@ -48,15 +48,6 @@ constexpr int kLanes = 16;
 // padded by one cache line.
 inline int64_t XiStride(int64_t floats) { return floats + 16; }
 
-// Where the sixteen tiles of one group put their output: offsets of their
-// 4x4 blocks in the output plane, and per output position (r, k) which
-// lanes lie inside the output.
-struct TileGroup {
-  alignas(64) int32_t out_offset[kLanes];
-  __mmask16 live;             // lanes that are tiles of the chunk
-  __mmask16 position[4][4];   // live lanes whose output (r, k) is inside the plane
-};
-
 // The six outputs of B^T applied to six inputs (one row or column).
 MXLITE_WINOGRAD_AVX512 inline void InputTransform6(const __m512 d[6], __m512 t[6]) {
   const __m512 four = _mm512_set1_ps(4.f), five = _mm512_set1_ps(5.f), two = _mm512_set1_ps(2.f);
@@ -82,38 +73,6 @@ MXLITE_WINOGRAD_AVX512 inline void OutputTransform6(const __m512 m[6], __m512 y[
   y[1] = _mm512_fmadd_ps(two, d34, d12);
   y[2] = _mm512_fmadd_ps(four, s34, s12);
   y[3] = _mm512_add_ps(_mm512_fmadd_ps(eight, d34, d12), m[5]);
-}
-
-// Groups for `lanes` lane slots starting at tile0, of which the first
-// `count` are tiles.
-MXLITE_WINOGRAD_AVX512 void BuildGroups(const WinogradGeometry& g, int64_t tile0, int64_t lanes,
-                                        int64_t count, std::vector<TileGroup>* groups) {
-  const int64_t tiles_w = g.TilesW();
-  groups->resize(static_cast<size_t>((lanes + kLanes - 1) / kLanes));
-  for (size_t index = 0; index < groups->size(); ++index) {
-    TileGroup& group = (*groups)[index];
-    group.live = 0;
-    for (int r = 0; r < 4; ++r) {
-      for (int k = 0; k < 4; ++k) group.position[r][k] = 0;
-    }
-    for (int lane = 0; lane < kLanes; ++lane) {
-      const int64_t i = static_cast<int64_t>(index) * kLanes + lane;
-      if (i >= count) {
-        group.out_offset[lane] = 0;
-        continue;
-      }
-      const int64_t tile = tile0 + i;
-      const int64_t ty = tile / tiles_w, tx = tile % tiles_w;
-      group.out_offset[lane] = static_cast<int32_t>(ty * 4 * g.out_w + tx * 4);
-      const __mmask16 bit = static_cast<__mmask16>(1u << lane);
-      group.live |= bit;
-      for (int r = 0; r < 4; ++r) {
-        for (int k = 0; k < 4; ++k) {
-          if (ty * 4 + r < g.out_h && tx * 4 + k < g.out_w) group.position[r][k] |= bit;
-        }
-      }
-    }
-  }
 }
 
 // Copies the input rows that tiles [tile0, tile0 + count) read into a zero-
@@ -214,27 +173,31 @@ MXLITE_WINOGRAD_AVX512 void TransformInputChannel(const WinogradGeometry& g, int
   }
 }
 
-// Output plane of filter f (out_w columns) from M[xi][f][tile] (row stride
-// count), with the epilogue: + bias, + residual plane (or null), clamp.
-MXLITE_WINOGRAD_AVX512 void TransformOutputFilter(const std::vector<TileGroup>& groups,
-                                                  const float* m, int64_t filters,
-                                                  int64_t count, int64_t f, int64_t out_w,
+// Output plane of filter f from M[xi][f][tile] (row stride count), with the
+// epilogue: + bias, + residual plane (or null), clamp.
+//
+// The mirror of TransformInputChannel. First, sixteen consecutive tiles at a
+// time, A^T . A turns the 36 values of each tile into its 4x4 outputs, kept
+// as 16 lines, lines[(r * 4 + k) * stride + t] = output (r, k) of chunk tile
+// t. Then, per tile row and output row, permutes interleave the four lines
+// k = 0..3 of sixteen tiles into 64 consecutive output columns, which get the
+// epilogue (contiguous residual loads) and masked stores at the edges.
+MXLITE_WINOGRAD_AVX512 void TransformOutputFilter(const WinogradGeometry& g, int64_t tile0,
+                                                  int64_t count, const float* m,
+                                                  int64_t line_stride, float* lines, int64_t f,
                                                   float bias, const float* residual,
                                                   bool clamp, float lower, float upper,
                                                   float* out) {
-  const int64_t xi_stride = XiStride(filters * count);
-  const __m512 bias_v = _mm512_set1_ps(bias);
-  const __m512 lo = _mm512_set1_ps(lower), hi = _mm512_set1_ps(upper);
-  const __mmask16 all = 0xffff;
-  for (size_t index = 0; index < groups.size(); ++index) {
-    const TileGroup& group = groups[index];
-    const __m512i base = _mm512_load_si512(group.out_offset);
-    const float* src = m + f * count + static_cast<int64_t>(index) * kLanes;
+  const int64_t xi_stride = XiStride(g.filters * count);
+  const float* src = m + f * count;
+  for (int64_t t0 = 0; t0 < count; t0 += kLanes) {
+    const int64_t n = std::min<int64_t>(kLanes, count - t0);
+    const __mmask16 live = static_cast<__mmask16>((1u << n) - 1);
     __m512 rows[6][4];  // A^T applied along each row of the 6x6 product
     for (int r = 0; r < 6; ++r) {
       __m512 values[6];
       for (int k = 0; k < 6; ++k) {
-        values[k] = _mm512_maskz_loadu_ps(group.live, src + (r * 6 + k) * xi_stride);
+        values[k] = _mm512_maskz_loadu_ps(live, src + (r * 6 + k) * xi_stride + t0);
       }
       OutputTransform6(values, rows[r]);
     }
@@ -243,21 +206,62 @@ MXLITE_WINOGRAD_AVX512 void TransformOutputFilter(const std::vector<TileGroup>& 
                                 rows[3][k], rows[4][k], rows[5][k]};
       __m512 y[4];
       OutputTransform6(column, y);
+      for (int r = 0; r < 4; ++r) _mm512_storeu_ps(lines + (r * 4 + k) * line_stride + t0, y[r]);
+    }
+  }
+
+  // Interleave indices: pairs (a[i], b[i]) for i in 0..7 and 8..15, then
+  // 64-bit pairs of those for tiles 0..3 / 4..7 of each half.
+  const __m512i pair_lo = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  const __m512i pair_hi =
+      _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8);
+  const __m512i quad_lo =
+      _mm512_set_epi32(23, 22, 7, 6, 21, 20, 5, 4, 19, 18, 3, 2, 17, 16, 1, 0);
+  const __m512i quad_hi =
+      _mm512_set_epi32(31, 30, 15, 14, 29, 28, 13, 12, 27, 26, 11, 10, 25, 24, 9, 8);
+  const __m512 bias_v = _mm512_set1_ps(bias);
+  const __m512 lo = _mm512_set1_ps(lower), hi = _mm512_set1_ps(upper);
+  const int64_t tiles_w = g.TilesW();
+  const int64_t first_row = tile0 / tiles_w, last_row = (tile0 + count - 1) / tiles_w;
+  for (int64_t ty = first_row; ty <= last_row; ++ty) {
+    const int64_t tx_begin = ty == first_row ? tile0 % tiles_w : 0;
+    const int64_t tx_end = ty == last_row ? (tile0 + count - 1) % tiles_w + 1 : tiles_w;
+    for (int64_t tx0 = tx_begin; tx0 < tx_end; tx0 += kLanes) {
+      const int64_t n = std::min<int64_t>(kLanes, tx_end - tx0);
+      const int64_t t = ty * tiles_w + tx0 - tile0;
+      const int64_t x0 = tx0 * 4;
+      // Output columns [x0, x_end) belong to these tiles and the plane.
+      const int64_t x_end = std::min(g.out_w, x0 + 4 * n);
       for (int r = 0; r < 4; ++r) {
-        const __mmask16 mask = group.position[r][k];
-        if (!mask) continue;
-        // Output (r, k) of each tile sits at out_offset + r * out_w + k.
-        const int64_t delta = r * out_w + k;
-        __m512 value = _mm512_add_ps(y[r], bias_v);
-        if (residual) {
-          value = _mm512_add_ps(
-              value, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mask, base, residual + delta, 4));
+        const int64_t y = ty * 4 + r;
+        if (y >= g.out_h) break;
+        const float* line = lines + r * 4 * line_stride + t;
+        const __m512 l0 = _mm512_loadu_ps(line), l1 = _mm512_loadu_ps(line + line_stride);
+        const __m512 l2 = _mm512_loadu_ps(line + 2 * line_stride);
+        const __m512 l3 = _mm512_loadu_ps(line + 3 * line_stride);
+        const __m512 a_lo = _mm512_permutex2var_ps(l0, pair_lo, l1);
+        const __m512 a_hi = _mm512_permutex2var_ps(l0, pair_hi, l1);
+        const __m512 b_lo = _mm512_permutex2var_ps(l2, pair_lo, l3);
+        const __m512 b_hi = _mm512_permutex2var_ps(l2, pair_hi, l3);
+        const __m512 quads[4] = {_mm512_permutex2var_ps(a_lo, quad_lo, b_lo),
+                                 _mm512_permutex2var_ps(a_lo, quad_hi, b_lo),
+                                 _mm512_permutex2var_ps(a_hi, quad_lo, b_hi),
+                                 _mm512_permutex2var_ps(a_hi, quad_hi, b_hi)};
+        float* out_row = out + y * g.out_w;
+        const float* res_row = residual ? residual + y * g.out_w : nullptr;
+        for (int j = 0; j < 4; ++j) {
+          const int64_t x = x0 + 16 * j;
+          if (x >= x_end) break;
+          const int64_t valid = std::min<int64_t>(16, x_end - x);
+          const __mmask16 mask = static_cast<__mmask16>((1u << valid) - 1);
+          __m512 value = _mm512_add_ps(quads[j], bias_v);
+          if (res_row) value = _mm512_add_ps(value, _mm512_maskz_loadu_ps(mask, res_row + x));
+          if (clamp) {
+            // max(lower, x) and min(upper, x) return x when x is NaN.
+            value = _mm512_maskz_min_ps(0xffff, hi, _mm512_maskz_max_ps(0xffff, lo, value));
+          }
+          _mm512_mask_storeu_ps(out_row + x, mask, value);
         }
-        if (clamp) {
-          // max(lower, x) and min(upper, x) return x when x is NaN.
-          value = _mm512_maskz_min_ps(all, hi, _mm512_maskz_max_ps(all, lo, value));
-        }
-        _mm512_mask_i32scatter_ps(out + delta, mask, base, value, 4);
       }
     }
   }
@@ -273,7 +277,6 @@ void Convolve(const WinogradGeometry& g, const std::vector<PackedMatrix>& packed
   const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
   const bool clamp = lower != -std::numeric_limits<float>::infinity() ||
                      upper != std::numeric_limits<float>::infinity();
-  std::vector<TileGroup> groups;
   for (int64_t tile0 = 0; tile0 < tiles; tile0 += chunk) {
     const int64_t count = std::min(chunk, tiles - tile0);
     const int64_t strips = (count + nr - 1) / nr;
@@ -281,9 +284,6 @@ void Convolve(const WinogradGeometry& g, const std::vector<PackedMatrix>& packed
     const int64_t v_stride = XiStride(strips * nr * g.channels);
     const int64_t m_stride = XiStride(g.filters * count);
     float* m = workspace + 36 * v_stride;              // [36][filters][count]
-    // Groups cover whole strips, so the lanes past the last tile are
-    // written (as zeros) too and the GEMM never reads stale memory.
-    BuildGroups(g, tile0, strips * nr, count, &groups);
     const int64_t scratch_h = ((tile0 + count - 1) / tiles_w - tile0 / tiles_w) * 4 + 6;
     ParallelFor(pool, g.channels, [&](int64_t c) {
       thread_local std::vector<float> scratch, lines;
@@ -298,9 +298,13 @@ void Convolve(const WinogradGeometry& g, const std::vector<PackedMatrix>& packed
                      GemmEpilogue(), nullptr);
     });
     ParallelFor(pool, g.filters, [&](int64_t f) {
-      TransformOutputFilter(groups, m, g.filters, count, f, g.out_w, bias ? bias[f] : 0.f,
-                            residual ? residual + f * out_plane : nullptr, clamp, lower, upper,
-                            output + f * out_plane);
+      // 16 lines of the tiles' outputs, with room for a 16-wide read from
+      // the last tile.
+      thread_local std::vector<float> out_lines;
+      out_lines.resize(static_cast<size_t>(16 * (strips * nr + kLanes)));
+      TransformOutputFilter(g, tile0, count, m, strips * nr + kLanes, out_lines.data(), f,
+                            bias ? bias[f] : 0.f, residual ? residual + f * out_plane : nullptr,
+                            clamp, lower, upper, output + f * out_plane);
     });
   }
 }
