@@ -15,6 +15,10 @@ constexpr int64_t kMinTiles = 49;
 constexpr int64_t kMinChannels = 256;
 constexpr int64_t kMinTilesVector = 32;
 constexpr int64_t kMinChannelsVector = 16;
+// Fewer tiles (14x14 to 17x17 outputs) leave most GEMM columns empty; there
+// only wide layers gain.
+constexpr int64_t kMinTilesVectorWide = 16;
+constexpr int64_t kMinChannelsVectorWide = 128;
 
 // Whether the AVX-512 transforms (winograd_avx512.cc) run here.
 inline bool VectorTransforms() {
@@ -154,13 +158,20 @@ bool WinogradApplies(int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64
   // (measured: 512->512 at 28x28 in 0.55x the time of im2col+GEMM,
   // 256->256 at 56x56 in 0.68x, but 64->64 at 56x56 in 1.4x), and the 36
   // GEMMs need enough tiles to fill the micro-kernel's columns.
-  // With the AVX-512 transforms it wins much earlier (measured: 0.4-0.6x
-  // the time from 64 channels, 0.8-0.9x at 16-32), except where too few
-  // tiles leave the GEMM columns empty (14x14 outputs: 16 tiles, 0.8-1.05x).
+  // With the AVX-512 transforms it wins much earlier (measured against the
+  // GEMM alone, without im2col: 0.4-0.6x the time from 64 channels, 0.8-0.9x
+  // at 16-32), except where few tiles leave the GEMM columns empty: at 16-25
+  // tiles 0.6-0.9x from 128 channels in and out, 1.0-1.3x below; at 4 tiles
+  // (7x7) 3-4x.
   const int64_t tiles = ((out_h + 3) / 4) * ((out_w + 3) / 4);
   if (winograd_cc::VectorTransforms()) {
-    return tiles >= winograd_cc::kMinTilesVector && channels >= winograd_cc::kMinChannelsVector &&
-           filters >= winograd_cc::kMinChannelsVector;
+    if (tiles >= winograd_cc::kMinTilesVector) {
+      return channels >= winograd_cc::kMinChannelsVector &&
+             filters >= winograd_cc::kMinChannelsVector;
+    }
+    return tiles >= winograd_cc::kMinTilesVectorWide &&
+           channels >= winograd_cc::kMinChannelsVectorWide &&
+           filters >= winograd_cc::kMinChannelsVectorWide;
   }
   return tiles >= winograd_cc::kMinTiles && channels >= winograd_cc::kMinChannels &&
          filters >= winograd_cc::kMinChannels;
