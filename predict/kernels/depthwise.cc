@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cpu_features.h"
+#include "padding.h"
 
 #if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>
@@ -194,17 +195,7 @@ MXLITE_DEPTHWISE_AVX512 void PaddedPlaneAvx512(const DepthwisePlaneArgs& a) {
   const int64_t padded_h = a.in_h + 2 * a.pad_h, padded_w = a.in_w + 2 * a.pad_w;
   thread_local std::vector<float> padded;
   padded.resize(static_cast<size_t>(padded_h * padded_w));
-  for (int64_t row = 0; row < padded_h; ++row) {
-    float* dst = padded.data() + row * padded_w;
-    const int64_t y = row - a.pad_h;
-    if (y < 0 || y >= a.in_h) {
-      std::fill(dst, dst + padded_w, 0.f);
-      continue;
-    }
-    std::fill(dst, dst + a.pad_w, 0.f);
-    std::copy(a.input + y * a.in_w, a.input + (y + 1) * a.in_w, dst + a.pad_w);
-    std::fill(dst + a.pad_w + a.in_w, dst + padded_w, 0.f);
-  }
+  CopyPadded(a.input, a.in_h, a.in_w, a.pad_h, a.pad_w, 0.f, padded_h, padded_w, padded.data());
   DepthwisePlaneArgs inner = a;
   inner.input = padded.data();
   inner.in_h = padded_h;

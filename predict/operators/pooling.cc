@@ -24,6 +24,7 @@
 #include <cmath>
 
 #include "../kernels/cpu_features.h"
+#include "../kernels/padding.h"
 #include "../kernels/thread_pool.h"
 #include "operator.h"
 
@@ -87,42 +88,15 @@ struct Plane2d {
   const float* col_extent;  // extents whose product is the divisor
 };
 
-// Fills [begin, end) of a scratch row with vector stores (std::fill
-// compiles to a scalar loop here and cost twice the pooling itself).
-MXLITE_POOLING_AVX512 inline void FillRange(__m512 fill, float* row, int64_t begin, int64_t end) {
-  for (; begin + 16 <= end; begin += 16) _mm512_storeu_ps(row + begin, fill);
-  if (begin < end) {
-    _mm512_mask_storeu_ps(row + begin, static_cast<__mmask16>((1u << (end - begin)) - 1), fill);
-  }
-}
-
 MXLITE_POOLING_AVX512 void PoolPlane2dAvx512(const Plane2d& p, const float* src, float* dst) {
   const int64_t scratch_h = std::max((p.out_h - 1) * p.stride_h + p.kernel_h, p.pad_h + p.in_h);
   // 32 columns of slack: the stride-2 path reads two vectors per tap.
   const int64_t scratch_w =
       std::max((p.out_w - 1) * p.stride_w + p.kernel_w, p.pad_w + p.in_w) + 32;
-  const __m512 fill = _mm512_set1_ps(p.max ? -FLT_MAX : 0.f);
   thread_local std::vector<float> scratch;
   scratch.resize(static_cast<size_t>(scratch_h * scratch_w));
-  for (int64_t row = 0; row < scratch_h; ++row) {
-    float* dst = scratch.data() + row * scratch_w;
-    const int64_t y = row - p.pad_h;
-    if (y < 0 || y >= p.in_h) {
-      FillRange(fill, dst, 0, scratch_w);
-      continue;
-    }
-    FillRange(fill, dst, 0, p.pad_w);
-    const float* in_row = src + y * p.in_w;
-    int64_t x = 0;
-    for (; x + 16 <= p.in_w; x += 16) {
-      _mm512_storeu_ps(dst + p.pad_w + x, _mm512_loadu_ps(in_row + x));
-    }
-    if (x < p.in_w) {
-      const __mmask16 tail = static_cast<__mmask16>((1u << (p.in_w - x)) - 1);
-      _mm512_mask_storeu_ps(dst + p.pad_w + x, tail, _mm512_maskz_loadu_ps(tail, in_row + x));
-    }
-    FillRange(fill, dst, p.pad_w + p.in_w, scratch_w);
-  }
+  CopyPadded(src, p.in_h, p.in_w, p.pad_h, p.pad_w, p.max ? -FLT_MAX : 0.f, scratch_h, scratch_w,
+             scratch.data());
   const __m512i even =
       _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
   for (int64_t oh = 0; oh < p.out_h; ++oh) {
