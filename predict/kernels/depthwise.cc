@@ -6,20 +6,7 @@
 #include "cpu_features.h"
 #include "padding.h"
 
-#if defined(__x86_64__) || defined(_M_X64)
-#include <immintrin.h>
-#define MXLITE_DEPTHWISE_X86 1
-#if defined(__GNUC__) || defined(__clang__)
-#define MXLITE_DEPTHWISE_AVX512 __attribute__((target("avx512f")))
-// GCC does not inline across a target attribute on its own judgement; the
-// per-vector helper must be (out of line it cost 4x the whole kernel).
-#define MXLITE_DEPTHWISE_AVX512_INLINE \
-  __attribute__((target("avx512f"), always_inline)) inline
-#else
-#define MXLITE_DEPTHWISE_AVX512
-#define MXLITE_DEPTHWISE_AVX512_INLINE inline
-#endif
-#endif  // x86-64
+#include "x86_simd.h"
 
 namespace mxlite {
 
@@ -63,7 +50,7 @@ void PlaneScalar(const DepthwisePlaneArgs& a) {
   }
 }
 
-#if defined(MXLITE_DEPTHWISE_X86)
+#if defined(MXLITE_X86_64)
 // Lanes [0, count) set.
 inline __mmask16 FirstLanes(int64_t count) {
   return count <= 0 ? 0 : count >= 16 ? 0xffff : static_cast<__mmask16>((1u << count) - 1);
@@ -71,7 +58,8 @@ inline __mmask16 FirstLanes(int64_t count) {
 
 // Outputs [ox, ox + count) of one row, count <= 16, all inside the interior.
 // Masked loads read only the input columns those outputs need.
-MXLITE_DEPTHWISE_AVX512_INLINE __m512 InteriorSum(const DepthwisePlaneArgs& a, const __m512* w,
+// Forced inline: out of line it cost 4x the whole kernel.
+MXLITE_TARGET_AVX512_INLINE __m512 InteriorSum(const DepthwisePlaneArgs& a, const __m512* w,
                                                   int64_t oy, int64_t ox, int64_t count) {
   const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
   const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
@@ -105,7 +93,7 @@ MXLITE_DEPTHWISE_AVX512_INLINE __m512 InteriorSum(const DepthwisePlaneArgs& a, c
   return sum;
 }
 
-MXLITE_DEPTHWISE_AVX512 void PlaneAvx512(const DepthwisePlaneArgs& a) {
+MXLITE_TARGET_AVX512 void PlaneAvx512(const DepthwisePlaneArgs& a) {
   int64_t lo = 0, hi = 0;
   InteriorColumns(a, &lo, &hi);
   const __m512 bias = _mm512_set1_ps(a.bias);
@@ -136,9 +124,9 @@ MXLITE_DEPTHWISE_AVX512 void PlaneAvx512(const DepthwisePlaneArgs& a) {
 }
 
 // Stride 1 on an unpadded plane (every window inside): each output row is
-// three input rows times three taps, sixteen outputs per vector, two vectors
-// per step so their independent FMA chains overlap.
-MXLITE_DEPTHWISE_AVX512 void InteriorPlaneStride1(const DepthwisePlaneArgs& a) {
+// three input rows times three taps, sixteen outputs per vector, one
+// accumulator per input row so the FMA chains are three taps long, not nine.
+MXLITE_TARGET_AVX512 void InteriorPlaneStride1(const DepthwisePlaneArgs& a) {
   const __m512 bias = _mm512_set1_ps(a.bias);
   const __m512 lower = _mm512_set1_ps(a.lower), upper = _mm512_set1_ps(a.upper);
   __m512 w[9];
@@ -183,31 +171,25 @@ MXLITE_DEPTHWISE_AVX512 void InteriorPlaneStride1(const DepthwisePlaneArgs& a) {
 // image and take the scalar path; on 7x7 to 28x28 planes those are a large
 // share of the work. A zero-padded copy of the plane (one pass over it, 9x
 // cheaper than the convolution) makes every window interior.
-MXLITE_DEPTHWISE_AVX512 void PaddedPlaneAvx512(const DepthwisePlaneArgs& a) {
-  if (a.pad_h == 0 && a.pad_w == 0) {
-    if (a.stride == 1) {
-      InteriorPlaneStride1(a);
-    } else {
-      PlaneAvx512(a);
-    }
-    return;
-  }
-  const int64_t padded_h = a.in_h + 2 * a.pad_h, padded_w = a.in_w + 2 * a.pad_w;
-  thread_local std::vector<float> padded;
-  padded.resize(static_cast<size_t>(padded_h * padded_w));
-  CopyPadded(a.input, a.in_h, a.in_w, a.pad_h, a.pad_w, 0.f, padded_h, padded_w, padded.data());
+MXLITE_TARGET_AVX512 void PaddedPlaneAvx512(const DepthwisePlaneArgs& a) {
   DepthwisePlaneArgs inner = a;
-  inner.input = padded.data();
-  inner.in_h = padded_h;
-  inner.in_w = padded_w;
-  inner.pad_h = inner.pad_w = 0;
+  if (a.pad_h != 0 || a.pad_w != 0) {
+    inner.in_h = a.in_h + 2 * a.pad_h;
+    inner.in_w = a.in_w + 2 * a.pad_w;
+    inner.pad_h = inner.pad_w = 0;
+    thread_local std::vector<float> padded;
+    padded.resize(static_cast<size_t>(inner.in_h * inner.in_w));
+    CopyPadded(a.input, a.in_h, a.in_w, a.pad_h, a.pad_w, 0.f, inner.in_h, inner.in_w,
+               padded.data());
+    inner.input = padded.data();
+  }
   if (inner.stride == 1) {
     InteriorPlaneStride1(inner);
   } else {
     PlaneAvx512(inner);
   }
 }
-#endif  // MXLITE_DEPTHWISE_X86
+#endif  // MXLITE_X86_64
 
 }  // namespace depthwise_cc
 
@@ -218,7 +200,7 @@ bool DepthwiseConv3x3Supported(int64_t stride_h, int64_t stride_w, int64_t dilat
 }
 
 void DepthwiseConv3x3Plane(const DepthwisePlaneArgs& args) {
-#if defined(MXLITE_DEPTHWISE_X86)
+#if defined(MXLITE_X86_64)
   static const bool avx512 = SelectedIsa() == Isa::kAvx512;
   if (avx512) {
     depthwise_cc::PaddedPlaneAvx512(args);

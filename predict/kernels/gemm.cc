@@ -27,6 +27,17 @@ void PackFullStrip(const float* src, int64_t ldb, int64_t kc, float* packed) {
   }
 }
 
+// PackFullStrip for the micro-kernels' widths; false for any other nr.
+bool PackFullStripOfWidth(int nr, const float* src, int64_t ldb, int64_t kc, float* packed) {
+  switch (nr) {
+    case 32: PackFullStrip<32>(src, ldb, kc, packed); return true;
+    case 16: PackFullStrip<16>(src, ldb, kc, packed); return true;
+    case 12: PackFullStrip<12>(src, ldb, kc, packed); return true;
+    case 8: PackFullStrip<8>(src, ldb, kc, packed); return true;
+    default: return false;
+  }
+}
+
 // Packs depth [p0, p0+kc) x columns [j0, j0+nc) of B into NR-wide strips,
 // strip[p * NR + c], zero-padded past the last column.
 void PackB(const float* b, int64_t ldb, bool transposed, int64_t p0, int64_t kc, int64_t j0,
@@ -35,13 +46,7 @@ void PackB(const float* b, int64_t ldb, bool transposed, int64_t p0, int64_t kc,
     const int64_t cols = std::min<int64_t>(nr, nc - strip);
     if (!transposed) {
       const float* src = b + p0 * ldb + j0 + strip;
-      if (cols == nr && (nr == 32 || nr == 16 || nr == 12 || nr == 8)) {
-        switch (nr) {
-          case 32: PackFullStrip<32>(src, ldb, kc, packed); break;
-          case 16: PackFullStrip<16>(src, ldb, kc, packed); break;
-          case 12: PackFullStrip<12>(src, ldb, kc, packed); break;
-          default: PackFullStrip<8>(src, ldb, kc, packed); break;
-        }
+      if (cols == nr && PackFullStripOfWidth(nr, src, ldb, kc, packed)) {
         packed += kc * nr;
         continue;
       }
@@ -112,8 +117,8 @@ void GemmRange(const PackedMatrix& a, const float* b, int64_t ldb, bool b_transp
         for (int64_t jr = 0; jr < nc; jr += nr) {
           const int64_t cols = std::min<int64_t>(nr, nc - jr);
           float* c_tile = c + i0 * ldc + j0 + jr;
-          const float* b_strip =
-              b_packed ? b_packed + ((j0 + jr) / nr) * depth * nr + p0 * nr : panel.data() + jr * kc;
+          const float* b_strip = b_packed ? b_packed + ((j0 + jr) / nr) * depth * nr + p0 * nr
+                                          : panel.data() + jr * kc;
           if (rows == mr && cols == nr && last && kernel.run_epilogue) {
             TileEpilogue tile_ep;
             tile_ep.bias = ep.bias ? ep.bias + i0 : nullptr;
@@ -123,8 +128,7 @@ void GemmRange(const PackedMatrix& a, const float* b, int64_t ldb, bool b_transp
             tile_ep.clamp = ep.clamps();
             tile_ep.lower = ep.lower;
             tile_ep.upper = ep.upper;
-            kernel.run_epilogue(kc, a_strip, b_strip, c_tile, ldc, !first,
-                                tile_ep);
+            kernel.run_epilogue(kc, a_strip, b_strip, c_tile, ldc, !first, tile_ep);
             continue;
           }
           if (rows == mr && cols == nr) {

@@ -9,9 +9,9 @@
  * into that row's accumulators: 2 loads + MR broadcasts feed 2*MR FMAs,
  * which keeps the FMA units the bottleneck.
  */
-#if defined(__x86_64__) || defined(_M_X64)
+#include "x86_simd.h"
 
-#include <immintrin.h>
+#if defined(MXLITE_X86_64)
 
 #include "gemm_microkernels.h"
 
@@ -23,14 +23,6 @@
 #define MXLITE_UNROLL _Pragma("GCC unroll 16")
 #else
 #define MXLITE_UNROLL
-#endif
-
-#if defined(__GNUC__) || defined(__clang__)
-#define MXLITE_TARGET_AVX2 __attribute__((target("avx2,fma")))
-#define MXLITE_TARGET_AVX512 __attribute__((target("avx512f,avx2,fma")))
-#else
-#define MXLITE_TARGET_AVX2
-#define MXLITE_TARGET_AVX512
 #endif
 
 namespace mxlite {
@@ -104,13 +96,6 @@ namespace gemm_avx512 {
 constexpr int kMr = 12;
 constexpr int kNr = 32;
 
-// min(hi, max(lo, x)); the masked forms with a full mask, because GCC 12's
-// plain _mm512_max_ps/_mm512_min_ps warn about an undefined operand inside.
-MXLITE_TARGET_AVX512 inline __m512 Clamp(__m512 lo, __m512 hi, __m512 x) {
-  const __mmask16 all = 0xffff;
-  return _mm512_maskz_min_ps(all, hi, _mm512_maskz_max_ps(all, lo, x));
-}
-
 template <bool kEpilogue>
 MXLITE_TARGET_AVX512 inline void Kernel(int64_t kc, const float* a, const float* b, float* c,
                                         int64_t ldc, bool accumulate, const TileEpilogue* ep) {
@@ -145,10 +130,9 @@ MXLITE_TARGET_AVX512 inline void Kernel(int64_t kc, const float* a, const float*
         acc[r][1] = _mm512_add_ps(acc[r][1], _mm512_loadu_ps(res + 16));
       }
       if (ep->clamp) {
-        // max(lower, x) and min(upper, x) return x when x is NaN.
         const __m512 lo = _mm512_set1_ps(ep->lower), hi = _mm512_set1_ps(ep->upper);
-        acc[r][0] = Clamp(lo, hi, acc[r][0]);
-        acc[r][1] = Clamp(lo, hi, acc[r][1]);
+        acc[r][0] = ClampAvx512(lo, hi, acc[r][0]);
+        acc[r][1] = ClampAvx512(lo, hi, acc[r][1]);
       }
     }
     _mm512_storeu_ps(row, acc[r][0]);

@@ -137,9 +137,10 @@ void ThreadPool::ParallelFor(int64_t count, const std::function<void(int64_t)>& 
   // The workers usually finish within microseconds of the caller; sleeping
   // on done_ instead would add a futex wake-up (tens of microseconds) to
   // every loop, which is most of a small operator's time.
-  thread_pool_cc::SpinUntil([&] { return finished_.load() == count && active_.load() == 0; });
+  const auto all_done = [&] { return finished_.load() == count && active_.load() == 0; };
+  thread_pool_cc::SpinUntil(all_done);
   std::unique_lock<std::mutex> lock(mutex_);
-  done_.wait(lock, [&] { return finished_.load() == count && active_ == 0; });
+  done_.wait(lock, all_done);
   job_ = nullptr;
 #ifndef MXLITE_NO_EXCEPTIONS
   if (error_) {

@@ -28,27 +28,19 @@
 
 #include "../kernels/cpu_features.h"
 #include "../kernels/thread_pool.h"
+#include "../kernels/x86_simd.h"
 #include "operator.h"
 
-#if defined(__x86_64__) || defined(_M_X64)
-#include <immintrin.h>
-#define MXLITE_BATCH_NORM_X86 1
-#if defined(__GNUC__) || defined(__clang__)
-#define MXLITE_BATCH_NORM_AVX512 __attribute__((target("avx512f")))
-#else
-#define MXLITE_BATCH_NORM_AVX512
-#endif
-#endif  // x86-64
 
 namespace mxlite {
 namespace batch_norm_op {
 
-#if defined(MXLITE_BATCH_NORM_X86)
+#if defined(MXLITE_X86_64)
 // One plane, sixteen elements per vector, with the scalar code's operations
 // in its order (separate multiplies and adds, no FMA), so the results are
-// the same bit for bit; the clamp as max(lower, x) then min(upper, x), which
-// pass NaN through as the scalar std::max/std::min do.
-MXLITE_BATCH_NORM_AVX512 void PlaneAvx512(const float* src, float* dst, int64_t count,
+// the same bit for bit, the clamp included (ClampAvx512 passes NaN through
+// as the scalar std::max/std::min do).
+MXLITE_TARGET_AVX512 void PlaneAvx512(const float* src, float* dst, int64_t count,
                                           float mean, float invstd, bool has_gamma, float gamma,
                                           float beta, bool clamps, float lower, float upper) {
   const __m512 m = _mm512_set1_ps(mean), s = _mm512_set1_ps(invstd);
@@ -60,11 +52,11 @@ MXLITE_BATCH_NORM_AVX512 void PlaneAvx512(const float* src, float* dst, int64_t 
     __m512 v = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, src + i), m), s);
     if (has_gamma) v = _mm512_mul_ps(v, w);
     v = _mm512_add_ps(v, b);
-    if (clamps) v = _mm512_maskz_min_ps(0xffff, hi, _mm512_maskz_max_ps(0xffff, lo, v));
+    if (clamps) v = ClampAvx512(lo, hi, v);
     _mm512_mask_storeu_ps(dst + i, mask, v);
   }
 }
-#endif  // MXLITE_BATCH_NORM_X86
+#endif  // MXLITE_X86_64
 
 class BatchNorm : public Operator {
  public:
@@ -136,7 +128,7 @@ class BatchNorm : public Operator {
     float* y = out[0].fdata();
     const bool clamps = lower_ != -std::numeric_limits<float>::infinity() ||
                         upper_ != std::numeric_limits<float>::infinity();
-#if defined(MXLITE_BATCH_NORM_X86)
+#if defined(MXLITE_X86_64)
     static const bool avx512 = SelectedIsa() == Isa::kAvx512;
     if (avx512) {
       ParallelFor(ctx.pool, outer * channels, [&](int64_t plane) {

@@ -26,17 +26,9 @@
 #include "../kernels/cpu_features.h"
 #include "../kernels/padding.h"
 #include "../kernels/thread_pool.h"
+#include "../kernels/x86_simd.h"
 #include "operator.h"
 
-#if defined(__x86_64__) || defined(_M_X64)
-#include <immintrin.h>
-#define MXLITE_POOLING_X86 1
-#if defined(__GNUC__) || defined(__clang__)
-#define MXLITE_POOLING_AVX512 __attribute__((target("avx512f")))
-#else
-#define MXLITE_POOLING_AVX512
-#endif
-#endif  // x86-64
 
 namespace mxlite {
 namespace pooling_op {
@@ -73,7 +65,7 @@ inline Span WindowSpan(int64_t o, int64_t in, int64_t kernel, int64_t stride, in
   return span;
 }
 
-#if defined(MXLITE_POOLING_X86)
+#if defined(MXLITE_X86_64)
 // 2-D max or average pooling of one plane with AVX-512, sixteen outputs of a
 // row per vector, for stride 1 or 2. The plane is first copied into a
 // scratch whose padding holds the value that leaves the result unchanged
@@ -88,7 +80,7 @@ struct Plane2d {
   const float* col_extent;  // extents whose product is the divisor
 };
 
-MXLITE_POOLING_AVX512 void PoolPlane2dAvx512(const Plane2d& p, const float* src, float* dst) {
+MXLITE_TARGET_AVX512 void PoolPlane2dAvx512(const Plane2d& p, const float* src, float* dst) {
   const int64_t scratch_h = std::max((p.out_h - 1) * p.stride_h + p.kernel_h, p.pad_h + p.in_h);
   // 32 columns of slack: the stride-2 path reads two vectors per tap.
   const int64_t scratch_w =
@@ -131,7 +123,7 @@ MXLITE_POOLING_AVX512 void PoolPlane2dAvx512(const Plane2d& p, const float* src,
     }
   }
 }
-#endif  // MXLITE_POOLING_X86
+#endif  // MXLITE_X86_64
 
 class Pooling : public Operator {
  public:
@@ -226,7 +218,7 @@ class Pooling : public Operator {
     // The vector path: 2-D max or average, stride 1 or 2, every window
     // non-empty (an empty average would divide 0 by 0 there).
     vector_plane_ = false;
-#if defined(MXLITE_POOLING_X86)
+#if defined(MXLITE_X86_64)
     static const bool avx512 = SelectedIsa() == Isa::kAvx512;
     bool windows_nonempty = true;
     row_extent_.clear();
@@ -255,7 +247,7 @@ class Pooling : public Operator {
     const int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
     const int64_t out_plane = g.out[0] * g.out[1] * g.out[2];
     const std::vector<Span>* spans = spans_;
-#if defined(MXLITE_POOLING_X86)
+#if defined(MXLITE_X86_64)
     if (vector_plane_) {
       Plane2d p;
       p.in_h = g.in[1];
