@@ -87,6 +87,19 @@ void ApplyGemmEpilogue(const GemmEpilogue& ep, int64_t row0, int64_t col0, int64
 
 namespace gemm_cc {
 
+// The part of the epilogue that concerns the tile whose top-left element is
+// C[row0, col0].
+TileEpilogue TileEpilogueAt(const GemmEpilogue& ep, int64_t row0, int64_t col0) {
+  TileEpilogue tile;
+  tile.bias = ep.bias ? ep.bias + row0 : nullptr;
+  tile.residual = ep.residual ? ep.residual + row0 * ep.residual_stride + col0 : nullptr;
+  tile.residual_stride = ep.residual_stride;
+  tile.clamp = ep.clamps();
+  tile.lower = ep.lower;
+  tile.upper = ep.upper;
+  return tile;
+}
+
 // One thread's share: rows [row_begin, row_end) (row_begin a multiple of
 // MR) and columns [col_begin, col_end) of C.
 // B is either a plain matrix (b, ldb, b_transposed), packed here panel by
@@ -119,19 +132,19 @@ void GemmRange(const PackedMatrix& a, const float* b, int64_t ldb, bool b_transp
           float* c_tile = c + i0 * ldc + j0 + jr;
           const float* b_strip = b_packed ? b_packed + ((j0 + jr) / nr) * depth * nr + p0 * nr
                                           : panel.data() + jr * kc;
-          if (rows == mr && cols == nr && last && kernel.run_epilogue) {
-            TileEpilogue tile_ep;
-            tile_ep.bias = ep.bias ? ep.bias + i0 : nullptr;
-            tile_ep.residual = ep.residual ? ep.residual + i0 * ep.residual_stride + j0 + jr
-                                           : nullptr;
-            tile_ep.residual_stride = ep.residual_stride;
-            tile_ep.clamp = ep.clamps();
-            tile_ep.lower = ep.lower;
-            tile_ep.upper = ep.upper;
+          const bool full = rows == mr && cols == nr;
+          if (full && last && kernel.run_epilogue) {
+            const TileEpilogue tile_ep = TileEpilogueAt(ep, i0, j0 + jr);
             kernel.run_epilogue(kc, a_strip, b_strip, c_tile, ldc, !first, tile_ep);
             continue;
           }
-          if (rows == mr && cols == nr) {
+          if (!full && kernel.run_edge) {
+            const TileEpilogue tile_ep = TileEpilogueAt(ep, i0, j0 + jr);
+            kernel.run_edge(kc, a_strip, b_strip, c_tile, ldc, !first, static_cast<int>(rows),
+                            static_cast<int>(cols), last ? &tile_ep : nullptr);
+            continue;
+          }
+          if (full) {
             kernel.run(kc, a_strip, b_strip, c_tile, ldc, !first);
           } else {
             kernel.run(kc, a_strip, b_strip, tile, nr, false);

@@ -35,6 +35,12 @@ struct TileEpilogue {
 using MicroKernelEpilogueFn = void (*)(int64_t kc, const float* a, const float* b, float* c,
                                        int64_t ldc, bool accumulate, const TileEpilogue& ep);
 
+// A partial tile: only rows x cols (1..MR, 1..NR) of C are read and
+// written; the packed strips keep their full MR / NR layout. ep may be null.
+using MicroKernelEdgeFn = void (*)(int64_t kc, const float* a, const float* b, float* c,
+                                   int64_t ldc, bool accumulate, int rows, int cols,
+                                   const TileEpilogue* ep);
+
 struct MicroKernel {
   const char* name;
   int mr;  // rows of the register tile
@@ -43,6 +49,9 @@ struct MicroKernel {
   // run + the epilogue in registers; null where the kernel has no such
   // variant (the driver then applies the epilogue after the store).
   MicroKernelEpilogueFn run_epilogue;
+  // Partial tiles computed at their own size and stored through masks;
+  // null where the driver computes a full tile into scratch and copies.
+  MicroKernelEdgeFn run_edge;
 };
 
 // The micro-kernel for `isa`, or the best one at most as wide.

@@ -87,7 +87,7 @@ MXLITE_TARGET_AVX2 void RunEpilogue(int64_t kc, const float* a, const float* b, 
   Kernel<true>(kc, a, b, c, ldc, accumulate, &ep);
 }
 
-const MicroKernel kKernel = {"avx2-6x16", kMr, kNr, &Run, &RunEpilogue};
+const MicroKernel kKernel = {"avx2-6x16", kMr, kNr, &Run, &RunEpilogue, nullptr};
 
 }  // namespace gemm_avx2
 
@@ -96,61 +96,97 @@ namespace gemm_avx512 {
 constexpr int kMr = 12;
 constexpr int kNr = 32;
 
-template <bool kEpilogue>
-MXLITE_TARGET_AVX512 inline void Kernel(int64_t kc, const float* a, const float* b, float* c,
-                                        int64_t ldc, bool accumulate, const TileEpilogue* ep) {
-  __m512 acc[kMr][2];
-  MXLITE_UNROLL for (int r = 0; r < kMr; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+// The tile kernel, for kRows (1..12) rows of A and kVecs (1 or 2) vectors
+// of 16 columns; last_mask selects the columns of the last vector that are
+// stored (and read, for accumulate and the residual). B strips are always
+// kNr wide. With kEpilogue, ep (if not null) is applied before the store.
+template <int kRows, int kVecs, bool kEpilogue>
+MXLITE_TARGET_AVX512 inline void Tile(int64_t kc, const float* a, const float* b, float* c,
+                                      int64_t ldc, bool accumulate, __mmask16 last_mask,
+                                      const TileEpilogue* ep) {
+  __m512 acc[kRows][kVecs];
+  MXLITE_UNROLL for (int r = 0; r < kRows; ++r) {
+    MXLITE_UNROLL for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm512_setzero_ps();
+  }
   for (int64_t p = 0; p < kc; ++p) {
-    const __m512 b0 = _mm512_loadu_ps(b);
-    const __m512 b1 = _mm512_loadu_ps(b + 16);
+    __m512 bv[kVecs];
+    MXLITE_UNROLL for (int v = 0; v < kVecs; ++v) bv[v] = _mm512_loadu_ps(b + 16 * v);
     b += kNr;
-    MXLITE_UNROLL for (int r = 0; r < kMr; ++r) {
+    MXLITE_UNROLL for (int r = 0; r < kRows; ++r) {
       const __m512 av = _mm512_set1_ps(a[r]);
-      acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);
-      acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
+      MXLITE_UNROLL for (int v = 0; v < kVecs; ++v) {
+        acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+      }
     }
     a += kMr;
   }
-  MXLITE_UNROLL for (int r = 0; r < kMr; ++r) {
+  __mmask16 masks[kVecs];
+  MXLITE_UNROLL for (int v = 0; v < kVecs; ++v) {
+    masks[v] = v == kVecs - 1 ? last_mask : static_cast<__mmask16>(0xffff);
+  }
+  const bool epilogue = kEpilogue && ep;
+  MXLITE_UNROLL for (int r = 0; r < kRows; ++r) {
     float* row = c + r * ldc;
     if (accumulate) {
-      acc[r][0] = _mm512_add_ps(acc[r][0], _mm512_loadu_ps(row));
-      acc[r][1] = _mm512_add_ps(acc[r][1], _mm512_loadu_ps(row + 16));
+      MXLITE_UNROLL for (int v = 0; v < kVecs; ++v) {
+        acc[r][v] = _mm512_add_ps(acc[r][v], _mm512_maskz_loadu_ps(masks[v], row + 16 * v));
+      }
     }
-    if (kEpilogue) {
+    if (epilogue) {
       if (ep->bias) {
         const __m512 bias = _mm512_set1_ps(ep->bias[r]);
-        acc[r][0] = _mm512_add_ps(acc[r][0], bias);
-        acc[r][1] = _mm512_add_ps(acc[r][1], bias);
+        MXLITE_UNROLL for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm512_add_ps(acc[r][v], bias);
       }
       if (ep->residual) {
         const float* res = ep->residual + r * ep->residual_stride;
-        acc[r][0] = _mm512_add_ps(acc[r][0], _mm512_loadu_ps(res));
-        acc[r][1] = _mm512_add_ps(acc[r][1], _mm512_loadu_ps(res + 16));
+        MXLITE_UNROLL for (int v = 0; v < kVecs; ++v) {
+          acc[r][v] = _mm512_add_ps(acc[r][v], _mm512_maskz_loadu_ps(masks[v], res + 16 * v));
+        }
       }
       if (ep->clamp) {
         const __m512 lo = _mm512_set1_ps(ep->lower), hi = _mm512_set1_ps(ep->upper);
-        acc[r][0] = ClampAvx512(lo, hi, acc[r][0]);
-        acc[r][1] = ClampAvx512(lo, hi, acc[r][1]);
+        MXLITE_UNROLL for (int v = 0; v < kVecs; ++v) acc[r][v] = ClampAvx512(lo, hi, acc[r][v]);
       }
     }
-    _mm512_storeu_ps(row, acc[r][0]);
-    _mm512_storeu_ps(row + 16, acc[r][1]);
+    MXLITE_UNROLL for (int v = 0; v < kVecs; ++v) {
+      _mm512_mask_storeu_ps(row + 16 * v, masks[v], acc[r][v]);
+    }
   }
 }
 
 MXLITE_TARGET_AVX512 void Run(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
                               bool accumulate) {
-  Kernel<false>(kc, a, b, c, ldc, accumulate, nullptr);
+  Tile<kMr, 2, false>(kc, a, b, c, ldc, accumulate, 0xffff, nullptr);
 }
 
 MXLITE_TARGET_AVX512 void RunEpilogue(int64_t kc, const float* a, const float* b, float* c,
                                       int64_t ldc, bool accumulate, const TileEpilogue& ep) {
-  Kernel<true>(kc, a, b, c, ldc, accumulate, &ep);
+  Tile<kMr, 2, true>(kc, a, b, c, ldc, accumulate, 0xffff, &ep);
 }
 
-const MicroKernel kKernel = {"avx512-12x32", kMr, kNr, &Run, &RunEpilogue};
+using TileFn = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
+                        bool accumulate, __mmask16 last_mask, const TileEpilogue* ep);
+
+#define MXLITE_TILE_ROWS(R) {&Tile<R, 1, true>, &Tile<R, 2, true>}
+// [rows - 1][vectors - 1]
+const TileFn kEdgeTiles[kMr][2] = {
+    MXLITE_TILE_ROWS(1), MXLITE_TILE_ROWS(2),  MXLITE_TILE_ROWS(3),  MXLITE_TILE_ROWS(4),
+    MXLITE_TILE_ROWS(5), MXLITE_TILE_ROWS(6),  MXLITE_TILE_ROWS(7),  MXLITE_TILE_ROWS(8),
+    MXLITE_TILE_ROWS(9), MXLITE_TILE_ROWS(10), MXLITE_TILE_ROWS(11), MXLITE_TILE_ROWS(12)};
+#undef MXLITE_TILE_ROWS
+
+// A partial tile at its own size: no wasted rows, no scratch copy, and a
+// 16-column edge costs one vector per row instead of two.
+void RunEdge(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool accumulate,
+             int rows, int cols, const TileEpilogue* ep) {
+  const int vectors = cols > 16 ? 2 : 1;
+  const int last_cols = cols - 16 * (vectors - 1);
+  const __mmask16 last_mask =
+      static_cast<__mmask16>(last_cols >= 16 ? 0xffffu : (1u << last_cols) - 1u);
+  kEdgeTiles[rows - 1][vectors - 1](kc, a, b, c, ldc, accumulate, last_mask, ep);
+}
+
+const MicroKernel kKernel = {"avx512-12x32", kMr, kNr, &Run, &RunEpilogue, &RunEdge};
 
 // Sum of the 16 lanes. (Not _mm512_reduce_add_ps: GCC 12 warns about an
 // undefined operand inside it.)
