@@ -35,10 +35,12 @@ struct TileEpilogue {
 using MicroKernelEpilogueFn = void (*)(int64_t kc, const float* a, const float* b, float* c,
                                        int64_t ldc, bool accumulate, const TileEpilogue& ep);
 
-// A partial tile: only rows x cols (1..MR, 1..NR) of C are read and
-// written; the packed strips keep their full MR / NR layout. ep may be null.
-using MicroKernelEdgeFn = void (*)(int64_t kc, const float* a, const float* b, float* c,
-                                   int64_t ldc, bool accumulate, int rows, int cols,
+// Any tile: rows x cols (1..MR, 1..NR) of C are read and written, and B's
+// rows are ldb floats apart (NR for a packed strip, or the row stride of an
+// unpacked B read in place); the A strip keeps its full MR layout. ep is
+// applied before the store unless null.
+using MicroKernelTileFn = void (*)(int64_t kc, const float* a, const float* b, int64_t ldb,
+                                   float* c, int64_t ldc, bool accumulate, int rows, int cols,
                                    const TileEpilogue* ep);
 
 struct MicroKernel {
@@ -49,9 +51,10 @@ struct MicroKernel {
   // run + the epilogue in registers; null where the kernel has no such
   // variant (the driver then applies the epilogue after the store).
   MicroKernelEpilogueFn run_epilogue;
-  // Partial tiles computed at their own size and stored through masks;
-  // null where the driver computes a full tile into scratch and copies.
-  MicroKernelEdgeFn run_edge;
+  // Every tile, full or partial, packed or unpacked B (masked loads and
+  // stores). Null where the kernel has no such variant: the driver then
+  // packs B, computes partial tiles into scratch and copies them out.
+  MicroKernelTileFn run_tile;
 };
 
 // The micro-kernel for `isa`, or the best one at most as wide.

@@ -97,21 +97,28 @@ constexpr int kMr = 12;
 constexpr int kNr = 32;
 
 // The tile kernel, for kRows (1..12) rows of A and kVecs (1 or 2) vectors
-// of 16 columns; last_mask selects the columns of the last vector that are
-// stored (and read, for accumulate and the residual). B strips are always
-// kNr wide. With kEpilogue, ep (if not null) is applied before the store.
+// of 16 columns; B's rows are ldb floats apart. last_mask selects the
+// columns of the last vector that are read from B and C and stored (masked
+// lanes are never touched, so a tile may end at the end of a buffer). With
+// kEpilogue, ep (if not null) is applied before the store.
 template <int kRows, int kVecs, bool kEpilogue>
-MXLITE_TARGET_AVX512 inline void Tile(int64_t kc, const float* a, const float* b, float* c,
-                                      int64_t ldc, bool accumulate, __mmask16 last_mask,
-                                      const TileEpilogue* ep) {
+MXLITE_TARGET_AVX512 inline void Tile(int64_t kc, const float* a, const float* b, int64_t ldb,
+                                      float* c, int64_t ldc, bool accumulate,
+                                      __mmask16 last_mask, const TileEpilogue* ep) {
+  __mmask16 masks[kVecs];
+  MXLITE_UNROLL for (int v = 0; v < kVecs; ++v) {
+    masks[v] = v == kVecs - 1 ? last_mask : static_cast<__mmask16>(0xffff);
+  }
   __m512 acc[kRows][kVecs];
   MXLITE_UNROLL for (int r = 0; r < kRows; ++r) {
     MXLITE_UNROLL for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm512_setzero_ps();
   }
   for (int64_t p = 0; p < kc; ++p) {
     __m512 bv[kVecs];
-    MXLITE_UNROLL for (int v = 0; v < kVecs; ++v) bv[v] = _mm512_loadu_ps(b + 16 * v);
-    b += kNr;
+    MXLITE_UNROLL for (int v = 0; v < kVecs; ++v) {
+      bv[v] = _mm512_maskz_loadu_ps(masks[v], b + 16 * v);
+    }
+    b += ldb;
     MXLITE_UNROLL for (int r = 0; r < kRows; ++r) {
       const __m512 av = _mm512_set1_ps(a[r]);
       MXLITE_UNROLL for (int v = 0; v < kVecs; ++v) {
@@ -119,10 +126,6 @@ MXLITE_TARGET_AVX512 inline void Tile(int64_t kc, const float* a, const float* b
       }
     }
     a += kMr;
-  }
-  __mmask16 masks[kVecs];
-  MXLITE_UNROLL for (int v = 0; v < kVecs; ++v) {
-    masks[v] = v == kVecs - 1 ? last_mask : static_cast<__mmask16>(0xffff);
   }
   const bool epilogue = kEpilogue && ep;
   MXLITE_UNROLL for (int r = 0; r < kRows; ++r) {
@@ -156,37 +159,39 @@ MXLITE_TARGET_AVX512 inline void Tile(int64_t kc, const float* a, const float* b
 
 MXLITE_TARGET_AVX512 void Run(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
                               bool accumulate) {
-  Tile<kMr, 2, false>(kc, a, b, c, ldc, accumulate, 0xffff, nullptr);
+  Tile<kMr, 2, false>(kc, a, b, kNr, c, ldc, accumulate, 0xffff, nullptr);
 }
 
 MXLITE_TARGET_AVX512 void RunEpilogue(int64_t kc, const float* a, const float* b, float* c,
                                       int64_t ldc, bool accumulate, const TileEpilogue& ep) {
-  Tile<kMr, 2, true>(kc, a, b, c, ldc, accumulate, 0xffff, &ep);
+  Tile<kMr, 2, true>(kc, a, b, kNr, c, ldc, accumulate, 0xffff, &ep);
 }
 
-using TileFn = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
-                        bool accumulate, __mmask16 last_mask, const TileEpilogue* ep);
+using TileFn = void (*)(int64_t kc, const float* a, const float* b, int64_t ldb, float* c,
+                        int64_t ldc, bool accumulate, __mmask16 last_mask,
+                        const TileEpilogue* ep);
 
 #define MXLITE_TILE_ROWS(R) {&Tile<R, 1, true>, &Tile<R, 2, true>}
 // [rows - 1][vectors - 1]
-const TileFn kEdgeTiles[kMr][2] = {
+const TileFn kTiles[kMr][2] = {
     MXLITE_TILE_ROWS(1), MXLITE_TILE_ROWS(2),  MXLITE_TILE_ROWS(3),  MXLITE_TILE_ROWS(4),
     MXLITE_TILE_ROWS(5), MXLITE_TILE_ROWS(6),  MXLITE_TILE_ROWS(7),  MXLITE_TILE_ROWS(8),
     MXLITE_TILE_ROWS(9), MXLITE_TILE_ROWS(10), MXLITE_TILE_ROWS(11), MXLITE_TILE_ROWS(12)};
 #undef MXLITE_TILE_ROWS
 
-// A partial tile at its own size: no wasted rows, no scratch copy, and a
-// 16-column edge costs one vector per row instead of two.
-void RunEdge(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool accumulate,
-             int rows, int cols, const TileEpilogue* ep) {
+// Any tile at its own size: a partial one wastes no rows and needs no
+// scratch copy, a 16-column edge costs one vector per row instead of two,
+// and B may be read in place (a 1x1 convolution's input needs no packing).
+void RunTile(int64_t kc, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc,
+             bool accumulate, int rows, int cols, const TileEpilogue* ep) {
   const int vectors = cols > 16 ? 2 : 1;
   const int last_cols = cols - 16 * (vectors - 1);
   const __mmask16 last_mask =
       static_cast<__mmask16>(last_cols >= 16 ? 0xffffu : (1u << last_cols) - 1u);
-  kEdgeTiles[rows - 1][vectors - 1](kc, a, b, c, ldc, accumulate, last_mask, ep);
+  kTiles[rows - 1][vectors - 1](kc, a, b, ldb, c, ldc, accumulate, last_mask, ep);
 }
 
-const MicroKernel kKernel = {"avx512-12x32", kMr, kNr, &Run, &RunEpilogue, &RunEdge};
+const MicroKernel kKernel = {"avx512-12x32", kMr, kNr, &Run, &RunEpilogue, &RunTile};
 
 // Sum of the 16 lanes. (Not _mm512_reduce_add_ps: GCC 12 warns about an
 // undefined operand inside it.)

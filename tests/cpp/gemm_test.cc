@@ -1,7 +1,8 @@
 /*
  * gemm_test: the blocked GEMM (packed and unpacked forms, every epilogue,
  * 1 and 3 threads) and the GEMV against a naive double-precision product,
- * on awkward sizes that exercise every edge tile and depth block. The
+ * on awkward sizes that exercise every edge tile and depth block, with B
+ * read in place and packed. The
  * micro-kernel is the one MXLITE_ISA allows, so running this under
  * MXLITE_ISA=scalar / avx2 / unset covers every variant.
  */
@@ -103,7 +104,9 @@ int main() {
   ThreadPool single(1), three(3);
   const int64_t sizes[][3] = {{1, 1, 1},    {5, 7, 3},     {12, 32, 256}, {13, 33, 257},
                               {25, 100, 9}, {64, 49, 576}, {37, 401, 513}, {200, 13, 1000},
-                              {6, 16, 0},   {20, 1000, 24}, {7, 777, 64}, {12, 96, 65}};
+                              {6, 16, 0},   {20, 1000, 24}, {7, 777, 64}, {12, 96, 65},
+                              // B rows 8 KiB apart: packed even where B could be read in place
+                              {13, 2048, 20}};
   for (ThreadPool* pool : {&single, &three}) {
     for (const auto& s : sizes) {
       TestPacked(s[0], s[1], s[2], pool);
