@@ -1,10 +1,10 @@
 #include "depthwise.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "cpu_features.h"
-#include "padding.h"
 
 #include "x86_simd.h"
 
@@ -33,14 +33,6 @@ inline float Finish(const DepthwisePlaneArgs& a, float sum, int64_t index) {
   return std::min(std::max(value, a.lower), a.upper);
 }
 
-// Output columns [*lo, *hi) whose whole window is inside the image.
-void InteriorColumns(const DepthwisePlaneArgs& a, int64_t* lo, int64_t* hi) {
-  *lo = std::min(a.out_w, (a.pad_w + a.stride - 1) / a.stride);
-  // ox*stride - pad + 2 <= in_w - 1
-  const int64_t last = (a.in_w - 3 + a.pad_w);
-  *hi = last < 0 ? *lo : std::max(*lo, std::min(a.out_w, last / a.stride + 1));
-}
-
 void PlaneScalar(const DepthwisePlaneArgs& a) {
   for (int64_t oy = 0; oy < a.out_h; ++oy) {
     for (int64_t ox = 0; ox < a.out_w; ++ox) {
@@ -53,140 +45,126 @@ void PlaneScalar(const DepthwisePlaneArgs& a) {
 #if defined(MXLITE_X86_64)
 // Lanes [0, count) set.
 inline __mmask16 FirstLanes(int64_t count) {
-  return count <= 0 ? 0 : count >= 16 ? 0xffff : static_cast<__mmask16>((1u << count) - 1);
+  const unsigned lanes = static_cast<unsigned>(std::min<int64_t>(16, std::max<int64_t>(0, count)));
+  return static_cast<__mmask16>((1u << lanes) - 1u);
 }
 
-// Outputs [ox, ox + count) of one row, count <= 16, all inside the interior.
-// Masked loads read only the input columns those outputs need.
-// Forced inline: out of line it cost 4x the whole kernel.
-MXLITE_TARGET_AVX512_INLINE __m512 InteriorSum(const DepthwisePlaneArgs& a, const __m512* w,
-                                                  int64_t oy, int64_t ox, int64_t count) {
-  const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
-  const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
-  __m512 sum = _mm512_setzero_ps();
-  const int64_t x0 = ox * a.stride - a.pad_w;
-  for (int64_t ky = 0; ky < 3; ++ky) {
-    const int64_t iy = oy * a.stride - a.pad_h + ky;
-    if (iy < 0 || iy >= a.in_h) continue;
-    const float* src = a.input + iy * a.in_w + x0;
-    if (a.stride == 1) {
-      // Lane i reads x0 + i + kx for kx < 3.
-      const __mmask16 mask = FirstLanes(count);
-      sum = _mm512_fmadd_ps(w[ky * 3 + 0], _mm512_maskz_loadu_ps(mask, src), sum);
-      sum = _mm512_fmadd_ps(w[ky * 3 + 1], _mm512_maskz_loadu_ps(mask, src + 1), sum);
-      sum = _mm512_fmadd_ps(w[ky * 3 + 2], _mm512_maskz_loadu_ps(mask, src + 2), sum);
-    } else {
-      // Lane i reads x0 + 2i + kx: the even and odd lanes of the 32 inputs
-      // from x0, and the even lanes of the 32 from x0 + 2. Only inputs up to
-      // x0 + 2 * count are needed (and inside the row), so each load is
-      // masked to those.
-      const int64_t span = 2 * count + 1;  // inputs x0 .. x0 + 2*count
-      const __m512 v0 = _mm512_maskz_loadu_ps(FirstLanes(span), src);
-      const __m512 v1 = _mm512_maskz_loadu_ps(FirstLanes(span - 16), src + 16);
-      const __m512 v2 = _mm512_maskz_loadu_ps(FirstLanes(span - 2), src + 2);
-      const __m512 v3 = _mm512_maskz_loadu_ps(FirstLanes(span - 18), src + 18);
-      sum = _mm512_fmadd_ps(w[ky * 3 + 0], _mm512_permutex2var_ps(v0, even, v1), sum);
-      sum = _mm512_fmadd_ps(w[ky * 3 + 1], _mm512_permutex2var_ps(v0, odd, v1), sum);
-      sum = _mm512_fmadd_ps(w[ky * 3 + 2], _mm512_permutex2var_ps(v2, even, v3), sum);
-    }
+// Lanes i for which 0 <= start + i < width: the lanes of a 16-float load
+// from column `start` of a row that lie inside the row.
+inline __mmask16 LanesInRow(int64_t start, int64_t width) {
+  return static_cast<__mmask16>(FirstLanes(width - start) & ~FirstLanes(-start));
+}
+
+// row + offset, computed on the address: offset may point before the row
+// (the left padding), where a masked load reads nothing.
+inline const float* Offset(const float* row, int64_t offset) {
+  return reinterpret_cast<const float*>(reinterpret_cast<uintptr_t>(row) +
+                                        offset * static_cast<int64_t>(sizeof(float)));
+}
+
+// Input columns [x, x + 16) of a row of `width`; columns outside the row
+// (the padding) read as zeros.
+MXLITE_TARGET_AVX512_INLINE __m512 LoadColumns(const float* row, int64_t x, int64_t width) {
+  if (x >= 0 && x + 16 <= width) return _mm512_loadu_ps(row + x);
+  return _mm512_maskz_loadu_ps(LanesInRow(x, width), Offset(row, x));
+}
+
+// One input row's contribution to sixteen outputs, walking along the row.
+// Each step loads only the input columns it has not seen (16 at stride 1,
+// 32 at stride 2) and builds the shifted windows from registers:
+//   stride 1: lane i needs x0 + i + kx: the last block and the new one,
+//             shifted by kx lanes (valignd);
+//   stride 2: lane i needs x0 + 2i + kx: the even and odd lanes of the 32
+//             columns from x0, and the even lanes shifted by one with the
+//             first column of the next block in the top lane.
+template <int kStride>
+class RowWalker {
+ public:
+  // weights: the row's three taps, broadcast.
+  MXLITE_TARGET_AVX512_INLINE RowWalker(const float* row, int64_t x0, int64_t width,
+                                        const __m512* weights)
+      : row_(row), width_(width), x_(x0 + 16), w_(weights) {
+    last_ = LoadColumns(row, x0, width);
   }
-  return sum;
-}
 
+  // The taps' sum for the next sixteen outputs.
+  MXLITE_TARGET_AVX512_INLINE __m512 Next() {
+    if (kStride == 1) {
+      const __m512 next = LoadColumns(row_, x_, width_);
+      x_ += 16;
+      const __m512i shifted1 = _mm512_maskz_alignr_epi32(0xffff, _mm512_castps_si512(next),
+                                                   _mm512_castps_si512(last_), 1);
+      const __m512i shifted2 = _mm512_maskz_alignr_epi32(0xffff, _mm512_castps_si512(next),
+                                                   _mm512_castps_si512(last_), 2);
+      __m512 sum = _mm512_mul_ps(w_[0], last_);
+      sum = _mm512_fmadd_ps(w_[1], _mm512_castsi512_ps(shifted1), sum);
+      sum = _mm512_fmadd_ps(w_[2], _mm512_castsi512_ps(shifted2), sum);
+      last_ = next;
+      return sum;
+    }
+    const __m512i even =
+        _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i odd =
+        _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    const __m512 middle = LoadColumns(row_, x_, width_);
+    const __m512 next = LoadColumns(row_, x_ + 16, width_);
+    x_ += 32;
+    const __m512 evens = _mm512_permutex2var_ps(last_, even, middle);
+    const __m512 odds = _mm512_permutex2var_ps(last_, odd, middle);
+    const __m512i evens_next = _mm512_maskz_alignr_epi32(0xffff, _mm512_castps_si512(next),
+                                                   _mm512_castps_si512(evens), 1);
+    __m512 sum = _mm512_mul_ps(w_[0], evens);
+    sum = _mm512_fmadd_ps(w_[1], odds, sum);
+    sum = _mm512_fmadd_ps(w_[2], _mm512_castsi512_ps(evens_next), sum);
+    last_ = next;
+    return sum;
+  }
+
+ private:
+  const float* row_;
+  int64_t width_, x_;
+  const __m512* w_;
+  __m512 last_;  // the 16 columns from the current outputs' first window
+};
+
+// A whole plane, row by row, sixteen outputs per step with one walker per
+// input row (three FMA chains of three taps, not one of nine). Input rows
+// outside the image (the top and bottom padding) read a row of zeros;
+// columns outside it are masked off in LoadColumns, so the padding costs
+// no padded copy of the plane.
+template <int kStride>
 MXLITE_TARGET_AVX512 void PlaneAvx512(const DepthwisePlaneArgs& a) {
-  int64_t lo = 0, hi = 0;
-  InteriorColumns(a, &lo, &hi);
   const __m512 bias = _mm512_set1_ps(a.bias);
   const __m512 lower = _mm512_set1_ps(a.lower), upper = _mm512_set1_ps(a.upper);
   __m512 w[9];
   for (int k = 0; k < 9; ++k) w[k] = _mm512_set1_ps(a.weights[k]);
+  const int64_t in_h = a.in_h, in_w = a.in_w, out_w = a.out_w;
+  thread_local std::vector<float> zeros;
+  if (static_cast<int64_t>(zeros.size()) < in_w) zeros.assign(static_cast<size_t>(in_w), 0.f);
   for (int64_t oy = 0; oy < a.out_h; ++oy) {
-    float* out_row = a.output + oy * a.out_w;
-    const float* res_row = a.residual ? a.residual + oy * a.out_w : nullptr;
-    for (int64_t ox = 0; ox < lo; ++ox) {
-      out_row[ox] = Finish(a, Window(a, oy, ox), oy * a.out_w + ox);
+    const float* rows[3];
+    for (int64_t ky = 0; ky < 3; ++ky) {
+      const int64_t iy = oy * kStride - a.pad_h + ky;
+      rows[ky] = iy >= 0 && iy < in_h ? a.input + iy * in_w : zeros.data();
     }
-    for (int64_t ox = lo; ox < hi; ox += 16) {
-      const int64_t count = std::min<int64_t>(16, hi - ox);
-      const __mmask16 mask = FirstLanes(count);
-      __m512 value = _mm512_add_ps(InteriorSum(a, w, oy, ox, count), bias);
-      if (res_row) value = _mm512_add_ps(value, _mm512_maskz_loadu_ps(mask, res_row + ox));
-      // The masked forms, because GCC 12 warns about the undefined source
-      // operand inside _mm512_max_ps/_mm512_min_ps.
-      value = _mm512_mask_max_ps(value, 0xffff, value, lower);
-      value = _mm512_mask_min_ps(value, 0xffff, value, upper);
-      _mm512_mask_storeu_ps(out_row + ox, mask, value);
-    }
-    for (int64_t ox = std::max(lo, hi); ox < a.out_w; ++ox) {
-      out_row[ox] = Finish(a, Window(a, oy, ox), oy * a.out_w + ox);
-    }
-  }
-}
-
-// Stride 1 on an unpadded plane (every window inside): each output row is
-// three input rows times three taps, sixteen outputs per vector, one
-// accumulator per input row so the FMA chains are three taps long, not nine.
-MXLITE_TARGET_AVX512 void InteriorPlaneStride1(const DepthwisePlaneArgs& a) {
-  const __m512 bias = _mm512_set1_ps(a.bias);
-  const __m512 lower = _mm512_set1_ps(a.lower), upper = _mm512_set1_ps(a.upper);
-  __m512 w[9];
-  for (int k = 0; k < 9; ++k) w[k] = _mm512_set1_ps(a.weights[k]);
-  const int64_t out_w = a.out_w, in_w = a.in_w;
-  float* const output = a.output;
-  const float* const residual = a.residual;
-  for (int64_t oy = 0; oy < a.out_h; ++oy) {
-    const float* r0 = a.input + oy * in_w;
-    const float* r1 = r0 + in_w;
-    const float* r2 = r1 + in_w;
-    float* out_row = output + oy * out_w;
-    const float* res_row = residual ? residual + oy * out_w : nullptr;
+    const int64_t x0 = -a.pad_w;
+    RowWalker<kStride> top(rows[0], x0, in_w, w);
+    RowWalker<kStride> middle(rows[1], x0, in_w, w + 3);
+    RowWalker<kStride> bottom(rows[2], x0, in_w, w + 6);
+    float* out_row = a.output + oy * out_w;
+    const float* res_row = a.residual ? a.residual + oy * out_w : nullptr;
     for (int64_t ox = 0; ox < out_w; ox += 16) {
-      // Input columns ox .. ox + 17 of each row; lanes past the row's end
-      // are masked off (they would only feed outputs that are not stored).
-      // Masks only near the row's end: masked loads are slower on some
-      // processors (Zen 5) than plain ones.
-      const bool full = ox + 18 <= in_w && ox + 16 <= out_w;
-      const __mmask16 mask = full ? 0xffff : FirstLanes(out_w - ox);
-      const __mmask16 mask1 = full ? 0xffff : FirstLanes(in_w - ox - 1);
-      const __mmask16 mask2 = full ? 0xffff : FirstLanes(in_w - ox - 2);
-      __m512 s0 = _mm512_mul_ps(w[0], _mm512_maskz_loadu_ps(mask, r0 + ox));
-      __m512 s1 = _mm512_mul_ps(w[3], _mm512_maskz_loadu_ps(mask, r1 + ox));
-      __m512 s2 = _mm512_mul_ps(w[6], _mm512_maskz_loadu_ps(mask, r2 + ox));
-      s0 = _mm512_fmadd_ps(w[1], _mm512_maskz_loadu_ps(mask1, r0 + ox + 1), s0);
-      s1 = _mm512_fmadd_ps(w[4], _mm512_maskz_loadu_ps(mask1, r1 + ox + 1), s1);
-      s2 = _mm512_fmadd_ps(w[7], _mm512_maskz_loadu_ps(mask1, r2 + ox + 1), s2);
-      s0 = _mm512_fmadd_ps(w[2], _mm512_maskz_loadu_ps(mask2, r0 + ox + 2), s0);
-      s1 = _mm512_fmadd_ps(w[5], _mm512_maskz_loadu_ps(mask2, r1 + ox + 2), s1);
-      s2 = _mm512_fmadd_ps(w[8], _mm512_maskz_loadu_ps(mask2, r2 + ox + 2), s2);
+      const __m512 s0 = top.Next(), s1 = middle.Next(), s2 = bottom.Next();
       __m512 value = _mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, bias));
-      if (res_row) value = _mm512_add_ps(value, _mm512_maskz_loadu_ps(mask, res_row + ox));
-      value = _mm512_mask_max_ps(value, 0xffff, value, lower);
-      value = _mm512_mask_min_ps(value, 0xffff, value, upper);
-      _mm512_mask_storeu_ps(out_row + ox, mask, value);
+      if (ox + 16 <= out_w) {
+        if (res_row) value = _mm512_add_ps(value, _mm512_loadu_ps(res_row + ox));
+        _mm512_storeu_ps(out_row + ox, ClampAvx512(lower, upper, value));
+      } else {
+        const __mmask16 mask = FirstLanes(out_w - ox);
+        if (res_row) value = _mm512_add_ps(value, _mm512_maskz_loadu_ps(mask, res_row + ox));
+        _mm512_mask_storeu_ps(out_row + ox, mask, ClampAvx512(lower, upper, value));
+      }
     }
-  }
-}
-
-// With padding, the outputs near the edges have windows that leave the
-// image and take the scalar path; on 7x7 to 28x28 planes those are a large
-// share of the work. A zero-padded copy of the plane (one pass over it, 9x
-// cheaper than the convolution) makes every window interior.
-MXLITE_TARGET_AVX512 void PaddedPlaneAvx512(const DepthwisePlaneArgs& a) {
-  DepthwisePlaneArgs inner = a;
-  if (a.pad_h != 0 || a.pad_w != 0) {
-    inner.in_h = a.in_h + 2 * a.pad_h;
-    inner.in_w = a.in_w + 2 * a.pad_w;
-    inner.pad_h = inner.pad_w = 0;
-    thread_local std::vector<float> padded;
-    padded.resize(static_cast<size_t>(inner.in_h * inner.in_w));
-    CopyPadded(a.input, a.in_h, a.in_w, a.pad_h, a.pad_w, 0.f, inner.in_h, inner.in_w,
-               padded.data());
-    inner.input = padded.data();
-  }
-  if (inner.stride == 1) {
-    InteriorPlaneStride1(inner);
-  } else {
-    PlaneAvx512(inner);
   }
 }
 #endif  // MXLITE_X86_64
@@ -203,7 +181,11 @@ void DepthwiseConv3x3Plane(const DepthwisePlaneArgs& args) {
 #if defined(MXLITE_X86_64)
   static const bool avx512 = SelectedIsa() == Isa::kAvx512;
   if (avx512) {
-    depthwise_cc::PaddedPlaneAvx512(args);
+    if (args.stride == 1) {
+      depthwise_cc::PlaneAvx512<1>(args);
+    } else {
+      depthwise_cc::PlaneAvx512<2>(args);
+    }
     return;
   }
 #endif

@@ -3,11 +3,13 @@
  * with the bias, an optional residual and a clamp applied on the way out.
  *
  * Each output row is a sum of nine shifted input rows scaled by one tap
- * each. The interior of the row, where all three columns of the window lie
- * inside the image, is computed sixteen outputs at a time with AVX-512
- * (stride 1: three unaligned loads per input row; stride 2: two loads and
- * even/odd permutes); the borders and other ISAs take the scalar path,
- * which treats padding as zeros exactly like the interior.
+ * each. With AVX-512 the whole plane, padding included, is computed sixteen
+ * outputs at a time, walking along each input row: a step loads only the
+ * columns it has not seen and builds the shifted windows in registers
+ * (stride 1: lane shifts; stride 2: even/odd deinterleaving permutes);
+ * loads at the row's ends are masked, so padding reads as zeros without a
+ * padded copy. Other ISAs take the scalar loop, which treats padding the
+ * same way.
  */
 #ifndef MXLITE_KERNELS_DEPTHWISE_H_
 #define MXLITE_KERNELS_DEPTHWISE_H_
