@@ -14,9 +14,9 @@ from conftest import ROOT
 
 KERNELS = ['cpu_features.cc', 'thread_pool.cc', 'gemm_generic.cc', 'gemm_x86.cc', 'gemm_neon.cc',
            'gemm.cc',
-           'depthwise.cc', 'winograd.cc', 'winograd_avx512.cc']
+           'depthwise.cc', 'strided_copy.cc', 'winograd.cc', 'winograd_avx512.cc']
 DRIVERS = {'gemm': 'gemm_test.cc', 'depthwise': 'depthwise_test.cc',
-           'winograd': 'winograd_test.cc'}
+           'winograd': 'winograd_test.cc', 'strided_copy': 'strided_copy_test.cc'}
 
 
 @pytest.fixture(scope='module')

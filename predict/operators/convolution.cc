@@ -39,6 +39,7 @@
 
 #include "../kernels/depthwise.h"
 #include "../kernels/gemm.h"
+#include "../kernels/strided_copy.h"
 #include "../kernels/winograd.h"
 #include "operator.h"
 
@@ -79,43 +80,36 @@ inline void ValidRange(int64_t in, int64_t out, int64_t stride, int64_t offset, 
   *hi = std::max<int64_t>(*lo, std::min<int64_t>(out, CeilDiv(in - offset, stride)));
 }
 
-// Writes the columns for output rows [row_begin, row_end) (a row is one
-// (od, oh) pair) of `channels` input planes into col, which has
-// (row_end - row_begin) * OW columns.
-void Im2Col(const Geometry& g, const float* in, int64_t channels, int64_t row_begin,
-            int64_t row_end, float* col) {
+// Writes the column-matrix rows of input channel plane `plane` and kernel
+// offsets (kd, kh), one row per kw, for output rows [row_begin, row_end)
+// (a row is one (od, oh) pair); `col` is the first of those kernel[2] rows,
+// each (row_end - row_begin) * OW long.
+void Im2ColTapRows(const Geometry& g, const float* plane, int64_t kd, int64_t kh,
+                   int64_t row_begin, int64_t row_end, float* col) {
   const int64_t ow_count = g.out[2];
   const int64_t columns = (row_end - row_begin) * ow_count;
-  const int64_t in_plane = g.InSpatial();
-  for (int64_t c = 0; c < channels; ++c) {
-    const float* plane = in + c * in_plane;
-    for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
-      for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
-        for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
-          const int64_t offset_w = kw * g.dilate[2] - g.pad[2];
-          int64_t lo = 0, hi = 0;
-          ValidRange(g.in[2], ow_count, g.stride[2], offset_w, &lo, &hi);
-          float* dst = col;
-          col += columns;
-          for (int64_t row = row_begin; row < row_end; ++row, dst += ow_count) {
-            const int64_t od = row / g.out[1], oh = row % g.out[1];
-            const int64_t id = od * g.stride[0] - g.pad[0] + kd * g.dilate[0];
-            const int64_t ih = oh * g.stride[1] - g.pad[1] + kh * g.dilate[1];
-            if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1] || lo == hi) {
-              std::fill(dst, dst + ow_count, 0.f);
-              continue;
-            }
-            std::fill(dst, dst + lo, 0.f);
-            const float* src = plane + (id * g.in[1] + ih) * g.in[2] + lo * g.stride[2] + offset_w;
-            if (g.stride[2] == 1) {
-              std::memcpy(dst + lo, src, sizeof(float) * (hi - lo));
-            } else {
-              for (int64_t ow = lo; ow < hi; ++ow) dst[ow] = src[(ow - lo) * g.stride[2]];
-            }
-            std::fill(dst + hi, dst + ow_count, 0.f);
-          }
-        }
+  for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+    const int64_t offset_w = kw * g.dilate[2] - g.pad[2];
+    int64_t lo = 0, hi = 0;
+    ValidRange(g.in[2], ow_count, g.stride[2], offset_w, &lo, &hi);
+    float* dst = col;
+    col += columns;
+    for (int64_t row = row_begin; row < row_end; ++row, dst += ow_count) {
+      const int64_t od = row / g.out[1], oh = row % g.out[1];
+      const int64_t id = od * g.stride[0] - g.pad[0] + kd * g.dilate[0];
+      const int64_t ih = oh * g.stride[1] - g.pad[1] + kh * g.dilate[1];
+      if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1] || lo == hi) {
+        std::fill(dst, dst + ow_count, 0.f);
+        continue;
       }
+      std::fill(dst, dst + lo, 0.f);
+      const float* src = plane + (id * g.in[1] + ih) * g.in[2] + lo * g.stride[2] + offset_w;
+      if (g.stride[2] == 1) {
+        std::memcpy(dst + lo, src, sizeof(float) * (hi - lo));
+      } else {
+        CopyStrided(src, g.stride[2], hi - lo, dst + lo);
+      }
+      std::fill(dst + hi, dst + ow_count, 0.f);
     }
   }
 }
@@ -418,10 +412,14 @@ class Convolution : public Operator {
         for (int64_t row = 0; row < rows; row += rows_per_band_) {
           const int64_t row_end = std::min(rows, row + rows_per_band_);
           const int64_t columns = (row_end - row) * g.out[2];
-          // Each input channel's rows of the column matrix are independent.
-          const int64_t taps = g.KernelSize();
-          ParallelFor(ctx.pool, group_in, [&](int64_t c) {
-            Im2Col(g, in_g + c * in_plane, 1, row, row_end, col + c * taps * columns);
+          // The column matrix's rows for each (channel, kd, kh) are
+          // independent tasks (not one per channel: a stem has only three).
+          const int64_t kernel_rows = g.kernel[0] * g.kernel[1];
+          ParallelFor(ctx.pool, group_in * kernel_rows, [&](int64_t task) {
+            const int64_t c = task / kernel_rows, kd = task % kernel_rows / g.kernel[1],
+                          kh = task % g.kernel[1];
+            Im2ColTapRows(g, in_g + c * in_plane, kd, kh, row, row_end,
+                          col + (task * g.kernel[2]) * columns);
           });
           GemmPacked(packed_[grp], col, columns, columns, out_g + row * g.out[2], out_plane,
                      Epilogue(bias_g, res_g ? res_g + row * g.out[2] : nullptr, out_plane),
