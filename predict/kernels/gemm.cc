@@ -189,10 +189,14 @@ void GemmDispatch(const PackedMatrix& a, const float* b, int64_t ldb, bool b_tra
   const int threads = pool ? pool->size() : 1;
   const int mr = a.kernel().mr, nr = a.kernel().nr;
   const int64_t col_strips = CeilDiv(n, nr), row_strips = CeilDiv(m, mr);
-  // Split columns when there are enough (no duplicated packing), else rows.
+  // Split columns (each thread packs only its own B panels) unless rows
+  // divide more evenly: a 7x7 map has 2 column strips, a 14x14 one 7 (4:3
+  // over two threads), while a layer has tens of row strips.
   int64_t col_chunks = 1, row_chunks = 1;
   if (threads > 1) {
-    if (col_strips >= threads) {
+    const int64_t col_split_cost = CeilDiv(col_strips, threads) * row_strips;
+    const int64_t row_split_cost = CeilDiv(row_strips, threads) * col_strips;
+    if (col_strips >= threads && col_split_cost <= row_split_cost) {
       col_chunks = threads;
     } else {
       row_chunks = std::min<int64_t>(threads, row_strips);
