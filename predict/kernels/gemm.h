@@ -6,16 +6,19 @@
  *
  * Algorithm (Goto/BLIS): A is packed into MR-tall strips, depth-major, in
  * blocks of KC; for weights this happens once, at load time (PackedMatrix).
- * B is packed per call, one KC x NC panel at a time, into NR-wide strips.
- * The micro-kernel (gemm_microkernels.h) then keeps an MR x NR tile of C in
- * registers over a whole KC block, streaming both strips from cache. When
+ * B is packed per call, one KC x NC panel at a time, into NR-wide strips,
+ * except where the micro-kernel can read it in place at its row stride
+ * (AVX-512: a 1x1 convolution's input needs no copy). The micro-kernel
+ * (gemm_microkernels.h) then keeps an MR x NR tile of C in registers over a
+ * whole KC block, streaming both strips from cache. When
  * the last depth block of a tile is done, the epilogue runs on it while it
  * is still in L1: add a per-row bias, add a residual matrix, clamp (relu,
  * relu6). That is how convolution, batch norm, bias, activation and the
  * residual add of a ResNet block cost one pass over memory.
  *
- * Threads split C into column ranges (or row ranges when C is narrow); each
- * packs its own B panels, so nothing is shared but the read-only packed A.
+ * Threads split C into column ranges (or row ranges when those divide more
+ * evenly); each packs its own B panels, so nothing is shared but the
+ * read-only packed A.
  */
 #ifndef MXLITE_KERNELS_GEMM_H_
 #define MXLITE_KERNELS_GEMM_H_

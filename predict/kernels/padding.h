@@ -1,7 +1,7 @@
 /*
  * Copying a plane into a larger scratch with a border of a fixed value, so
  * that a kernel can read whole windows near the edges without bounds checks
- * (depthwise convolution pads with zeros, max pooling with -FLT_MAX).
+ * (Winograd's input transform pads with zeros, max pooling with -FLT_MAX).
  */
 #ifndef MXLITE_KERNELS_PADDING_H_
 #define MXLITE_KERNELS_PADDING_H_
