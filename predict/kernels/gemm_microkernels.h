@@ -47,6 +47,8 @@ struct MicroKernel {
   const char* name;
   int mr;  // rows of the register tile
   int nr;  // columns of the register tile
+  // A whole tile; null only where run_tile is set (the driver then calls
+  // run_tile for every tile).
   MicroKernelFn run;
   // run + the epilogue in registers; null where the kernel has no such
   // variant (the driver then applies the epilogue after the store).

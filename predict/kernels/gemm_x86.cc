@@ -99,8 +99,9 @@ constexpr int kNr = 32;
 // The tile kernel, for kRows (1..12) rows of A and kVecs (1 or 2) vectors
 // of 16 columns; B's rows are ldb floats apart. last_mask selects the
 // columns of the last vector that are read from B and C and stored (masked
-// lanes are never touched, so a tile may end at the end of a buffer). With
-// kEpilogue, ep (if not null) is applied before the store.
+// lanes are never touched, so a tile may end at the end of a buffer).
+// ep, if not null, is applied before the store.
+
 // A vector load or store, masked unless the tile is full.
 template <bool kFull>
 MXLITE_TARGET_AVX512_INLINE __m512 LoadLanes(__mmask16 mask, const float* from) {
@@ -118,7 +119,7 @@ MXLITE_TARGET_AVX512_INLINE void StoreLanes(float* to, __mmask16 mask, __m512 va
 
 // kFull (a whole 12 x 32 tile) takes plain loads and stores: masked ones
 // with a run-time mask ran a 2048^3 product 14% slower.
-template <int kRows, int kVecs, bool kEpilogue, bool kFull = false>
+template <int kRows, int kVecs, bool kFull = false>
 MXLITE_TARGET_AVX512 inline void Tile(int64_t kc, const float* a, const float* b, int64_t ldb,
                                       float* c, int64_t ldc, bool accumulate,
                                       __mmask16 last_mask, const TileEpilogue* ep) {
@@ -145,7 +146,6 @@ MXLITE_TARGET_AVX512 inline void Tile(int64_t kc, const float* a, const float* b
     }
     a += kMr;
   }
-  const bool epilogue = kEpilogue && ep;
   MXLITE_UNROLL for (int r = 0; r < kRows; ++r) {
     float* row = c + r * ldc;
     if (accumulate) {
@@ -153,7 +153,7 @@ MXLITE_TARGET_AVX512 inline void Tile(int64_t kc, const float* a, const float* b
         acc[r][v] = _mm512_add_ps(acc[r][v], LoadLanes<kFull>(masks[v], row + 16 * v));
       }
     }
-    if (epilogue) {
+    if (ep) {
       if (ep->bias) {
         const __m512 bias = _mm512_set1_ps(ep->bias[r]);
         MXLITE_UNROLL for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm512_add_ps(acc[r][v], bias);
@@ -175,21 +175,11 @@ MXLITE_TARGET_AVX512 inline void Tile(int64_t kc, const float* a, const float* b
   }
 }
 
-MXLITE_TARGET_AVX512 void Run(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
-                              bool accumulate) {
-  Tile<kMr, 2, false, true>(kc, a, b, kNr, c, ldc, accumulate, 0xffff, nullptr);
-}
-
-MXLITE_TARGET_AVX512 void RunEpilogue(int64_t kc, const float* a, const float* b, float* c,
-                                      int64_t ldc, bool accumulate, const TileEpilogue& ep) {
-  Tile<kMr, 2, true, true>(kc, a, b, kNr, c, ldc, accumulate, 0xffff, &ep);
-}
-
 using TileFn = void (*)(int64_t kc, const float* a, const float* b, int64_t ldb, float* c,
                         int64_t ldc, bool accumulate, __mmask16 last_mask,
                         const TileEpilogue* ep);
 
-#define MXLITE_TILE_ROWS(R) {&Tile<R, 1, true>, &Tile<R, 2, true>}
+#define MXLITE_TILE_ROWS(R) {&Tile<R, 1>, &Tile<R, 2>}
 // [rows - 1][vectors - 1]
 const TileFn kTiles[kMr][2] = {
     MXLITE_TILE_ROWS(1), MXLITE_TILE_ROWS(2),  MXLITE_TILE_ROWS(3),  MXLITE_TILE_ROWS(4),
@@ -204,7 +194,7 @@ MXLITE_TARGET_AVX512 void RunTile(int64_t kc, const float* a, const float* b, in
                                   float* c, int64_t ldc, bool accumulate, int rows, int cols,
                                   const TileEpilogue* ep) {
   if (rows == kMr && cols == kNr) {
-    Tile<kMr, 2, true, true>(kc, a, b, ldb, c, ldc, accumulate, 0xffff, ep);
+    Tile<kMr, 2, true>(kc, a, b, ldb, c, ldc, accumulate, 0xffff, ep);
     return;
   }
   const int vectors = cols > 16 ? 2 : 1;
@@ -214,7 +204,8 @@ MXLITE_TARGET_AVX512 void RunTile(int64_t kc, const float* a, const float* b, in
   kTiles[rows - 1][vectors - 1](kc, a, b, ldb, c, ldc, accumulate, last_mask, ep);
 }
 
-const MicroKernel kKernel = {"avx512-12x32", kMr, kNr, &Run, &RunEpilogue, &RunTile};
+// Every tile goes through RunTile, so the kernel has no separate whole-tile entries.
+const MicroKernel kKernel = {"avx512-12x32", kMr, kNr, nullptr, nullptr, &RunTile};
 
 // Sum of the 16 lanes. (Not _mm512_reduce_add_ps: GCC 12 warns about an
 // undefined operand inside it.)
