@@ -19,8 +19,9 @@ Status Executor::Create(std::shared_ptr<const Model> model,
   std::unique_ptr<Executor> executor(new Executor());
   executor->reusable_arena_ = std::move(reusable_arena);
   const char* profile = std::getenv("MXLITE_PROFILE");
-  if (profile != nullptr && std::strcmp(profile, "1") == 0) {
+  if (profile != nullptr && (std::strcmp(profile, "1") == 0 || std::strcmp(profile, "2") == 0)) {
     executor->profile_.reset(new std::map<std::string, OpProfile>());
+    executor->profile_per_node_ = profile[0] == '2';
   }
   const char* graph_opt = std::getenv("MXLITE_GRAPH_OPT");
   executor->optimized_ = optimize && !(graph_opt != nullptr && std::strcmp(graph_opt, "0") == 0);
@@ -313,7 +314,14 @@ Status Executor::RunNode(int n) {
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const std::string kernel = ops_[n]->KernelName();
-    OpProfile& entry = (*profile_)[kernel.empty() ? node.op_name : node.op_name + " " + kernel];
+    std::string key = kernel.empty() ? node.op_name : node.op_name + " " + kernel;
+    if (profile_per_node_) {
+      // Zero-padded node number first, so the map prints in execution order.
+      char number[16];
+      std::snprintf(number, sizeof(number), "%05d ", n);
+      key = StrCat(number, node.name, " ", key, " -> ", entries_[n][0].shape().ToString());
+    }
+    OpProfile& entry = (*profile_)[key];
     entry.seconds += seconds;
     entry.calls += 1;
   }
@@ -332,13 +340,14 @@ Status Executor::RunNode(int n) {
 
 Executor::~Executor() {
   if (!profile_ || profile_->empty()) return;
-  // MXLITE_PROFILE=1: where the time went, per operator type, on stderr.
+  // MXLITE_PROFILE=1 (2): where the time went, per operator type (node), on
+  // stderr.
   double total = 0;
   for (const auto& entry : *profile_) total += entry.second.seconds;
   std::fprintf(stderr, "mxlite profile (%d threads): %.3f ms in operators\n",
                pool_ ? pool_->size() : 1, total * 1e3);
   for (const auto& entry : *profile_) {
-    std::fprintf(stderr, "  %-32s %9.3f ms %5.1f%% %7lld calls\n", entry.first.c_str(),
+    std::fprintf(stderr, "  %-48s %9.3f ms %5.1f%% %7lld calls\n", entry.first.c_str(),
                  entry.second.seconds * 1e3, 100 * entry.second.seconds / total,
                  static_cast<long long>(entry.second.calls));
   }

@@ -139,8 +139,10 @@ class Executor {
     double seconds = 0;
     int64_t calls = 0;
   };
-  // Time per operator type when MXLITE_PROFILE=1, printed on destruction.
+  // Time per operator type when MXLITE_PROFILE=1 (per node, in execution
+  // order, when MXLITE_PROFILE=2), printed on destruction.
   std::unique_ptr<std::map<std::string, OpProfile>> profile_;
+  bool profile_per_node_ = false;
   Graph graph_;  // the model's graph, optimised unless optimized_ is false
   bool optimized_ = false;
   std::map<std::string, Shape> input_shapes_;

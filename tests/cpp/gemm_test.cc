@@ -1,8 +1,8 @@
 /*
  * gemm_test: the blocked GEMM (packed and unpacked forms, every epilogue,
  * 1 and 3 threads) and the GEMV against a naive double-precision product,
- * on awkward sizes that exercise every edge tile and depth block, with B
- * read in place and packed. The
+ * on awkward sizes that exercise every edge tile (and the AVX-512 kernel's
+ * single-column tails) and depth block, with B read in place and packed. The
  * micro-kernel is the one MXLITE_ISA allows, so running this under
  * MXLITE_ISA=scalar / avx2 / unset covers every variant.
  */
@@ -106,7 +106,10 @@ int main() {
                               {25, 100, 9}, {64, 49, 576}, {37, 401, 513}, {200, 13, 1000},
                               {6, 16, 0},   {20, 1000, 24}, {7, 777, 64}, {12, 96, 65},
                               // B rows 8 KiB apart: packed even where B could be read in place
-                              {13, 2048, 20}};
+                              {13, 2048, 20},
+                              // edge columns in a tail of single columns (AVX-512), several
+                              // depth blocks
+                              {24, 22, 300}, {36, 3, 40}, {12, 56, 17}, {12, 21, 513}};
   for (ThreadPool* pool : {&single, &three}) {
     for (const auto& s : sizes) {
       TestPacked(s[0], s[1], s[2], pool);
