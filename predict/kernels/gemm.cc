@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "x86_simd.h"
+
 namespace mxlite {
 
 namespace gemm_cc {
@@ -234,8 +236,55 @@ int64_t PackedMatrix::BlockDepth(int64_t block) const {
   return std::min(gemm_cc::kKc, depth_ - block * gemm_cc::kKc);
 }
 
+namespace gemm_cc {
+
+// Copies rows [row0, row0 + rows) x depth [p0, p0 + kc) of A (row-major,
+// lda) into one packed strip: out[p * mr + r]. Rows past `rows` are zero.
+void PackStrip(const float* a, int64_t lda, int64_t row0, int rows, int64_t p0, int64_t kc,
+               int mr, float* out) {
+  const float* src = a + row0 * lda + p0;
+  int64_t p = 0;
+#if defined(MXLITE_X86_64)
+  // Four rows by four depths at a time through an SSE transpose (SSE is in
+  // every x86-64): the scalar loop ran at about one element per 3 cycles.
+  if (rows == mr && mr % 4 == 0) {
+    for (; p + 4 <= kc; p += 4) {
+      for (int r = 0; r < mr; r += 4) {
+        __m128 r0 = _mm_loadu_ps(src + r * lda + p);
+        __m128 r1 = _mm_loadu_ps(src + (r + 1) * lda + p);
+        __m128 r2 = _mm_loadu_ps(src + (r + 2) * lda + p);
+        __m128 r3 = _mm_loadu_ps(src + (r + 3) * lda + p);
+        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+        _mm_storeu_ps(out + p * mr + r, r0);
+        _mm_storeu_ps(out + (p + 1) * mr + r, r1);
+        _mm_storeu_ps(out + (p + 2) * mr + r, r2);
+        _mm_storeu_ps(out + (p + 3) * mr + r, r3);
+      }
+    }
+  }
+#endif
+  for (; p < kc; ++p) {
+    float* dst = out + p * mr;
+    for (int r = 0; r < rows; ++r) dst[r] = src[r * lda + p];
+    for (int r = rows; r < mr; ++r) dst[r] = 0.f;
+  }
+}
+
+// The same from a transposed A (stored depth x rows): each depth step is a
+// contiguous run of the strip's rows.
+void PackStripTransposed(const float* a, int64_t lda, int64_t row0, int rows, int64_t p0,
+                         int64_t kc, int mr, float* out) {
+  for (int64_t p = 0; p < kc; ++p) {
+    float* dst = out + p * mr;
+    std::memcpy(dst, a + (p0 + p) * lda + row0, sizeof(float) * rows);
+    std::fill(dst + rows, dst + mr, 0.f);
+  }
+}
+
+}  // namespace gemm_cc
+
 Status PackedMatrix::Pack(const float* a, int64_t lda, int64_t rows, int64_t depth,
-                          bool transposed) {
+                          bool transposed, ThreadPool* pool) {
   using gemm_cc::CeilDiv;
   kernel_ = &gemm_cc::ActiveKernel();
   rows_ = rows;
@@ -249,19 +298,22 @@ Status PackedMatrix::Pack(const float* a, int64_t lda, int64_t rows, int64_t dep
     block_offset_[block] = offset;
     offset += strips_ * mr * BlockDepth(block);
   }
-  data_.assign(static_cast<size_t>(offset), 0.f);
-  for (int64_t block = 0; block < blocks; ++block) {
+  // Every element is written below (padding rows as zeros), so a buffer of
+  // the right size from an earlier call is reused as it is: no clearing, no
+  // fresh pages to fault in.
+  data_.resize(static_cast<size_t>(offset));
+  ParallelFor(pool, blocks * strips_, [&](int64_t task) {
+    const int64_t block = task / strips_, strip = task % strips_;
     const int64_t p0 = block * gemm_cc::kKc, kc = BlockDepth(block);
-    float* out = data_.data() + block_offset_[block];
-    for (int64_t strip = 0; strip < strips_; ++strip) {
-      for (int64_t p = 0; p < kc; ++p) {
-        for (int r = 0; r < mr; ++r, ++out) {
-          const int64_t row = strip * mr + r;
-          if (row < rows) *out = transposed ? a[(p0 + p) * lda + row] : a[row * lda + p0 + p];
-        }
-      }
+    const int64_t row0 = strip * mr;
+    const int strip_rows = static_cast<int>(std::min<int64_t>(mr, rows - row0));
+    float* out = data_.data() + block_offset_[block] + strip * mr * kc;
+    if (transposed) {
+      gemm_cc::PackStripTransposed(a, lda, row0, strip_rows, p0, kc, mr, out);
+    } else {
+      gemm_cc::PackStrip(a, lda, row0, strip_rows, p0, kc, mr, out);
     }
-  }
+  });
   return Status();
 }
 
@@ -296,7 +348,7 @@ void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const fl
     epilogue.accumulate = true;
   }
   PackedMatrix packed;
-  packed.Pack(a, lda, m, k, trans_a);
+  packed.Pack(a, lda, m, k, trans_a, pool);
   gemm_cc::GemmDispatch(packed, b, ldb, trans_b, nullptr, n, c, ldc, epilogue, pool);
 }
 

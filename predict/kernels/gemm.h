@@ -52,8 +52,10 @@ struct GemmEpilogue {
 class PackedMatrix {
  public:
   // Packs A (rows x depth, row stride lda; transposed = A is stored as
-  // depth x rows) for the micro-kernel chosen now.
-  Status Pack(const float* a, int64_t lda, int64_t rows, int64_t depth, bool transposed = false);
+  // depth x rows) for the micro-kernel chosen now, strips split over pool
+  // if given. Packing again at the same size reuses the buffer.
+  Status Pack(const float* a, int64_t lda, int64_t rows, int64_t depth, bool transposed = false,
+              ThreadPool* pool = nullptr);
   int64_t rows() const { return rows_; }
   int64_t depth() const { return depth_; }
   const MicroKernel& kernel() const { return *kernel_; }
