@@ -167,6 +167,80 @@ MXLITE_TARGET_AVX512 void PlaneAvx512(const DepthwisePlaneArgs& a) {
     }
   }
 }
+
+// Stride 1 with one column of padding on each side (out_w == in_w): output
+// o = oy * w + ox reads tap (ky, kx) at flat input index o + (ky - pad_h) * w
+// + kx - 1, the same offset for every output. So the plane is computed as
+// one flat array, sixteen outputs at a time, each tap one masked load at its
+// offset; the masks (which lanes fall inside the image for each tap) depend
+// only on the geometry and are built once per layer shape (per thread). On
+// narrow planes this beats walking row by row, whose per-row start-up
+// dominates when a row is one or two vectors wide; from 56 columns on the
+// row walk is faster (it loads each input once, not nine times).
+constexpr int64_t kFlatMaxWidth = 32;
+
+struct FlatMasks {
+  int64_t in_h = -1, in_w = -1, pad_h = -1;
+  std::vector<__mmask16> masks;  // [vector][tap]
+};
+
+const FlatMasks& FlatMasksFor(const DepthwisePlaneArgs& a) {
+  thread_local FlatMasks cache;
+  if (cache.in_h == a.in_h && cache.in_w == a.in_w && cache.pad_h == a.pad_h) return cache;
+  const int64_t outputs = a.out_h * a.out_w;
+  const int64_t vectors = (outputs + 15) / 16;
+  cache.masks.assign(static_cast<size_t>(vectors * 9), 0);
+  for (int64_t o = 0; o < outputs; ++o) {
+    const int64_t oy = o / a.out_w, ox = o % a.out_w;
+    for (int tap = 0; tap < 9; ++tap) {
+      const int64_t iy = oy - a.pad_h + tap / 3, ix = ox - 1 + tap % 3;
+      if (iy >= 0 && iy < a.in_h && ix >= 0 && ix < a.in_w) {
+        cache.masks[static_cast<size_t>(o / 16 * 9 + tap)] |= static_cast<__mmask16>(1u << (o % 16));
+      }
+    }
+  }
+  cache.in_h = a.in_h;
+  cache.in_w = a.in_w;
+  cache.pad_h = a.pad_h;
+  return cache;
+}
+
+// Tap t's sixteen inputs for the outputs from `base`.
+MXLITE_TARGET_AVX512_INLINE __m512 MaskedTap(const __mmask16* masks, const float* base,
+                                             const int64_t* offset, int t) {
+  return _mm512_maskz_loadu_ps(masks[t], Offset(base, offset[t]));
+}
+
+MXLITE_TARGET_AVX512 void FlatPlaneAvx512(const DepthwisePlaneArgs& a) {
+  const __mmask16* masks = FlatMasksFor(a).masks.data();
+  const __m512 bias = _mm512_set1_ps(a.bias);
+  const __m512 lower = _mm512_set1_ps(a.lower), upper = _mm512_set1_ps(a.upper);
+  __m512 w[9];
+  int64_t offset[9];
+  for (int tap = 0; tap < 9; ++tap) {
+    w[tap] = _mm512_set1_ps(a.weights[tap]);
+    offset[tap] = (tap / 3 - a.pad_h) * a.in_w + tap % 3 - 1;
+  }
+  const int64_t outputs = a.out_h * a.out_w;
+  for (int64_t o = 0; o < outputs; o += 16, masks += 9) {
+    const float* base = a.input + o;
+    // Three chains of three taps, as in the row walker (written out: an
+    // array of sums and a loop over them stayed in memory, 4x slower).
+    __m512 top = _mm512_mul_ps(w[0], MaskedTap(masks, base, offset, 0));
+    __m512 middle = _mm512_mul_ps(w[3], MaskedTap(masks, base, offset, 3));
+    __m512 bottom = _mm512_mul_ps(w[6], MaskedTap(masks, base, offset, 6));
+    top = _mm512_fmadd_ps(w[1], MaskedTap(masks, base, offset, 1), top);
+    middle = _mm512_fmadd_ps(w[4], MaskedTap(masks, base, offset, 4), middle);
+    bottom = _mm512_fmadd_ps(w[7], MaskedTap(masks, base, offset, 7), bottom);
+    top = _mm512_fmadd_ps(w[2], MaskedTap(masks, base, offset, 2), top);
+    middle = _mm512_fmadd_ps(w[5], MaskedTap(masks, base, offset, 5), middle);
+    bottom = _mm512_fmadd_ps(w[8], MaskedTap(masks, base, offset, 8), bottom);
+    __m512 value = _mm512_add_ps(_mm512_add_ps(top, middle), _mm512_add_ps(bottom, bias));
+    const __mmask16 lanes = FirstLanes(outputs - o);
+    if (a.residual) value = _mm512_add_ps(value, _mm512_maskz_loadu_ps(lanes, a.residual + o));
+    _mm512_mask_storeu_ps(a.output + o, lanes, ClampAvx512(lower, upper, value));
+  }
+}
 #endif  // MXLITE_X86_64
 
 }  // namespace depthwise_cc
@@ -181,7 +255,9 @@ void DepthwiseConv3x3Plane(const DepthwisePlaneArgs& args) {
 #if defined(MXLITE_X86_64)
   static const bool avx512 = SelectedIsa() == Isa::kAvx512;
   if (avx512) {
-    if (args.stride == 1) {
+    if (args.stride == 1 && args.pad_w == 1 && args.in_w <= depthwise_cc::kFlatMaxWidth) {
+      depthwise_cc::FlatPlaneAvx512(args);
+    } else if (args.stride == 1) {
       depthwise_cc::PlaneAvx512<1>(args);
     } else {
       depthwise_cc::PlaneAvx512<2>(args);
