@@ -78,31 +78,32 @@ struct Plane2d {
   bool max;
   const float* row_extent;  // average: per output row and column, the window
   const float* col_extent;  // extents whose product is the divisor
+  // Average whose divisor is the same for every window (count_include_pad
+  // with windows inside the padded input, as in Inception's 3x3 stride-1
+  // pools), else 0.
+  float uniform_divisor;
 };
 
-MXLITE_TARGET_AVX512 void PoolPlane2dAvx512(const Plane2d& p, const float* src, float* dst) {
-  const int64_t scratch_h = std::max((p.out_h - 1) * p.stride_h + p.kernel_h, p.pad_h + p.in_h);
-  // 32 columns of slack: the stride-2 path reads two vectors per tap.
-  const int64_t scratch_w =
-      std::max((p.out_w - 1) * p.stride_w + p.kernel_w, p.pad_w + p.in_w) + 32;
-  thread_local std::vector<float> scratch;
-  scratch.resize(static_cast<size_t>(scratch_h * scratch_w));
-  CopyPadded(src, p.in_h, p.in_w, p.pad_h, p.pad_w, p.max ? -FLT_MAX : 0.f, scratch_h, scratch_w,
-             scratch.data());
+enum class PlaneOp { kMax, kAverage, kAveragePredivided };
+
+// The taps of every window, in the scalar code's order.
+template <PlaneOp kOp>
+MXLITE_TARGET_AVX512 void PoolPadded(const Plane2d& p, const float* scratch, int64_t scratch_w,
+                                     float* dst) {
   const __m512i even =
       _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
   for (int64_t oh = 0; oh < p.out_h; ++oh) {
-    const float* window = scratch.data() + oh * p.stride_h * scratch_w;
+    const float* window = scratch + oh * p.stride_h * scratch_w;
     float* out_row = dst + oh * p.out_w;
     for (int64_t ow = 0; ow < p.out_w; ow += 16) {
       const int64_t count = std::min<int64_t>(16, p.out_w - ow);
       const __mmask16 mask = static_cast<__mmask16>((1u << count) - 1);
       __m512 divisor = _mm512_set1_ps(1.f);
-      if (!p.max) {
+      if (kOp == PlaneOp::kAverage) {
         divisor = _mm512_mul_ps(_mm512_set1_ps(p.row_extent[oh]),
                                 _mm512_mask_loadu_ps(divisor, mask, p.col_extent + ow));
       }
-      __m512 acc = _mm512_set1_ps(p.max ? -FLT_MAX : 0.f);
+      __m512 acc = _mm512_set1_ps(kOp == PlaneOp::kMax ? -FLT_MAX : 0.f);
       for (int64_t kh = 0; kh < p.kernel_h; ++kh) {
         const float* row = window + kh * scratch_w + ow * p.stride_w;
         for (int64_t kw = 0; kw < p.kernel_w; ++kw) {
@@ -115,12 +116,47 @@ MXLITE_TARGET_AVX512 void PoolPlane2dAvx512(const Plane2d& p, const float* src, 
           }
           // max(v, acc) keeps acc when v is NaN, as the scalar comparison;
           // the masked forms because GCC 12 warns inside the plain ones.
-          acc = p.max ? _mm512_maskz_max_ps(0xffff, v, acc)
-                      : _mm512_add_ps(acc, _mm512_maskz_div_ps(0xffff, v, divisor));
+          if (kOp == PlaneOp::kMax) {
+            acc = _mm512_maskz_max_ps(0xffff, v, acc);
+          } else if (kOp == PlaneOp::kAverage) {
+            acc = _mm512_add_ps(acc, _mm512_maskz_div_ps(0xffff, v, divisor));
+          } else {
+            acc = _mm512_add_ps(acc, v);
+          }
         }
       }
       _mm512_mask_storeu_ps(out_row + ow, mask, acc);
     }
+  }
+}
+
+MXLITE_TARGET_AVX512 void PoolPlane2dAvx512(const Plane2d& p, const float* src, float* dst) {
+  const int64_t scratch_h = std::max((p.out_h - 1) * p.stride_h + p.kernel_h, p.pad_h + p.in_h);
+  // 32 columns of slack: the stride-2 path reads two vectors per tap.
+  const int64_t scratch_w =
+      std::max((p.out_w - 1) * p.stride_w + p.kernel_w, p.pad_w + p.in_w) + 32;
+  thread_local std::vector<float> scratch;
+  scratch.resize(static_cast<size_t>(scratch_h * scratch_w));
+  CopyPadded(src, p.in_h, p.in_w, p.pad_h, p.pad_w, p.max ? -FLT_MAX : 0.f, scratch_h, scratch_w,
+             scratch.data());
+  if (p.max) {
+    PoolPadded<PlaneOp::kMax>(p, scratch.data(), scratch_w, dst);
+  } else if (p.uniform_divisor > 0.f) {
+    // Every term is divided by the same value, so each element is divided
+    // once here instead of once per window it falls in (nine times for a
+    // 3x3 stride-1 window): the same quotients, summed in the same order,
+    // so the same bits, at a ninth of the divisions.
+    const __m512 divisor = _mm512_set1_ps(p.uniform_divisor);
+    float* values = scratch.data();
+    const int64_t total = scratch_h * scratch_w;
+    int64_t i = 0;
+    for (; i + 16 <= total; i += 16) {
+      _mm512_storeu_ps(values + i, _mm512_maskz_div_ps(0xffff, _mm512_loadu_ps(values + i), divisor));
+    }
+    for (; i < total; ++i) values[i] /= p.uniform_divisor;
+    PoolPadded<PlaneOp::kAveragePredivided>(p, scratch.data(), scratch_w, dst);
+  } else {
+    PoolPadded<PlaneOp::kAverage>(p, scratch.data(), scratch_w, dst);
   }
 }
 #endif  // MXLITE_X86_64
@@ -231,6 +267,17 @@ class Pooling : public Operator {
         extent.push_back(static_cast<float>(count_include_pad_ ? span.padded_extent : clipped));
       }
     }
+    // The divisor is the product of the two extents (as the scalar code's
+    // pool_size), uniform when each list holds one value.
+    uniform_divisor_ = 0.f;
+    const auto all_equal = [](const std::vector<float>& values) {
+      return std::all_of(values.begin(), values.end(),
+                         [&](float v) { return v == values.front(); });
+    };
+    if (type_ == kAvg && !row_extent_.empty() && !col_extent_.empty() &&
+        all_equal(row_extent_) && all_equal(col_extent_)) {
+      uniform_divisor_ = row_extent_.front() * col_extent_.front();
+    }
     vector_plane_ = avx512 && (type_ == kMax || type_ == kAvg) && g.in[0] == 1 &&
                     g.out[0] == 1 && g.kernel[0] == 1 && g.out[2] >= 4 && windows_nonempty &&
                     (g.stride[1] == 1 || g.stride[1] == 2) &&
@@ -263,6 +310,7 @@ class Pooling : public Operator {
       p.max = type_ == kMax;
       p.row_extent = row_extent_.data();
       p.col_extent = col_extent_.data();
+      p.uniform_divisor = uniform_divisor_;
       ParallelFor(ctx.pool, g.planes, [&](int64_t plane) {
         PoolPlane2dAvx512(p, x + plane * in_plane, y + plane * out_plane);
       });
@@ -338,6 +386,7 @@ class Pooling : public Operator {
   Geometry geometry_;
   bool vector_plane_ = false;  // PoolPlane2dAvx512 applies
   std::vector<float> row_extent_, col_extent_;  // its divisor factors
+  float uniform_divisor_ = 0.f;                 // see Plane2d
   std::vector<Span> spans_[3];
   bool nan_on_empty_ = false;
 };
