@@ -398,3 +398,47 @@ def test_typed_inputs_convert_to_the_declared_dtype():
         Predictor(case.symbol_json, case.params, input_dtypes={'data': 'complex64'})
     with pytest.raises(MXLiteError, match="input_dtypes: 'nope' is not an input"):
         Predictor(case.symbol_json, case.params, input_dtypes={'nope': 'float16'})
+
+
+PROFILE_SCRIPT = r'''
+import sys
+import numpy as np
+import mxlite
+prefix = sys.argv[1]
+predictor = mxlite.Predictor.load(prefix, input_shapes={'data': (1, 3, 224, 224)}, threads=1)
+predictor.predict(data=np.zeros((1, 3, 224, 224), np.float32))
+predictor.predict(data=np.zeros((1, 3, 224, 224), np.float32))
+del predictor
+'''
+
+
+@pytest.mark.parametrize('level', ['1', '2'])
+def test_profile_report_on_stderr(level):
+    # MXLITE_PROFILE=1 sums the time per operator type and kernel; =2 lists
+    # every node in execution order with its output shape.
+    import json
+    import subprocess
+    case = zoo_case('resnet18_v1')
+    prefix = case.path('')
+    result = subprocess.run([sys.executable, '-c', PROFILE_SCRIPT, prefix], capture_output=True,
+                            text=True, timeout=300, env={**os.environ, 'MXLITE_PROFILE': level})
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = result.stderr.splitlines()
+    header = [i for i, line in enumerate(lines) if line.startswith('mxlite profile (1 threads)')]
+    assert len(header) == 1, result.stderr[-2000:]
+    rows = lines[header[0] + 1:]
+    # Two forward passes: each node ran twice, each operator type a multiple of that.
+    assert rows and all(line.endswith(' calls') and int(line.split()[-2]) % 2 == 0
+                        for line in rows), rows
+    if level == '1':
+        names = [line.split()[0] for line in rows]
+        assert '_FusedConvolution' in names and 'FullyConnected' in names
+        assert not any(line.split()[0].isdigit() for line in rows)
+        return
+    graph = json.loads(case.symbol_json)
+    numbers = [int(line.split()[0]) for line in rows]
+    assert numbers == sorted(numbers)
+    assert all(line.endswith(' 2 calls') for line in rows), rows
+    assert rows[0].split()[1] == 'resnetv10_relu0_fwd' and '-> (1,64,112,112)' in rows[0]
+    assert rows[-1].split()[1] == graph['nodes'][graph['heads'][0][0]]['name']
+    assert '-> (1,1000)' in rows[-1]
