@@ -151,7 +151,8 @@ MXLITE_TARGET_AVX512 void PoolPlane2dAvx512(const Plane2d& p, const float* src, 
     const int64_t total = scratch_h * scratch_w;
     int64_t i = 0;
     for (; i + 16 <= total; i += 16) {
-      _mm512_storeu_ps(values + i, _mm512_maskz_div_ps(0xffff, _mm512_loadu_ps(values + i), divisor));
+      const __m512 quotient = _mm512_maskz_div_ps(0xffff, _mm512_loadu_ps(values + i), divisor);
+      _mm512_storeu_ps(values + i, quotient);
     }
     for (; i < total; ++i) values[i] /= p.uniform_divisor;
     PoolPadded<PlaneOp::kAveragePredivided>(p, scratch.data(), scratch_w, dst);
@@ -386,7 +387,9 @@ class Pooling : public Operator {
   Geometry geometry_;
   bool vector_plane_ = false;  // PoolPlane2dAvx512 applies
   std::vector<float> row_extent_, col_extent_;  // its divisor factors
-  float uniform_divisor_ = 0.f;                 // see Plane2d
+#if defined(MXLITE_X86_64)
+  float uniform_divisor_ = 0.f;  // see Plane2d (only the x86-64 path reads it)
+#endif
   std::vector<Span> spans_[3];
   bool nan_on_empty_ = false;
 };
