@@ -173,46 +173,20 @@ MXLITE_TARGET_AVX512 void PlaneAvx512(const DepthwisePlaneArgs& a) {
 // + kx - 1, the same offset for every output. So the plane is computed as
 // one flat array, sixteen outputs at a time, each tap one masked load at its
 // offset; the masks (which lanes fall inside the image for each tap) depend
-// only on the geometry and are built once per layer shape (per thread). On
+// only on the geometry and are built once per layer (DepthwiseFlatMasks). On
 // narrow planes this beats walking row by row, whose per-row start-up
 // dominates when a row is one or two vectors wide; from 56 columns on the
 // row walk is faster (it loads each input once, not nine times).
 constexpr int64_t kFlatMaxWidth = 32;
 
-struct FlatMasks {
-  int64_t in_h = -1, in_w = -1, pad_h = -1;
-  std::vector<__mmask16> masks;  // [vector][tap]
-};
-
-const FlatMasks& FlatMasksFor(const DepthwisePlaneArgs& a) {
-  thread_local FlatMasks cache;
-  if (cache.in_h == a.in_h && cache.in_w == a.in_w && cache.pad_h == a.pad_h) return cache;
-  const int64_t outputs = a.out_h * a.out_w;
-  const int64_t vectors = (outputs + 15) / 16;
-  cache.masks.assign(static_cast<size_t>(vectors * 9), 0);
-  for (int64_t o = 0; o < outputs; ++o) {
-    const int64_t oy = o / a.out_w, ox = o % a.out_w;
-    for (int tap = 0; tap < 9; ++tap) {
-      const int64_t iy = oy - a.pad_h + tap / 3, ix = ox - 1 + tap % 3;
-      if (iy >= 0 && iy < a.in_h && ix >= 0 && ix < a.in_w) {
-        cache.masks[static_cast<size_t>(o / 16 * 9 + tap)] |= static_cast<__mmask16>(1u << (o % 16));
-      }
-    }
-  }
-  cache.in_h = a.in_h;
-  cache.in_w = a.in_w;
-  cache.pad_h = a.pad_h;
-  return cache;
-}
-
 // Tap t's sixteen inputs for the outputs from `base`.
-MXLITE_TARGET_AVX512_INLINE __m512 MaskedTap(const __mmask16* masks, const float* base,
+MXLITE_TARGET_AVX512_INLINE __m512 MaskedTap(const uint16_t* masks, const float* base,
                                              const int64_t* offset, int t) {
   return _mm512_maskz_loadu_ps(masks[t], Offset(base, offset[t]));
 }
 
 MXLITE_TARGET_AVX512 void FlatPlaneAvx512(const DepthwisePlaneArgs& a) {
-  const __mmask16* masks = FlatMasksFor(a).masks.data();
+  const uint16_t* masks = a.flat_masks;
   const __m512 bias = _mm512_set1_ps(a.bias);
   const __m512 lower = _mm512_set1_ps(a.lower), upper = _mm512_set1_ps(a.upper);
   __m512 w[9];
@@ -251,11 +225,35 @@ bool DepthwiseConv3x3Supported(int64_t stride_h, int64_t stride_w, int64_t dilat
          dilate_w == 1 && pad_h >= 0 && pad_h < 3 && pad_w >= 0 && pad_w < 3;
 }
 
+std::vector<uint16_t> DepthwiseFlatMasks(int64_t in_h, int64_t in_w, int64_t stride,
+                                         int64_t pad_h, int64_t pad_w) {
+  std::vector<uint16_t> masks;
+#if defined(MXLITE_X86_64)
+  static const bool avx512 = SelectedIsa() == Isa::kAvx512;
+  if (!avx512 || stride != 1 || pad_w != 1 || in_w > depthwise_cc::kFlatMaxWidth) return masks;
+  const int64_t out_h = in_h + 2 * pad_h - 2, out_w = in_w;
+  const int64_t outputs = std::max<int64_t>(0, out_h * out_w);
+  masks.assign(static_cast<size_t>((outputs + 15) / 16 * 9), 0);
+  for (int64_t o = 0; o < outputs; ++o) {
+    const int64_t oy = o / out_w, ox = o % out_w;
+    for (int tap = 0; tap < 9; ++tap) {
+      const int64_t iy = oy - pad_h + tap / 3, ix = ox - 1 + tap % 3;
+      if (iy >= 0 && iy < in_h && ix >= 0 && ix < in_w) {
+        masks[static_cast<size_t>(o / 16 * 9 + tap)] |= static_cast<uint16_t>(1u << (o % 16));
+      }
+    }
+  }
+#else
+  (void)in_h, (void)in_w, (void)stride, (void)pad_h, (void)pad_w;
+#endif
+  return masks;
+}
+
 void DepthwiseConv3x3Plane(const DepthwisePlaneArgs& args) {
 #if defined(MXLITE_X86_64)
   static const bool avx512 = SelectedIsa() == Isa::kAvx512;
   if (avx512) {
-    if (args.stride == 1 && args.pad_w == 1 && args.in_w <= depthwise_cc::kFlatMaxWidth) {
+    if (args.flat_masks) {
       depthwise_cc::FlatPlaneAvx512(args);
     } else if (args.stride == 1) {
       depthwise_cc::PlaneAvx512<1>(args);

@@ -19,6 +19,7 @@
 #define MXLITE_KERNELS_DEPTHWISE_H_
 
 #include <cstdint>
+#include <vector>
 
 namespace mxlite {
 
@@ -33,12 +34,22 @@ struct DepthwisePlaneArgs {
   int64_t pad_h, pad_w;
   const float* residual;  // out_h x out_w, or null
   float lower, upper;     // clamp
+  // From DepthwiseFlatMasks for this geometry when it returned any: the
+  // plane is then computed as one flat array.
+  const uint16_t* flat_masks = nullptr;
 };
 
 // True when the 3x3 kernel handles this geometry (stride 1 or 2, dilation
 // 1, padding below 3).
 bool DepthwiseConv3x3Supported(int64_t stride_h, int64_t stride_w, int64_t dilate_h,
                                int64_t dilate_w, int64_t pad_h, int64_t pad_w);
+
+// For the flat path (AVX-512, stride 1, pad_w 1, up to 32 columns): per
+// group of sixteen outputs, per tap, the lanes whose input lies inside the
+// image. Empty where the flat path does not apply. It depends on the
+// geometry alone, so a layer builds it once, when it is prepared.
+std::vector<uint16_t> DepthwiseFlatMasks(int64_t in_h, int64_t in_w, int64_t stride,
+                                         int64_t pad_h, int64_t pad_w);
 
 void DepthwiseConv3x3Plane(const DepthwisePlaneArgs& args);
 

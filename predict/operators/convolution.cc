@@ -311,6 +311,10 @@ class Convolution : public Operator {
                     g.kernel[2] == 3 &&
                     DepthwiseConv3x3Supported(g.stride[1], g.stride[2], g.dilate[1],
                                               g.dilate[2], g.pad[1], g.pad[2]);
+    depthwise_flat_masks_.clear();
+    if (depthwise3x3_) {
+      depthwise_flat_masks_ = DepthwiseFlatMasks(g.in[1], g.in[2], g.stride[1], g.pad[1], g.pad[2]);
+    }
     FoldWeights(in);
     *workspace_bytes = 0;
     if (method_ == kWinograd) *workspace_bytes = winograd_.WorkspaceBytes();
@@ -353,6 +357,7 @@ class Convolution : public Operator {
           args.residual = residual ? residual + plane * out_plane : nullptr;
           args.lower = fusion_.lower;
           args.upper = fusion_.upper;
+          args.flat_masks = depthwise_flat_masks_.empty() ? nullptr : depthwise_flat_masks_.data();
           DepthwiseConv3x3Plane(args);
         });
         return Status();
@@ -499,6 +504,7 @@ class Convolution : public Operator {
   Geometry geometry_;
   Method method_ = kIm2col;
   bool depthwise3x3_ = false;  // the specialised 3x3 depthwise kernel applies
+  std::vector<uint16_t> depthwise_flat_masks_;  // its flat path's masks, if it takes it
   WinogradGeometry winograd_;
   int64_t rows_per_band_ = 0;
   std::vector<float> weights_;        // depthwise: final weights

@@ -3,7 +3,8 @@
  * strides 1 and 2, every padding it accepts (top/bottom and left/right
  * apart), widths around the 16-lane vector (1..40, and 63..65, 97, 130 for
  * rows with several whole vectors) and heights 1..9, with a residual and a
- * clamp. The vector path is whichever MXLITE_ISA allows.
+ * clamp. The vector path is whichever MXLITE_ISA allows (with AVX-512, the
+ * flat path for planes up to 32 columns wide where its masks exist).
  */
 #include <cmath>
 #include <cstdio>
@@ -35,6 +36,9 @@ int main() {
           for (float& v : residual) v = next();
           DepthwisePlaneArgs args{in.data(), h, w, weights.data(), 0.25f, out.data(), oh, ow,
                                   stride, pad, pad_w, residual.data(), -0.5f, 1.5f};
+          // As a layer does: the flat path's masks where it applies.
+          const std::vector<uint16_t> masks = DepthwiseFlatMasks(h, w, stride, pad, pad_w);
+          if (!masks.empty()) args.flat_masks = masks.data();
           DepthwiseConv3x3Plane(args);
           ++checks;
           for (int64_t y = 0; y < oh; ++y) {
