@@ -142,14 +142,27 @@ Status FuseOperators(const Graph& graph, Graph* out) {
     clamp_of_batch_norm[next] = n;
   }
 
+  // Dropout is the identity at inference: its readers read its input
+  // instead, unless its output is a graph output (which keeps its name) or
+  // its mask is read.
+  std::vector<bool> elided(count, false);
+  for (int n = 0; n < count; ++n) {
+    if (graph.nodes[n].op_name != "Dropout" || !AllHiddenOutputsUnused(readers, n)) continue;
+    bool graph_output = false;
+    for (const NodeEntry& output : graph.outputs) graph_output |= output.node == n;
+    elided[n] = !graph_output;
+  }
+
   // Rebuild in order; a fused node is emitted where its chain ends.
   *out = Graph();
   out->mxnet_version = graph.mxnet_version;
   std::vector<int> new_index(count, -1);
-  auto remap = [&](const NodeEntry& entry) {
+  auto remap = [&](NodeEntry entry) {
+    while (elided[entry.node]) entry = graph.nodes[entry.node].inputs[0];
     return NodeEntry{new_index[entry.node], entry.index};
   };
   for (int n = 0; n < count; ++n) {
+    if (elided[n]) continue;
     const Chain& chain = chain_ending_at[n];
     if (clamp_of_batch_norm[n] >= 0) {
       const Node& bn = graph.nodes[clamp_of_batch_norm[n]];

@@ -18,6 +18,9 @@
  * as ResNet v2 and DenseNet normalise before convolving) likewise takes a
  * following relu/clip as _FusedBatchNorm.
  *
+ * Dropout (the identity at inference) is removed when neither its output is
+ * a graph output nor its mask is read: its readers read its input.
+ *
  * The fused node takes the place of the last link, which is valid because
  * nothing between the convolution and that link reads the convolution's
  * result. Node names stay those of the last link, so graph outputs keep

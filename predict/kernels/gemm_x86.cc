@@ -17,16 +17,6 @@
 
 #include "gemm_microkernels.h"
 
-// Full unrolling of the row loops is what keeps the accumulators in
-// registers; -O2 alone does not unroll them.
-#if defined(__clang__)
-#define MXLITE_UNROLL _Pragma("unroll")
-#elif defined(__GNUC__)
-#define MXLITE_UNROLL _Pragma("GCC unroll 16")
-#else
-#define MXLITE_UNROLL
-#endif
-
 namespace mxlite {
 
 namespace gemm_avx2 {

@@ -23,6 +23,16 @@
 #define MXLITE_TARGET_AVX512_INLINE inline
 #endif
 
+// Full unrolling of a loop over an array of vectors (the GEMM tile's rows)
+// is what keeps the array in registers; -O2 alone does not unroll it.
+#if defined(__clang__)
+#define MXLITE_UNROLL _Pragma("unroll")
+#elif defined(__GNUC__)
+#define MXLITE_UNROLL _Pragma("GCC unroll 16")
+#else
+#define MXLITE_UNROLL
+#endif
+
 namespace mxlite {
 
 // min(upper, max(lower, x)) per lane; a NaN in x passes through, as with
@@ -32,6 +42,47 @@ namespace mxlite {
 MXLITE_TARGET_AVX512 inline __m512 ClampAvx512(__m512 lower, __m512 upper, __m512 x) {
   const __mmask16 all = 0xffff;
   return _mm512_maskz_min_ps(all, upper, _mm512_maskz_max_ps(all, lower, x));
+}
+
+// Transposes the 16x16 matrix whose rows are rows[0..15] in place: after
+// it, rows[j] holds element j of every original row. Four stages of
+// in-register shuffles, no memory round trip (the masked forms with full
+// masks because GCC 12 warns inside the plain ones).
+MXLITE_TARGET_AVX512_INLINE void Transpose16x16Avx512(__m512 rows[16]) {
+  __m512 pairs[16], quads[16], halves[16];
+  // Rows 2i, 2i+1 interleaved within 128-bit chunks.
+  MXLITE_UNROLL
+  for (int i = 0; i < 16; i += 2) {
+    pairs[i] = _mm512_maskz_unpacklo_ps(0xffff, rows[i], rows[i + 1]);
+    pairs[i + 1] = _mm512_maskz_unpackhi_ps(0xffff, rows[i], rows[i + 1]);
+  }
+  // quads[4g + j], chunk c: rows 4g..4g+3, element 4c + j.
+  MXLITE_UNROLL
+  for (int g = 0; g < 16; g += 4) {
+    const __m512d a = _mm512_castps_pd(pairs[g]), b = _mm512_castps_pd(pairs[g + 1]);
+    const __m512d c = _mm512_castps_pd(pairs[g + 2]), d = _mm512_castps_pd(pairs[g + 3]);
+    quads[g] = _mm512_castpd_ps(_mm512_maskz_unpacklo_pd(0xff, a, c));
+    quads[g + 1] = _mm512_castpd_ps(_mm512_maskz_unpackhi_pd(0xff, a, c));
+    quads[g + 2] = _mm512_castpd_ps(_mm512_maskz_unpacklo_pd(0xff, b, d));
+    quads[g + 3] = _mm512_castpd_ps(_mm512_maskz_unpackhi_pd(0xff, b, d));
+  }
+  // halves[j] (rows 0-7) and halves[8 + j] (rows 8-15): chunks hold
+  // elements j, j + 8 of the two row groups; halves[4 + j], [12 + j] the
+  // same for elements j + 4, j + 12.
+  MXLITE_UNROLL
+  for (int j = 0; j < 4; ++j) {
+    halves[j] = _mm512_maskz_shuffle_f32x4(0xffff, quads[j], quads[4 + j], 0x88);
+    halves[4 + j] = _mm512_maskz_shuffle_f32x4(0xffff, quads[j], quads[4 + j], 0xdd);
+    halves[8 + j] = _mm512_maskz_shuffle_f32x4(0xffff, quads[8 + j], quads[12 + j], 0x88);
+    halves[12 + j] = _mm512_maskz_shuffle_f32x4(0xffff, quads[8 + j], quads[12 + j], 0xdd);
+  }
+  MXLITE_UNROLL
+  for (int j = 0; j < 4; ++j) {
+    rows[j] = _mm512_maskz_shuffle_f32x4(0xffff, halves[j], halves[8 + j], 0x88);
+    rows[8 + j] = _mm512_maskz_shuffle_f32x4(0xffff, halves[j], halves[8 + j], 0xdd);
+    rows[4 + j] = _mm512_maskz_shuffle_f32x4(0xffff, halves[4 + j], halves[12 + j], 0x88);
+    rows[12 + j] = _mm512_maskz_shuffle_f32x4(0xffff, halves[4 + j], halves[12 + j], 0xdd);
+  }
 }
 
 }  // namespace mxlite

@@ -67,12 +67,11 @@ inline Span WindowSpan(int64_t o, int64_t in, int64_t kernel, int64_t stride, in
 
 #if defined(MXLITE_X86_64)
 // 2-D max or average pooling of one plane with AVX-512, sixteen outputs of a
-// row per vector, for stride 1 or 2. The plane is first copied into a
-// scratch whose padding holds the value that leaves the result unchanged
-// (-FLT_MAX for max, where the running maximum starts anyway; 0 for the
-// average, whose terms are divided one by one as in the scalar code, so
-// 0 / d adds nothing). Every window is then whole, the taps run in the
-// scalar code's order, and the results are bit-identical to it.
+// row per vector, for stride 1 or 2; results bit-identical to the scalar
+// code. Max: MaxPoolPlaneSeparable. Average: the plane is first copied into
+// a scratch whose padding holds zeros (the terms are divided one by one as
+// in the scalar code, so 0 / d adds nothing); every window is then whole
+// and its taps run in the scalar code's order.
 struct Plane2d {
   int64_t in_h, in_w, out_h, out_w, kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w;
   bool max;
@@ -84,7 +83,7 @@ struct Plane2d {
   float uniform_divisor;
 };
 
-enum class PlaneOp { kMax, kAverage, kAveragePredivided };
+enum class PlaneOp { kAverage, kAveragePredivided };
 
 // The taps of every window, in the scalar code's order.
 template <PlaneOp kOp>
@@ -103,7 +102,7 @@ MXLITE_TARGET_AVX512 void PoolPadded(const Plane2d& p, const float* scratch, int
         divisor = _mm512_mul_ps(_mm512_set1_ps(p.row_extent[oh]),
                                 _mm512_mask_loadu_ps(divisor, mask, p.col_extent + ow));
       }
-      __m512 acc = _mm512_set1_ps(kOp == PlaneOp::kMax ? -FLT_MAX : 0.f);
+      __m512 acc = _mm512_setzero_ps();
       for (int64_t kh = 0; kh < p.kernel_h; ++kh) {
         const float* row = window + kh * scratch_w + ow * p.stride_w;
         for (int64_t kw = 0; kw < p.kernel_w; ++kw) {
@@ -114,11 +113,8 @@ MXLITE_TARGET_AVX512 void PoolPadded(const Plane2d& p, const float* scratch, int
             v = _mm512_permutex2var_ps(_mm512_loadu_ps(row + kw), even,
                                        _mm512_loadu_ps(row + kw + 16));
           }
-          // max(v, acc) keeps acc when v is NaN, as the scalar comparison;
-          // the masked forms because GCC 12 warns inside the plain ones.
-          if (kOp == PlaneOp::kMax) {
-            acc = _mm512_maskz_max_ps(0xffff, v, acc);
-          } else if (kOp == PlaneOp::kAverage) {
+          // The masked form because GCC 12 warns inside the plain one.
+          if (kOp == PlaneOp::kAverage) {
             acc = _mm512_add_ps(acc, _mm512_maskz_div_ps(0xffff, v, divisor));
           } else {
             acc = _mm512_add_ps(acc, v);
@@ -130,18 +126,160 @@ MXLITE_TARGET_AVX512 void PoolPadded(const Plane2d& p, const float* scratch, int
   }
 }
 
+// Max pooling of one plane as two one-dimensional passes: the maximum of
+// each row's windows (row_maxima[r][ow] over kernel_w taps), then of
+// kernel_h such row maxima. A 3x3 window costs 3 + 3 maxima per output
+// instead of 9. The input is read in place: a tap's lanes outside the row
+// (padding, or past the end) are masked off in the load and read as
+// -FLT_MAX. (Copying each row into a padded buffer first made every vector
+// load wait on the copy's stores still in flight: 3x slower.)
+// The result is bit-identical to the row-major scalar loop: both return, for
+// every window, its first element in row-major order that equals the
+// maximum (the first row holding the maximum, and in it the first column);
+// that choice matters only between +0 and -0. NaN never wins in either
+// (max(v, acc) keeps acc), and rows outside the input are skipped (each
+// window holds an input row).
+constexpr int64_t kMaxPoolSeparableTaps = 16;  // widest kernel_w it takes
+
+MXLITE_TARGET_AVX512_INLINE __mmask16 LanesInside(int64_t first, int64_t width) {
+  // Lanes l with 0 <= first + l < width.
+  const int64_t begin = std::max<int64_t>(0, -first);
+  const int64_t end = std::min<int64_t>(16, width - first);
+  if (begin >= end) return 0;
+  return static_cast<__mmask16>(((1u << end) - 1) & ~((1u << begin) - 1));
+}
+
+// One column block of the first pass: for every row, the maxima of sixteen
+// windows whose first taps are block[0], block[kStride], ... (lanes off
+// their masks read as -FLT_MAX; with kMasked false every lane is inside).
+template <int kStride, bool kMasked>
+MXLITE_TARGET_AVX512_INLINE void RowMaximaBlock(const float* block, int64_t in_w, int64_t rows,
+                                                int64_t kernel_w, const __mmask16* low_lanes,
+                                                const __mmask16* high_lanes, float* maxima,
+                                                int64_t maxima_stride) {
+  const __m512i even =
+      _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+  const __m512 lowest = _mm512_set1_ps(-FLT_MAX);
+  for (int64_t r = 0; r < rows; ++r, block += in_w, maxima += maxima_stride) {
+    __m512 acc = lowest;
+    for (int64_t kw = 0; kw < kernel_w; ++kw) {
+      const __m512 low = kMasked ? _mm512_mask_loadu_ps(lowest, low_lanes[kw], block + kw)
+                                 : _mm512_loadu_ps(block + kw);
+      __m512 v = low;
+      if (kStride == 2) {
+        const __m512 high = kMasked
+                                ? _mm512_mask_loadu_ps(lowest, high_lanes[kw], block + kw + 16)
+                                : _mm512_loadu_ps(block + kw + 16);
+        v = _mm512_permutex2var_ps(low, even, high);
+      }
+      // max(v, acc) keeps acc when v is NaN or equal; the masked form
+      // because GCC 12 warns inside the plain one.
+      acc = _mm512_maskz_max_ps(0xffff, v, acc);
+    }
+    _mm512_storeu_ps(maxima, acc);
+  }
+}
+
+MXLITE_TARGET_AVX512 void MaxPoolPlaneSeparable(const Plane2d& p, const float* src, float* dst) {
+  const __m512 lowest = _mm512_set1_ps(-FLT_MAX);
+  const int64_t row_maxima_w = (p.out_w + 15) / 16 * 16;
+  thread_local std::vector<float> row_maxima_buffer;
+  row_maxima_buffer.resize(static_cast<size_t>(p.in_h * row_maxima_w));
+  float* const row_maxima = row_maxima_buffer.data();
+  const int64_t in_w = p.in_w, stride_w = p.stride_w;
+  for (int64_t ow = 0; ow < p.out_w; ow += 16) {
+    // Column blocks outside, rows inside: the masks depend on the column
+    // only.
+    const int64_t first_column = ow * stride_w - p.pad_w;
+    __mmask16 low_lanes[kMaxPoolSeparableTaps], high_lanes[kMaxPoolSeparableTaps];
+    for (int64_t kw = 0; kw < p.kernel_w; ++kw) {
+      low_lanes[kw] = LanesInside(first_column + kw, in_w);
+      high_lanes[kw] = LanesInside(first_column + kw + 16, in_w);
+    }
+    // Blocks whose taps all lie inside the row (most of them) load without
+    // masks.
+    bool inside = true;
+    for (int64_t kw = 0; kw < p.kernel_w; ++kw) {
+      inside = inside && low_lanes[kw] == 0xffff && (stride_w == 1 || high_lanes[kw] == 0xffff);
+    }
+    const float* block = src + first_column;
+    float* maxima = row_maxima + ow;
+    if (stride_w == 1) {
+      if (inside) {
+        RowMaximaBlock<1, false>(block, in_w, p.in_h, p.kernel_w, low_lanes, high_lanes, maxima,
+                                 row_maxima_w);
+      } else {
+        RowMaximaBlock<1, true>(block, in_w, p.in_h, p.kernel_w, low_lanes, high_lanes, maxima,
+                                row_maxima_w);
+      }
+    } else if (inside) {
+      RowMaximaBlock<2, false>(block, in_w, p.in_h, p.kernel_w, low_lanes, high_lanes, maxima,
+                               row_maxima_w);
+    } else {
+      RowMaximaBlock<2, true>(block, in_w, p.in_h, p.kernel_w, low_lanes, high_lanes, maxima,
+                              row_maxima_w);
+    }
+  }
+  for (int64_t oh = 0; oh < p.out_h; ++oh) {
+    const int64_t start = oh * p.stride_h - p.pad_h;
+    const int64_t first = std::max<int64_t>(start, 0);
+    const int64_t last = std::min(start + p.kernel_h, p.in_h);
+    float* out_row = dst + oh * p.out_w;
+    for (int64_t ow = 0; ow < p.out_w; ow += 16) {
+      const int64_t count = std::min<int64_t>(16, p.out_w - ow);
+      const __mmask16 mask = static_cast<__mmask16>((1u << count) - 1);
+      __m512 acc = lowest;
+      for (int64_t r = first; r < last; ++r) {
+        acc = _mm512_maskz_max_ps(0xffff, _mm512_loadu_ps(row_maxima + r * row_maxima_w + ow), acc);
+      }
+      _mm512_mask_storeu_ps(out_row + ow, mask, acc);
+    }
+  }
+}
+
+// Max or average over whole planes (global pooling), sixteen planes per
+// vector: each plane's next sixteen elements are loaded as a row, a 16x16
+// transpose turns them into sixteen vectors of one element of every plane,
+// and those are folded in order. Lane i thus runs the scalar code's loop
+// over plane i (running maximum from -FLT_MAX; sum of x / divisor from 0)
+// and the results are bit-identical to it. `count` <= 16 consecutive planes
+// of `size` floats each.
+MXLITE_TARGET_AVX512 void PoolWholePlanesAvx512(bool max, float divisor, const float* src,
+                                                int64_t count, int64_t size, float* dst) {
+  const __m512 divisors = _mm512_set1_ps(divisor);
+  __m512 acc = max ? _mm512_set1_ps(-FLT_MAX) : _mm512_setzero_ps();
+  for (int64_t e = 0; e < size; e += 16) {
+    const int64_t elements = std::min<int64_t>(16, size - e);
+    const __mmask16 mask = static_cast<__mmask16>((1u << elements) - 1);
+    __m512 rows[16];
+    for (int64_t i = 0; i < 16; ++i) {
+      rows[i] = i < count ? _mm512_maskz_loadu_ps(mask, src + i * size + e) : _mm512_setzero_ps();
+    }
+    Transpose16x16Avx512(rows);
+    for (int64_t j = 0; j < elements; ++j) {
+      if (max) {
+        acc = _mm512_maskz_max_ps(0xffff, rows[j], acc);  // keeps acc when rows[j] is NaN
+      } else {
+        acc = _mm512_add_ps(acc, _mm512_maskz_div_ps(0xffff, rows[j], divisors));
+      }
+    }
+  }
+  _mm512_mask_storeu_ps(dst, static_cast<__mmask16>((1u << count) - 1), acc);
+}
+
 MXLITE_TARGET_AVX512 void PoolPlane2dAvx512(const Plane2d& p, const float* src, float* dst) {
+  if (p.max) {
+    MaxPoolPlaneSeparable(p, src, dst);
+    return;
+  }
   const int64_t scratch_h = std::max((p.out_h - 1) * p.stride_h + p.kernel_h, p.pad_h + p.in_h);
   // 32 columns of slack: the stride-2 path reads two vectors per tap.
   const int64_t scratch_w =
       std::max((p.out_w - 1) * p.stride_w + p.kernel_w, p.pad_w + p.in_w) + 32;
   thread_local std::vector<float> scratch;
   scratch.resize(static_cast<size_t>(scratch_h * scratch_w));
-  CopyPadded(src, p.in_h, p.in_w, p.pad_h, p.pad_w, p.max ? -FLT_MAX : 0.f, scratch_h, scratch_w,
-             scratch.data());
-  if (p.max) {
-    PoolPadded<PlaneOp::kMax>(p, scratch.data(), scratch_w, dst);
-  } else if (p.uniform_divisor > 0.f) {
+  CopyPadded(src, p.in_h, p.in_w, p.pad_h, p.pad_w, 0.f, scratch_h, scratch_w, scratch.data());
+  if (p.uniform_divisor > 0.f) {
     // Every term is divided by the same value, so each element is divided
     // once here instead of once per window it falls in (nine times for a
     // 3x3 stride-1 window): the same quotients, summed in the same order,
@@ -279,7 +417,16 @@ class Pooling : public Operator {
         all_equal(row_extent_) && all_equal(col_extent_)) {
       uniform_divisor_ = row_extent_.front() * col_extent_.front();
     }
-    vector_plane_ = avx512 && (type_ == kMax || type_ == kAvg) && g.in[0] == 1 &&
+    // Windows that are whole planes (global pooling, or a kernel the size
+    // of an unpadded input).
+    bool whole_planes = true;
+    for (int d = 0; d < 3; ++d) {
+      whole_planes = whole_planes && g.out[d] == 1 && g.pad[d] == 0 && g.kernel[d] == g.in[d];
+    }
+    whole_planes_ = avx512 && (type_ == kMax || type_ == kAvg) && whole_planes &&
+                    g.in[0] * g.in[1] * g.in[2] >= 1;
+    vector_plane_ = avx512 && (type_ == kAvg || (type_ == kMax && g.kernel[2] <= kMaxPoolSeparableTaps)) &&
+                    g.in[0] == 1 &&
                     g.out[0] == 1 && g.kernel[0] == 1 && g.out[2] >= 4 && windows_nonempty &&
                     (g.stride[1] == 1 || g.stride[1] == 2) &&
                     (g.stride[2] == 1 || g.stride[2] == 2);
@@ -296,6 +443,16 @@ class Pooling : public Operator {
     const int64_t out_plane = g.out[0] * g.out[1] * g.out[2];
     const std::vector<Span>* spans = spans_;
 #if defined(MXLITE_X86_64)
+    if (whole_planes_) {
+      // The divisor as the scalar code's pool_size: the whole plane.
+      const float divisor = static_cast<float>(in_plane);
+      ParallelFor(ctx.pool, (g.planes + 15) / 16, [&](int64_t group) {
+        const int64_t first = group * 16;
+        PoolWholePlanesAvx512(type_ == kMax, divisor, x + first * in_plane,
+                              std::min<int64_t>(16, g.planes - first), in_plane, y + first);
+      });
+      return Status();
+    }
     if (vector_plane_) {
       Plane2d p;
       p.in_h = g.in[1];
@@ -389,6 +546,7 @@ class Pooling : public Operator {
   std::vector<float> row_extent_, col_extent_;  // its divisor factors
 #if defined(MXLITE_X86_64)
   float uniform_divisor_ = 0.f;  // see Plane2d (only the x86-64 path reads it)
+  bool whole_planes_ = false;    // PoolWholePlanesAvx512 applies
 #endif
   std::vector<Span> spans_[3];
   bool nan_on_empty_ = false;

@@ -538,7 +538,127 @@ void ConvolutionTests() {
   Expect(in[0] == Shape({2, 3, 9, 7}), "conv back-inferred data " + in[0].ToString());
 }
 
+// MXNet's CPU pooling in its own float order (2-D, max or avg): the
+// vectorised paths must reproduce it bit for bit.
+std::vector<float> MxnetOrderPool2d(const PoolConfig& cfg, const std::vector<float>& x,
+                                    const std::vector<int64_t>& oshape) {
+  const int64_t planes = cfg.shape[0] * cfg.shape[1], in_h = cfg.shape[2], in_w = cfg.shape[3];
+  const int64_t out_h = oshape[2], out_w = oshape[3];
+  const int64_t kh = cfg.global ? in_h : cfg.kernel[0], kw = cfg.global ? in_w : cfg.kernel[1];
+  const int64_t sh = cfg.global ? 1 : cfg.stride[0], sw = cfg.global ? 1 : cfg.stride[1];
+  const int64_t ph = cfg.global || cfg.pad.empty() ? 0 : cfg.pad[0];
+  const int64_t pw = cfg.global || cfg.pad.empty() ? 0 : cfg.pad[1];
+  std::vector<float> y;
+  for (int64_t plane = 0; plane < planes; ++plane) {
+    const float* src = x.data() + plane * in_h * in_w;
+    for (int64_t oh = 0; oh < out_h; ++oh) {
+      for (int64_t ow = 0; ow < out_w; ++ow) {
+        const int64_t h0 = oh * sh - ph, w0 = ow * sw - pw;
+        const int64_t h1 = std::min(h0 + kh, in_h + ph), w1 = std::min(w0 + kw, in_w + pw);
+        const int64_t include = (h1 - h0) * (w1 - w0);
+        const int64_t hb = std::max<int64_t>(h0, 0), wb = std::max<int64_t>(w0, 0);
+        const int64_t he = std::min(h1, in_h), we = std::min(w1, in_w);
+        const float divisor =
+            static_cast<float>(cfg.count_include_pad != 0 ? include : (he - hb) * (we - wb));
+        float acc = cfg.type == "max" ? -FLT_MAX : 0.f;
+        for (int64_t h = hb; h < he; ++h) {
+          for (int64_t w = wb; w < we; ++w) {
+            const float v = src[h * in_w + w];
+            if (cfg.type == "max") {
+              if (v > acc) acc = v;
+            } else {
+              acc += v / divisor;
+            }
+          }
+        }
+        y.push_back(acc);
+      }
+    }
+  }
+  return y;
+}
+
+// Values on a coarse grid (so that windows hold ties, +0 against -0 among
+// them) with a few NaNs.
+std::vector<float> TieValues(int64_t count) {
+  const float grid[] = {-2.f, -1.f, -0.f, 0.f, 0.5f, 1.f};
+  std::vector<float> values(static_cast<size_t>(count));
+  for (float& v : values) {
+    const float u = g_rng.Uniform(0.f, 1.f);
+    v = u < 0.02f ? NAN : grid[static_cast<int>(g_rng.Uniform(0.f, 5.999f))];
+  }
+  return values;
+}
+
+void TestPoolingBitExact(const std::string& name, const PoolConfig& cfg, bool ties) {
+  AttrMap attrs = {{"pool_type", cfg.type}};
+  if (!cfg.kernel.empty()) attrs["kernel"] = Dims(cfg.kernel);
+  if (!cfg.stride.empty()) attrs["stride"] = Dims(cfg.stride);
+  if (!cfg.pad.empty()) attrs["pad"] = Dims(cfg.pad);
+  if (!cfg.convention.empty()) attrs["pooling_convention"] = cfg.convention;
+  if (cfg.global) attrs["global_pool"] = "True";
+  if (cfg.count_include_pad >= 0) {
+    attrs["count_include_pad"] = cfg.count_include_pad ? "True" : "False";
+  }
+  std::vector<std::vector<float>> inputs(1);
+  if (ties) inputs[0] = TieValues(cfg.shape[0] * cfg.shape[1] * cfg.shape[2] * cfg.shape[3]);
+  Run run;
+  Status status = Execute("Pooling", attrs, {Shape(cfg.shape)}, &inputs, &run);
+  ExpectOk("pool exact " + name, status);
+  if (!status.ok()) return;
+  std::vector<int64_t> oshape(run.out_shapes[0].dims().begin(), run.out_shapes[0].dims().end());
+  const std::vector<float> want = MxnetOrderPool2d(cfg, inputs[0], oshape);
+  const std::vector<float>& got = run.outputs[0];
+  Expect(got.size() == want.size(), "pool exact " + name + ": output size");
+  if (got.size() != want.size()) return;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const bool same = std::isnan(got[i]) ? std::isnan(want[i])
+                                         : std::memcmp(&got[i], &want[i], sizeof(float)) == 0;
+    if (!same) {
+      Expect(false, "pool exact " + name + ": element " + std::to_string(i) + " is " +
+                        std::to_string(got[i]) + (std::signbit(got[i]) ? " (sign set)" : "") +
+                        ", MXNet's order gives " + std::to_string(want[i]) +
+                        (std::signbit(want[i]) ? " (sign set)" : ""));
+      return;
+    }
+  }
+}
+
+// Shapes wide enough for the vector paths (several 16-column blocks, edge
+// blocks, more than 16 planes for global pooling).
+void PoolingBitExactTests() {
+  const std::vector<int64_t> wide = {2, 3, 37, 41};
+  for (bool ties : {false, true}) {
+    const std::string data = ties ? " ties+NaN" : "";
+    for (std::string conv : {"valid", "full"}) {
+      for (int64_t pad : {0, 1}) {
+        TestPoolingBitExact("max k3 s2 " + conv + " pad " + std::to_string(pad) + data,
+                            {"max", conv, wide, {3, 3}, {2, 2}, {pad, pad}}, ties);
+        PoolConfig avg{"avg", conv, wide, {3, 3}, {2, 2}, {pad, pad}};
+        for (int cip : {0, 1}) {
+          avg.count_include_pad = cip;
+          TestPoolingBitExact("avg k3 s2 " + conv + " pad " + std::to_string(pad) + " cip " +
+                                  std::to_string(cip) + data,
+                              avg, ties);
+        }
+      }
+    }
+    TestPoolingBitExact("max k3 s1 pad 1" + data, {"max", "valid", wide, {3, 3}, {1, 1}, {1, 1}},
+                        ties);
+    TestPoolingBitExact("avg k3 s1 pad 1 (uniform divisor)" + data,
+                        {"avg", "valid", wide, {3, 3}, {1, 1}, {1, 1}}, ties);
+    TestPoolingBitExact("max k2 s2" + data, {"max", "valid", wide, {2, 2}, {2, 2}, {0, 0}}, ties);
+    TestPoolingBitExact("max k5 s1 pad 2" + data, {"max", "valid", wide, {5, 4}, {1, 1}, {2, 1}},
+                        ties);
+    PoolConfig global{"avg", "", {1, 37, 9, 11}, {}, {}, {}, true};
+    TestPoolingBitExact("global avg 37 planes" + data, global, ties);
+    global.type = "max";
+    TestPoolingBitExact("global max 37 planes" + data, global, ties);
+  }
+}
+
 void PoolingTests() {
+  PoolingBitExactTests();
   const std::vector<int64_t> s2 = {2, 3, 13, 7};
   for (std::string type : {"max", "avg", "sum"}) {
     for (std::string conv : {"valid", "full"}) {
