@@ -76,3 +76,23 @@ def test_neon_kernels_under_qemu(tmp_path, target):
             if name == 'gemm':
                 expected = 'generic-6x8' if isa == 'scalar' else kernel_name
                 assert f'micro-kernel: {expected}' in run.stdout
+
+
+@pytest.mark.parametrize('isa', ['scalar', 'avx2', 'avx512'])
+def test_row_gather_reads_only_its_row_under_sanitizers(tmp_path, isa):
+    """im2col's row gather starts before the row and runs past its end with
+    masked loads: under AddressSanitizer (the row exactly its width on the
+    heap) and UBSan (no pointer before the row, none from null) on every
+    path."""
+    exe = tmp_path / 'strided_copy_sanitized'
+    build = subprocess.run(
+        ['g++', '-std=c++17', '-O1', '-g', '-fsanitize=address,undefined',
+         '-fno-sanitize-recover=undefined', '-Wall', '-Wextra', '-Werror',
+         os.path.join(ROOT, 'tests', 'cpp', 'strided_copy_test.cc')] +
+        [os.path.join(ROOT, 'predict', 'kernels', k) for k in ('strided_copy.cc', 'cpu_features.cc')] +
+        ['-o', str(exe)], capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr
+    result = subprocess.run([str(exe)], env={**os.environ, 'MXLITE_ISA': isa},
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert result.stdout.strip().endswith(' 0 failures')

@@ -1,5 +1,7 @@
 #include "strided_copy.h"
 
+#include <algorithm>
+
 #include "cpu_features.h"
 #include "x86_simd.h"
 
@@ -7,32 +9,116 @@ namespace mxlite {
 
 namespace strided_copy_cc {
 
-#if defined(MXLITE_X86_64)
-// Stride 2: the even lanes of each 32 consecutive floats. Whole vectors
-// while all 32 floats they load are needed or before the last needed one.
-MXLITE_TARGET_AVX512 int64_t CopyStride2Avx512(const float* src, int64_t count, float* dst) {
-  const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
-  int64_t i = 0;
-  // The vector at i reads src[2i .. 2i + 31]; the last float needed is
-  // src[2 * (count - 1)], so 2i + 31 <= 2 * count - 2 keeps it in bounds.
-  for (; 2 * i + 33 <= 2 * count; i += 16) {
-    const __m512 low = _mm512_loadu_ps(src + 2 * i);
-    const __m512 high = _mm512_loadu_ps(src + 2 * i + 16);
-    _mm512_storeu_ps(dst + i, _mm512_permutex2var_ps(low, even, high));
+// One row: the portable loop.
+void GatherRow(const float* row, int64_t width, int64_t first, int64_t stride, int64_t count,
+               float* dst) {
+  // Outputs [lo, hi) read inside the row: first + i * stride in [0, width).
+  const int64_t lo = std::min(count, first >= 0 ? 0 : (-first + stride - 1) / stride);
+  const int64_t hi =
+      std::max(lo, std::min(count, width - first <= 0 ? 0 : (width - first + stride - 1) / stride));
+  std::fill(dst, dst + lo, 0.f);
+  if (stride == 1) {
+    if (hi > lo) std::copy(row + first + lo, row + first + hi, dst + lo);
+  } else {
+    for (int64_t i = lo; i < hi; ++i) dst[i] = row[first + i * stride];
   }
-  return i;
+  std::fill(dst + hi, dst + count, 0.f);
+}
+
+#if defined(MXLITE_X86_64)
+constexpr int64_t kMaxBlocks = 16;  // rows of up to 256 outputs take the vector path
+
+// How one block of sixteen outputs of every row is gathered. Either one
+// masked load at row + offset (stride 1, window inside or past the right
+// edge), or two masked loads at row + offset (offset >= 0: never before the
+// row) whose 32 floats a permute picks lanes from.
+struct Block {
+  int64_t offset;
+  bool empty;   // no lane inside the row: zeros
+  bool direct;
+  __mmask16 low, high, valid, store;
+  __m512i index;
+};
+
+MXLITE_TARGET_AVX512 void GatherRowsAvx512(const float* plane, int64_t height, int64_t width,
+                                           int64_t first_row, int64_t row_step, int64_t rows,
+                                           int64_t first, int64_t stride, int64_t count,
+                                           float* dst) {
+  Block blocks[kMaxBlocks];
+  const int64_t block_count = (count + 15) / 16;
+  const __m512i lane_columns = _mm512_mullo_epi32(
+      _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+      _mm512_set1_epi32(static_cast<int>(stride)));
+  for (int64_t b = 0; b < block_count; ++b) {
+    Block& block = blocks[b];
+    const int64_t start = first + 16 * b * stride;  // column of lane 0
+    // Lanes [lo, hi) read inside the row (and are outputs).
+    const int64_t lo = start >= 0 ? 0 : std::min<int64_t>(16, (-start + stride - 1) / stride);
+    const int64_t hi = std::max(
+        lo, std::min({int64_t{16}, count - 16 * b,
+                      width - start <= 0 ? 0 : (width - start + stride - 1) / stride}));
+    block.store = LanesBelowAvx512(count - 16 * b);
+    block.valid = static_cast<__mmask16>(LanesBelowAvx512(hi) & ~LanesBelowAvx512(lo));
+    block.empty = block.valid == 0;
+    block.offset = std::max<int64_t>(start, 0);
+    block.direct = stride == 1 && start >= 0;
+    block.low = block.direct ? block.valid : LanesInsideAvx512(block.offset, width);
+    block.high = LanesInsideAvx512(block.offset + 16, width);
+    // Lane l takes float start + l * stride - offset of the two loads:
+    // within [0, 32) for every valid lane.
+    block.index = _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(start - block.offset)),
+                                   lane_columns);
+  }
+  const __m512 zero = _mm512_setzero_ps();
+  for (int64_t r = 0; r < rows; ++r, dst += count) {
+    const int64_t y = first_row + r * row_step;
+    if (y < 0 || y >= height) {
+      for (int64_t b = 0; b < block_count; ++b) {
+        _mm512_mask_storeu_ps(dst + 16 * b, blocks[b].store, zero);
+      }
+      continue;
+    }
+    const float* row = plane + y * width;
+    for (int64_t b = 0; b < block_count; ++b) {
+      const Block& block = blocks[b];
+      __m512 v = zero;
+      if (block.empty) {
+      } else if (block.direct) {
+        v = _mm512_maskz_loadu_ps(block.low, row + block.offset);
+      } else {
+        const __m512 low = _mm512_maskz_loadu_ps(block.low, row + block.offset);
+        const __m512 high = block.high ? _mm512_maskz_loadu_ps(block.high, row + block.offset + 16)
+                                       : zero;
+        v = _mm512_maskz_permutex2var_ps(block.valid, low, block.index, high);
+      }
+      _mm512_mask_storeu_ps(dst + 16 * b, block.store, v);
+    }
+  }
 }
 #endif  // MXLITE_X86_64
 
 }  // namespace strided_copy_cc
 
-void CopyStrided(const float* src, int64_t stride, int64_t count, float* dst) {
-  int64_t i = 0;
+void GatherRowsZeroPadded(const float* plane, int64_t height, int64_t width, int64_t first_row,
+                          int64_t row_step, int64_t rows, int64_t first, int64_t stride,
+                          int64_t count, float* dst) {
+  if (rows <= 0 || count <= 0) return;
 #if defined(MXLITE_X86_64)
   static const bool avx512 = SelectedIsa() == Isa::kAvx512;
-  if (avx512 && stride == 2) i = strided_copy_cc::CopyStride2Avx512(src, count, dst);
+  if (avx512 && stride <= 2 && count <= 16 * strided_copy_cc::kMaxBlocks) {
+    strided_copy_cc::GatherRowsAvx512(plane, height, width, first_row, row_step, rows, first,
+                                      stride, count, dst);
+    return;
+  }
 #endif
-  for (; i < count; ++i) dst[i] = src[i * stride];
+  for (int64_t r = 0; r < rows; ++r, dst += count) {
+    const int64_t y = first_row + r * row_step;
+    if (y < 0 || y >= height) {
+      std::fill(dst, dst + count, 0.f);
+    } else {
+      strided_copy_cc::GatherRow(plane + y * width, width, first, stride, count, dst);
+    }
+  }
 }
 
 }  // namespace mxlite

@@ -12,6 +12,9 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
+#include <cstdint>
+
 #if defined(__GNUC__) || defined(__clang__)
 #define MXLITE_TARGET_AVX2 __attribute__((target("avx2,fma")))
 #define MXLITE_TARGET_AVX512 __attribute__((target("avx512f,avx2,fma")))
@@ -42,6 +45,21 @@ namespace mxlite {
 MXLITE_TARGET_AVX512 inline __m512 ClampAvx512(__m512 lower, __m512 upper, __m512 x) {
   const __mmask16 all = 0xffff;
   return _mm512_maskz_min_ps(all, upper, _mm512_maskz_max_ps(all, lower, x));
+}
+
+// Lanes [0, count) (count may be <= 0 or >= 16).
+MXLITE_TARGET_AVX512_INLINE __mmask16 LanesBelowAvx512(int64_t count) {
+  return count >= 16 ? static_cast<__mmask16>(0xffff)
+                     : static_cast<__mmask16>(count <= 0 ? 0 : (1u << count) - 1);
+}
+
+// Lanes l with 0 <= first + l < width: the lanes of a 16-float load at
+// row + first that fall inside a row of `width` floats.
+MXLITE_TARGET_AVX512_INLINE __mmask16 LanesInsideAvx512(int64_t first, int64_t width) {
+  const int64_t begin = std::max<int64_t>(0, -first);
+  const int64_t end = std::min<int64_t>(16, width - first);
+  if (begin >= end) return 0;
+  return static_cast<__mmask16>(((1u << end) - 1) & ~((1u << begin) - 1));
 }
 
 // Transposes the 16x16 matrix whose rows are rows[0..15] in place: after

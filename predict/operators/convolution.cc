@@ -88,28 +88,31 @@ void Im2ColTapRows(const Geometry& g, const float* plane, int64_t kd, int64_t kh
                    int64_t row_begin, int64_t row_end, float* col) {
   const int64_t ow_count = g.out[2];
   const int64_t columns = (row_end - row_begin) * ow_count;
-  for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+  for (int64_t kw = 0; kw < g.kernel[2]; ++kw, col += columns) {
     const int64_t offset_w = kw * g.dilate[2] - g.pad[2];
-    int64_t lo = 0, hi = 0;
-    ValidRange(g.in[2], ow_count, g.stride[2], offset_w, &lo, &hi);
+    if (g.out[0] == 1) {
+      // 1-D and 2-D: the band's rows are consecutive output rows, one call.
+      const int64_t id = -g.pad[0] + kd * g.dilate[0];
+      if (id < 0 || id >= g.in[0]) {
+        std::fill(col, col + columns, 0.f);
+        continue;
+      }
+      GatherRowsZeroPadded(plane + id * g.in[1] * g.in[2], g.in[1], g.in[2],
+                           row_begin * g.stride[1] - g.pad[1] + kh * g.dilate[1], g.stride[1],
+                           row_end - row_begin, offset_w, g.stride[2], ow_count, col);
+      continue;
+    }
     float* dst = col;
-    col += columns;
     for (int64_t row = row_begin; row < row_end; ++row, dst += ow_count) {
       const int64_t od = row / g.out[1], oh = row % g.out[1];
       const int64_t id = od * g.stride[0] - g.pad[0] + kd * g.dilate[0];
       const int64_t ih = oh * g.stride[1] - g.pad[1] + kh * g.dilate[1];
-      if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1] || lo == hi) {
+      if (id < 0 || id >= g.in[0]) {
         std::fill(dst, dst + ow_count, 0.f);
         continue;
       }
-      std::fill(dst, dst + lo, 0.f);
-      const float* src = plane + (id * g.in[1] + ih) * g.in[2] + lo * g.stride[2] + offset_w;
-      if (g.stride[2] == 1) {
-        std::memcpy(dst + lo, src, sizeof(float) * (hi - lo));
-      } else {
-        CopyStrided(src, g.stride[2], hi - lo, dst + lo);
-      }
-      std::fill(dst + hi, dst + ow_count, 0.f);
+      GatherRowsZeroPadded(plane + id * g.in[1] * g.in[2], g.in[1], g.in[2], ih, 1, 1, offset_w,
+                           g.stride[2], ow_count, dst);
     }
   }
 }

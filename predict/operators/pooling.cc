@@ -141,14 +141,6 @@ MXLITE_TARGET_AVX512 void PoolPadded(const Plane2d& p, const float* scratch, int
 // window holds an input row).
 constexpr int64_t kMaxPoolSeparableTaps = 16;  // widest kernel_w it takes
 
-MXLITE_TARGET_AVX512_INLINE __mmask16 LanesInside(int64_t first, int64_t width) {
-  // Lanes l with 0 <= first + l < width.
-  const int64_t begin = std::max<int64_t>(0, -first);
-  const int64_t end = std::min<int64_t>(16, width - first);
-  if (begin >= end) return 0;
-  return static_cast<__mmask16>(((1u << end) - 1) & ~((1u << begin) - 1));
-}
-
 // One column block of the first pass: for every row, the maxima of sixteen
 // windows whose first taps are block[0], block[kStride], ... (lanes off
 // their masks read as -FLT_MAX; with kMasked false every lane is inside).
@@ -193,8 +185,8 @@ MXLITE_TARGET_AVX512 void MaxPoolPlaneSeparable(const Plane2d& p, const float* s
     const int64_t first_column = ow * stride_w - p.pad_w;
     __mmask16 low_lanes[kMaxPoolSeparableTaps], high_lanes[kMaxPoolSeparableTaps];
     for (int64_t kw = 0; kw < p.kernel_w; ++kw) {
-      low_lanes[kw] = LanesInside(first_column + kw, in_w);
-      high_lanes[kw] = LanesInside(first_column + kw + 16, in_w);
+      low_lanes[kw] = LanesInsideAvx512(first_column + kw, in_w);
+      high_lanes[kw] = LanesInsideAvx512(first_column + kw + 16, in_w);
     }
     // Blocks whose taps all lie inside the row (most of them) load without
     // masks.
