@@ -3,8 +3,9 @@
  *
  * ParallelFor(count, fn) runs fn(0) ... fn(count - 1), each index exactly
  * once, on the workers and on the calling thread, and returns when all are
- * done. Indices are handed out through an atomic counter, so uneven tasks
- * balance themselves. Workers spin (yielding) after a loop before sleeping,
+ * done. Indices are handed out through an atomic counter, a chunk of
+ * consecutive ones at a time (about eight chunks per thread), so uneven
+ * tasks balance themselves. Workers spin (yielding) after a loop before sleeping,
  * because operators come in quick succession and waking a sleeping thread
  * costs more than a small operator; for the same reason the caller spins
  * while the last tasks finish on the workers before it sleeps. The spin
@@ -61,7 +62,7 @@ class ThreadPool {
   int threads_ = 1;
 #if MXLITE_THREADS
   void WorkerLoop();
-  void RunTasks(const std::function<void(int64_t)>& fn, int64_t count);
+  void RunTasks(const std::function<void(int64_t)>& fn, int64_t count, int64_t chunk);
 
   std::vector<std::thread> workers_;
   std::mutex call_mutex_;          // one ParallelFor at a time
@@ -70,6 +71,7 @@ class ThreadPool {
   std::condition_variable done_;
   const std::function<void(int64_t)>* job_ = nullptr;
   int64_t job_count_ = 0;
+  int64_t job_chunk_ = 1;  // indices taken per atomic increment
   std::atomic<int64_t> next_index_{0};
   std::atomic<int64_t> finished_{0};
   std::atomic<uint64_t> generation_{0};

@@ -6,6 +6,7 @@
  * micro-kernel is the one MXLITE_ISA allows, so running this under
  * MXLITE_ISA=scalar / avx2 / unset covers every variant.
  */
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -121,6 +122,24 @@ int main() {
       }
       TestSgemm(false, false, s[0], s[1], s[2], 0.5f, pool);
       TestGemv(s[0], s[2], pool);
+    }
+  }
+  // Every index exactly once, whatever the chunking (indices are handed out
+  // several at a time): counts below, at and far above 8 per thread.
+  ThreadPool two(2);
+  for (ThreadPool* pool : {&two, &three}) {
+    for (int64_t count : {0, 1, 2, 7, 15, 16, 17, 23, 24, 25, 100, 1001, 65537}) {
+      ++g_checks;
+      std::vector<std::atomic<int>> runs(static_cast<size_t>(count));
+      for (auto& r : runs) r.store(0);
+      pool->ParallelFor(count, [&](int64_t i) { runs[static_cast<size_t>(i)].fetch_add(1); });
+      bool once = true;
+      for (auto& r : runs) once = once && r.load() == 1;
+      if (!once) {
+        ++g_failures;
+        std::printf("FAIL: ParallelFor(%lld) on %d threads did not run each index once\n",
+                    static_cast<long long>(count), pool->size());
+      }
     }
   }
   // A task that throws: the exception reaches the caller of ParallelFor,
