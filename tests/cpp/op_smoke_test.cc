@@ -788,7 +788,9 @@ void ConcatTests() {
   const Case cases[] = {{"dim 1", {{2, 3, 5, 7}, {2, 1, 5, 7}, {2, 13, 5, 7}}, 1},
                         {"dim -1", {{2, 3, 5}, {2, 3, 7}}, -1},
                         {"dim 0", {{2, 3}, {5, 3}}, 0},
-                        {"single", {{2, 3}}, 1}};
+                        {"single", {{2, 3}}, 1},
+                        // Rows of 160 KB and 68 KB: copied in 64 KB pieces.
+                        {"large rows", {{2, 40000}, {2, 3}, {2, 17001}}, 1}};
   for (const Case& c : cases) {
     std::vector<Shape> shapes;
     for (const auto& s : c.shapes) shapes.push_back(Shape(s));
