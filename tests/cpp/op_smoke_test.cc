@@ -354,7 +354,7 @@ std::vector<float> NaivePool(const PoolConfig& cfg, const std::vector<float>& x,
   return y;
 }
 
-void TestPooling(const std::string& name, const PoolConfig& cfg) {
+AttrMap PoolAttrs(const PoolConfig& cfg) {
   AttrMap attrs = {{"pool_type", cfg.type}};
   if (!cfg.kernel.empty()) attrs["kernel"] = Dims(cfg.kernel);
   if (!cfg.stride.empty()) attrs["stride"] = Dims(cfg.stride);
@@ -365,6 +365,11 @@ void TestPooling(const std::string& name, const PoolConfig& cfg) {
     attrs["count_include_pad"] = cfg.count_include_pad ? "True" : "False";
   }
   if (cfg.p_value) attrs["p_value"] = std::to_string(cfg.p_value);
+  return attrs;
+}
+
+void TestPooling(const std::string& name, const PoolConfig& cfg) {
+  const AttrMap attrs = PoolAttrs(cfg);
   std::vector<std::vector<float>> inputs;
   Run run;
   Status status = Execute("Pooling", attrs, {Shape(cfg.shape)}, &inputs, &run);
@@ -591,15 +596,7 @@ std::vector<float> TieValues(int64_t count) {
 }
 
 void TestPoolingBitExact(const std::string& name, const PoolConfig& cfg, bool ties) {
-  AttrMap attrs = {{"pool_type", cfg.type}};
-  if (!cfg.kernel.empty()) attrs["kernel"] = Dims(cfg.kernel);
-  if (!cfg.stride.empty()) attrs["stride"] = Dims(cfg.stride);
-  if (!cfg.pad.empty()) attrs["pad"] = Dims(cfg.pad);
-  if (!cfg.convention.empty()) attrs["pooling_convention"] = cfg.convention;
-  if (cfg.global) attrs["global_pool"] = "True";
-  if (cfg.count_include_pad >= 0) {
-    attrs["count_include_pad"] = cfg.count_include_pad ? "True" : "False";
-  }
+  const AttrMap attrs = PoolAttrs(cfg);
   std::vector<std::vector<float>> inputs(1);
   if (ties) inputs[0] = TieValues(cfg.shape[0] * cfg.shape[1] * cfg.shape[2] * cfg.shape[3]);
   Run run;
