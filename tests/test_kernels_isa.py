@@ -89,7 +89,8 @@ def test_row_gather_reads_only_its_row_under_sanitizers(tmp_path, isa):
         ['g++', '-std=c++17', '-O1', '-g', '-fsanitize=address,undefined',
          '-fno-sanitize-recover=undefined', '-Wall', '-Wextra', '-Werror',
          os.path.join(ROOT, 'tests', 'cpp', 'strided_copy_test.cc')] +
-        [os.path.join(ROOT, 'predict', 'kernels', k) for k in ('strided_copy.cc', 'cpu_features.cc')] +
+        [os.path.join(ROOT, 'predict', 'kernels', k)
+         for k in ('strided_copy.cc', 'cpu_features.cc')] +
         ['-o', str(exe)], capture_output=True, text=True)
     assert build.returncode == 0, build.stderr
     result = subprocess.run([str(exe)], env={**os.environ, 'MXLITE_ISA': isa},

@@ -55,18 +55,11 @@ inline __mmask16 LanesInRow(int64_t start, int64_t width) {
   return static_cast<__mmask16>(FirstLanes(width - start) & ~FirstLanes(-start));
 }
 
-// row + offset, computed on the address: offset may point before the row
-// (the left padding), where a masked load reads nothing.
-inline const float* Offset(const float* row, int64_t offset) {
-  return reinterpret_cast<const float*>(reinterpret_cast<uintptr_t>(row) +
-                                        offset * static_cast<int64_t>(sizeof(float)));
-}
-
 // Input columns [x, x + 16) of a row of `width`; columns outside the row
 // (the padding) read as zeros.
 MXLITE_TARGET_AVX512_INLINE __m512 LoadColumns(const float* row, int64_t x, int64_t width) {
   if (x >= 0 && x + 16 <= width) return _mm512_loadu_ps(row + x);
-  return _mm512_maskz_loadu_ps(LanesInRow(x, width), Offset(row, x));
+  return _mm512_maskz_loadu_ps(LanesInRow(x, width), OffsetAddress(row, x));
 }
 
 // One input row's contribution to sixteen outputs, walking along the row.
@@ -182,7 +175,7 @@ constexpr int64_t kFlatMaxWidth = 32;
 // Tap t's sixteen inputs for the outputs from `base`.
 MXLITE_TARGET_AVX512_INLINE __m512 MaskedTap(const uint16_t* masks, const float* base,
                                              const int64_t* offset, int t) {
-  return _mm512_maskz_loadu_ps(masks[t], Offset(base, offset[t]));
+  return _mm512_maskz_loadu_ps(masks[t], OffsetAddress(base, offset[t]));
 }
 
 MXLITE_TARGET_AVX512 void FlatPlaneAvx512(const DepthwisePlaneArgs& a) {

@@ -47,6 +47,15 @@ MXLITE_TARGET_AVX512 inline __m512 ClampAvx512(__m512 lower, __m512 upper, __m51
   return _mm512_maskz_min_ps(all, upper, _mm512_maskz_max_ps(all, lower, x));
 }
 
+// row + offset, computed on the address: for a masked load whose window
+// starts before the row or runs past the end of the array, where the
+// masked-off lanes read nothing (pointer arithmetic outside the array would
+// be undefined behaviour).
+inline const float* OffsetAddress(const float* row, int64_t offset) {
+  return reinterpret_cast<const float*>(reinterpret_cast<uintptr_t>(row) +
+                                        offset * static_cast<int64_t>(sizeof(float)));
+}
+
 // Lanes [0, count) (count may be <= 0 or >= 16).
 MXLITE_TARGET_AVX512_INLINE __mmask16 LanesBelowAvx512(int64_t count) {
   return count >= 16 ? static_cast<__mmask16>(0xffff)

@@ -142,26 +142,31 @@ MXLITE_TARGET_AVX512 void PoolPadded(const Plane2d& p, const float* scratch, int
 constexpr int64_t kMaxPoolSeparableTaps = 16;  // widest kernel_w it takes
 
 // One column block of the first pass: for every row, the maxima of sixteen
-// windows whose first taps are block[0], block[kStride], ... (lanes off
-// their masks read as -FLT_MAX; with kMasked false every lane is inside).
+// windows whose first taps are row[first], row[first + kStride], ... (lanes
+// off their masks read as -FLT_MAX; with kMasked false every lane is
+// inside).
 template <int kStride, bool kMasked>
-MXLITE_TARGET_AVX512_INLINE void RowMaximaBlock(const float* block, int64_t in_w, int64_t rows,
+MXLITE_TARGET_AVX512_INLINE void RowMaximaBlock(const float* row, int64_t first, int64_t in_w,
+                                                int64_t rows,
                                                 int64_t kernel_w, const __mmask16* low_lanes,
                                                 const __mmask16* high_lanes, float* maxima,
                                                 int64_t maxima_stride) {
   const __m512i even =
       _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
   const __m512 lowest = _mm512_set1_ps(-FLT_MAX);
-  for (int64_t r = 0; r < rows; ++r, block += in_w, maxima += maxima_stride) {
+  for (int64_t r = 0; r < rows; ++r, row += in_w, maxima += maxima_stride) {
     __m512 acc = lowest;
     for (int64_t kw = 0; kw < kernel_w; ++kw) {
-      const __m512 low = kMasked ? _mm512_mask_loadu_ps(lowest, low_lanes[kw], block + kw)
-                                 : _mm512_loadu_ps(block + kw);
+      // Masked windows may start before the row or end past the plane.
+      const __m512 low =
+          kMasked ? _mm512_mask_loadu_ps(lowest, low_lanes[kw], OffsetAddress(row, first + kw))
+                  : _mm512_loadu_ps(row + first + kw);
       __m512 v = low;
       if (kStride == 2) {
-        const __m512 high = kMasked
-                                ? _mm512_mask_loadu_ps(lowest, high_lanes[kw], block + kw + 16)
-                                : _mm512_loadu_ps(block + kw + 16);
+        const __m512 high =
+            kMasked ? _mm512_mask_loadu_ps(lowest, high_lanes[kw],
+                                           OffsetAddress(row, first + kw + 16))
+                    : _mm512_loadu_ps(row + first + kw + 16);
         v = _mm512_permutex2var_ps(low, even, high);
       }
       // max(v, acc) keeps acc when v is NaN or equal; the masked form
@@ -194,21 +199,19 @@ MXLITE_TARGET_AVX512 void MaxPoolPlaneSeparable(const Plane2d& p, const float* s
     for (int64_t kw = 0; kw < p.kernel_w; ++kw) {
       inside = inside && low_lanes[kw] == 0xffff && (stride_w == 1 || high_lanes[kw] == 0xffff);
     }
-    const float* block = src + first_column;
     float* maxima = row_maxima + ow;
-    if (stride_w == 1) {
-      if (inside) {
-        RowMaximaBlock<1, false>(block, in_w, p.in_h, p.kernel_w, low_lanes, high_lanes, maxima,
-                                 row_maxima_w);
-      } else {
-        RowMaximaBlock<1, true>(block, in_w, p.in_h, p.kernel_w, low_lanes, high_lanes, maxima,
-                                row_maxima_w);
-      }
+    const int64_t rows = p.in_h, taps = p.kernel_w;
+    if (stride_w == 1 && inside) {
+      RowMaximaBlock<1, false>(src, first_column, in_w, rows, taps, low_lanes, high_lanes,
+                               maxima, row_maxima_w);
+    } else if (stride_w == 1) {
+      RowMaximaBlock<1, true>(src, first_column, in_w, rows, taps, low_lanes, high_lanes, maxima,
+                              row_maxima_w);
     } else if (inside) {
-      RowMaximaBlock<2, false>(block, in_w, p.in_h, p.kernel_w, low_lanes, high_lanes, maxima,
-                               row_maxima_w);
+      RowMaximaBlock<2, false>(src, first_column, in_w, rows, taps, low_lanes, high_lanes,
+                               maxima, row_maxima_w);
     } else {
-      RowMaximaBlock<2, true>(block, in_w, p.in_h, p.kernel_w, low_lanes, high_lanes, maxima,
+      RowMaximaBlock<2, true>(src, first_column, in_w, rows, taps, low_lanes, high_lanes, maxima,
                               row_maxima_w);
     }
   }
@@ -417,9 +420,10 @@ class Pooling : public Operator {
     }
     whole_planes_ = avx512 && (type_ == kMax || type_ == kAvg) && whole_planes &&
                     g.in[0] * g.in[1] * g.in[2] >= 1;
-    vector_plane_ = avx512 && (type_ == kAvg || (type_ == kMax && g.kernel[2] <= kMaxPoolSeparableTaps)) &&
-                    g.in[0] == 1 &&
-                    g.out[0] == 1 && g.kernel[0] == 1 && g.out[2] >= 4 && windows_nonempty &&
+    const bool kind_supported =
+        type_ == kAvg || (type_ == kMax && g.kernel[2] <= kMaxPoolSeparableTaps);
+    vector_plane_ = avx512 && kind_supported && g.in[0] == 1 && g.out[0] == 1 &&
+                    g.kernel[0] == 1 && g.out[2] >= 4 && windows_nonempty &&
                     (g.stride[1] == 1 || g.stride[1] == 2) &&
                     (g.stride[2] == 1 || g.stride[2] == 2);
 #endif
