@@ -418,6 +418,9 @@ def define_op_cases() -> List[OpCase]:
          kernel=(3, 3), pad=(1, 1), num_filter=4, num_group=2)
     conv("conv_depthwise", (2, 5, 13, 13), "Depthwise convolution C=F=num_group=5, stride 2.",
          kernel=(3, 3), pad=(1, 1), stride=(2, 2), num_filter=5, num_group=5)
+    conv("conv_depthwise_blocks", (2, 37, 9, 11),
+         "Depthwise 3x3, 37 channels (two whole 16-channel blocks and a partial one), stride 1.",
+         kernel=(3, 3), pad=(1, 1), num_filter=37, num_group=37)
     conv("conv_1x1", (2, 13, 7, 7), "Pointwise 1x1 convolution, C=13 -> F=5.",
          kernel=(1, 1), num_filter=5)
     conv("conv_no_bias", (2, 3, 13, 13), "Convolution with no_bias=True (no bias param).",

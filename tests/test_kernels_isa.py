@@ -78,19 +78,25 @@ def test_neon_kernels_under_qemu(tmp_path, target):
                 assert f'micro-kernel: {expected}' in run.stdout
 
 
+SANITIZED = {'strided_copy': ('strided_copy_test.cc', 'strided_copy.cc'),
+             'depthwise': ('depthwise_test.cc', 'depthwise.cc')}
+
+
 @pytest.mark.parametrize('isa', ['scalar', 'avx2', 'avx512'])
-def test_row_gather_reads_only_its_row_under_sanitizers(tmp_path, isa):
-    """im2col's row gather starts before the row and runs past its end with
-    masked loads: under AddressSanitizer (the row exactly its width on the
-    heap) and UBSan (no pointer before the row, none from null) on every
-    path."""
-    exe = tmp_path / 'strided_copy_sanitized'
+@pytest.mark.parametrize('driver', sorted(SANITIZED))
+def test_masked_kernels_read_only_their_arrays_under_sanitizers(tmp_path, driver, isa):
+    """im2col's row gather and the depthwise kernels start masked loads
+    before a row and run them past its end, and the depthwise channel
+    blocks keep a scratch per thread: under AddressSanitizer (every plane
+    exactly its size on the heap) and UBSan (no pointer before an array,
+    none from null) on every path."""
+    test_source, kernel = SANITIZED[driver]
+    exe = tmp_path / (driver + '_sanitized')
     build = subprocess.run(
         ['g++', '-std=c++17', '-O1', '-g', '-fsanitize=address,undefined',
          '-fno-sanitize-recover=undefined', '-Wall', '-Wextra', '-Werror',
-         os.path.join(ROOT, 'tests', 'cpp', 'strided_copy_test.cc')] +
-        [os.path.join(ROOT, 'predict', 'kernels', k)
-         for k in ('strided_copy.cc', 'cpu_features.cc')] +
+         os.path.join(ROOT, 'tests', 'cpp', test_source)] +
+        [os.path.join(ROOT, 'predict', 'kernels', k) for k in (kernel, 'cpu_features.cc')] +
         ['-o', str(exe)], capture_output=True, text=True)
     assert build.returncode == 0, build.stderr
     result = subprocess.run([str(exe)], env={**os.environ, 'MXLITE_ISA': isa},

@@ -8,12 +8,16 @@
  * columns it has not seen and builds the shifted windows in registers
  * (stride 1: lane shifts; stride 2: even/odd deinterleaving permutes);
  * loads at the row's ends are masked, so padding reads as zeros without a
- * padded copy. Narrow planes (up to 32 columns) at stride 1 with one
- * column of padding each side are instead computed as one flat array: each
- * tap is then a fixed offset from the output index, one masked load per
- * tap and sixteen outputs (28x28: 1.2x, 14x14: 1.7x, 7x7: 1.8x the row
- * walk). Other ISAs take the scalar loop, which treats padding the same
- * way.
+ * padded copy. Other ISAs take the scalar loop, which treats padding the
+ * same way.
+ *
+ * Planes up to 64 columns wide (MobileNets' 56x56 to 7x7 layers) go faster
+ * with the channels in the lanes instead: sixteen planes are transposed into a
+ * zero-bordered scratch holding, per input pixel, one vector of sixteen
+ * channels; then every output pixel is nine full-width FMAs on unaligned
+ * loads (no masks, no shuffles, no idle lanes at row ends), and sixteen
+ * outputs at a time are transposed back into the planes. All paths sum in
+ * the same order, so they agree to the bit.
  */
 #ifndef MXLITE_KERNELS_DEPTHWISE_H_
 #define MXLITE_KERNELS_DEPTHWISE_H_
@@ -34,9 +38,6 @@ struct DepthwisePlaneArgs {
   int64_t pad_h, pad_w;
   const float* residual;  // out_h x out_w, or null
   float lower, upper;     // clamp
-  // From DepthwiseFlatMasks for this geometry when it returned any: the
-  // plane is then computed as one flat array.
-  const uint16_t* flat_masks = nullptr;
 };
 
 // True when the 3x3 kernel handles this geometry (stride 1 or 2, dilation
@@ -44,14 +45,38 @@ struct DepthwisePlaneArgs {
 bool DepthwiseConv3x3Supported(int64_t stride_h, int64_t stride_w, int64_t dilate_h,
                                int64_t dilate_w, int64_t pad_h, int64_t pad_w);
 
-// For the flat path (AVX-512, stride 1, pad_w 1, up to 32 columns): per
-// group of sixteen outputs, per tap, the lanes whose input lies inside the
-// image. Empty where the flat path does not apply. It depends on the
-// geometry alone, so a layer builds it once, when it is prepared.
-std::vector<uint16_t> DepthwiseFlatMasks(int64_t in_h, int64_t in_w, int64_t stride,
-                                         int64_t pad_h, int64_t pad_w);
-
 void DepthwiseConv3x3Plane(const DepthwisePlaneArgs& args);
+
+// Up to sixteen channels of one image at once, one channel per vector lane
+// (the channel-blocked path; without AVX-512 it runs the plane kernel on
+// each channel, and DepthwiseBlockedApplies keeps layers off it).
+struct DepthwiseBlockArgs {
+  const float* input;      // `channels` planes of in_h x in_w, in_plane apart
+  int64_t channels;        // 1..16
+  int64_t in_h, in_w, in_plane;
+  const float* weights;    // 9 x 16, tap-major (PackDepthwiseBlockWeights)
+  const float* bias;       // 16
+  float* output;           // `channels` planes of out_h x out_w, out_plane apart
+  int64_t out_h, out_w, out_plane;
+  int64_t stride;          // 1 or 2
+  int64_t pad_h, pad_w;
+  const float* residual;   // laid out like output, or null
+  float lower, upper;      // clamp
+};
+
+// True when a layer of this geometry takes the channel-blocked path: the
+// CPU has AVX-512 and the planes are small enough that lanes spent on row
+// ends, shuffles and per-row start-up cost more than transposing sixteen
+// planes into channel-minor order and back (see depthwise.cc).
+bool DepthwiseBlockedApplies(int64_t in_h, int64_t in_w, int64_t out_h, int64_t out_w,
+                             int64_t stride);
+
+// weights: channels x 9, bias: channels. Writes ceil(channels / 16) blocks
+// of 9 x 16 weights and of 16 biases, lanes past the last channel zero.
+void PackDepthwiseBlockWeights(const float* weights, const float* bias, int64_t channels,
+                               std::vector<float>* block_weights, std::vector<float>* block_bias);
+
+void DepthwiseConv3x3Block(const DepthwiseBlockArgs& args);
 
 }  // namespace mxlite
 

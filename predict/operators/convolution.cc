@@ -314,11 +314,13 @@ class Convolution : public Operator {
                     g.kernel[2] == 3 &&
                     DepthwiseConv3x3Supported(g.stride[1], g.stride[2], g.dilate[1],
                                               g.dilate[2], g.pad[1], g.pad[2]);
-    depthwise_flat_masks_.clear();
-    if (depthwise3x3_) {
-      depthwise_flat_masks_ = DepthwiseFlatMasks(g.in[1], g.in[2], g.stride[1], g.pad[1], g.pad[2]);
-    }
+    depthwise_blocked_ = depthwise3x3_ && DepthwiseBlockedApplies(g.in[1], g.in[2], g.out[1],
+                                                                  g.out[2], g.stride[1]);
     FoldWeights(in);
+    if (depthwise_blocked_) {
+      PackDepthwiseBlockWeights(weights_.data(), bias_.data(), g.channels,
+                                &depthwise_block_weights_, &depthwise_block_bias_);
+    }
     *workspace_bytes = 0;
     if (method_ == kWinograd) *workspace_bytes = winograd_.WorkspaceBytes();
     if (method_ == kIm2col) {
@@ -342,6 +344,33 @@ class Convolution : public Operator {
 
     if (method_ == kDepthwise) {
       const int64_t planes = g.batch * g.channels;
+      if (depthwise_blocked_) {
+        const int64_t blocks = (g.channels + 15) / 16;
+        ParallelFor(ctx.pool, g.batch * blocks, [&](int64_t task) {
+          const int64_t block = task % blocks;
+          const int64_t first = (task / blocks) * g.channels + block * 16;
+          DepthwiseBlockArgs args;
+          args.input = data + first * in_plane;
+          args.channels = std::min<int64_t>(16, g.channels - block * 16);
+          args.in_h = g.in[1];
+          args.in_w = g.in[2];
+          args.in_plane = in_plane;
+          args.weights = depthwise_block_weights_.data() + block * 9 * 16;
+          args.bias = depthwise_block_bias_.data() + block * 16;
+          args.output = output + first * out_plane;
+          args.out_h = g.out[1];
+          args.out_w = g.out[2];
+          args.out_plane = out_plane;
+          args.stride = g.stride[1];
+          args.pad_h = g.pad[1];
+          args.pad_w = g.pad[2];
+          args.residual = residual ? residual + first * out_plane : nullptr;
+          args.lower = fusion_.lower;
+          args.upper = fusion_.upper;
+          DepthwiseConv3x3Block(args);
+        });
+        return Status();
+      }
       if (depthwise3x3_) {
         ParallelFor(ctx.pool, planes, [&](int64_t plane) {
           const int64_t c = plane % g.channels;
@@ -360,7 +389,6 @@ class Convolution : public Operator {
           args.residual = residual ? residual + plane * out_plane : nullptr;
           args.lower = fusion_.lower;
           args.upper = fusion_.upper;
-          args.flat_masks = depthwise_flat_masks_.empty() ? nullptr : depthwise_flat_masks_.data();
           DepthwiseConv3x3Plane(args);
         });
         return Status();
@@ -441,6 +469,7 @@ class Convolution : public Operator {
   const char* KernelName() const override {
     static const char* const kNames[] = {"im2col+gemm", "1x1 gemm", "depthwise",
                                          "winograd 4x4"};
+    if (depthwise_blocked_) return "depthwise 16-channel blocks";
     return kNames[method_];
   }
 
@@ -507,7 +536,8 @@ class Convolution : public Operator {
   Geometry geometry_;
   Method method_ = kIm2col;
   bool depthwise3x3_ = false;  // the specialised 3x3 depthwise kernel applies
-  std::vector<uint16_t> depthwise_flat_masks_;  // its flat path's masks, if it takes it
+  bool depthwise_blocked_ = false;  // it takes the channel-blocked path
+  std::vector<float> depthwise_block_weights_, depthwise_block_bias_;  // packed for it
   WinogradGeometry winograd_;
   int64_t rows_per_band_ = 0;
   std::vector<float> weights_;        // depthwise: final weights

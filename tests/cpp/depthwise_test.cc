@@ -3,14 +3,68 @@
  * strides 1 and 2, every padding it accepts (top/bottom and left/right
  * apart), widths around the 16-lane vector (1..40, and 63..65, 97, 130 for
  * rows with several whole vectors) and heights 1..9, with a residual and a
- * clamp. The vector path is whichever MXLITE_ISA allows (with AVX-512, the
- * flat path for planes up to 32 columns wide where its masks exist).
+ * clamp. The vector path is whichever MXLITE_ISA allows.
+ *
+ * The channel-blocked kernel (DepthwiseConv3x3Block) runs the same
+ * geometries on 1..16 channels whose planes lie apart by more than their
+ * size; it must give the plane kernel's bits for every channel (the paths
+ * sum in the same order) and leave the gaps between planes untouched.
  */
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <vector>
 
 #include "../../predict/kernels/depthwise.h"
+
+// Runs `channels` copies of the plane in `plane` (each channel with its
+// own weights, bias and residual) through DepthwiseConv3x3Block and each
+// through DepthwiseConv3x3Plane; returns 1 on the first difference.
+template <typename Random>
+int CheckBlocked(const mxlite::DepthwisePlaneArgs& plane, int64_t channels, Random& next) {
+  using namespace mxlite;
+  const int64_t in_plane = plane.in_h * plane.in_w + 5;
+  const int64_t out_plane = plane.out_h * plane.out_w + 3;
+  std::vector<float> in(channels * in_plane), residual(channels * out_plane);
+  std::vector<float> weights(9 * 16, 0.f), bias(16, 0.f);
+  std::vector<float> out(channels * out_plane, 7.f), want(channels * out_plane, 7.f);
+  for (float& v : in) v = next();
+  for (float& v : residual) v = next();
+  for (int64_t c = 0; c < channels; ++c) {
+    for (int64_t tap = 0; tap < 9; ++tap) weights[tap * 16 + c] = next();
+    bias[c] = next();
+  }
+  DepthwiseBlockArgs block{in.data(), channels, plane.in_h, plane.in_w, in_plane,
+                           weights.data(), bias.data(), out.data(), plane.out_h, plane.out_w,
+                           out_plane, plane.stride, plane.pad_h, plane.pad_w,
+                           plane.residual ? residual.data() : nullptr, plane.lower, plane.upper};
+  DepthwiseConv3x3Block(block);
+  for (int64_t c = 0; c < channels; ++c) {
+    float tap_weights[9];
+    for (int tap = 0; tap < 9; ++tap) tap_weights[tap] = weights[tap * 16 + c];
+    DepthwisePlaneArgs args = plane;
+    args.input = in.data() + c * in_plane;
+    args.weights = tap_weights;
+    args.bias = bias[c];
+    args.output = want.data() + c * out_plane;
+    args.residual = plane.residual ? residual.data() + c * out_plane : nullptr;
+    DepthwiseConv3x3Plane(args);
+  }
+  if (std::memcmp(out.data(), want.data(), out.size() * sizeof(float)) != 0) {
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (std::memcmp(&out[i], &want[i], sizeof(float)) != 0) {
+        std::printf("FAIL blocked: %lld channels stride=%lld pad=%lld,%lld h=%lld w=%lld, "
+                    "float %zu: %g vs the plane kernel's %g\n",
+                    (long long)channels, (long long)plane.stride, (long long)plane.pad_h,
+                    (long long)plane.pad_w, (long long)plane.in_h, (long long)plane.in_w, i,
+                    out[i], want[i]);
+        break;
+      }
+    }
+    return 1;
+  }
+  return 0;
+}
 
 int main() {
   using namespace mxlite;
@@ -36,10 +90,9 @@ int main() {
           for (float& v : residual) v = next();
           DepthwisePlaneArgs args{in.data(), h, w, weights.data(), 0.25f, out.data(), oh, ow,
                                   stride, pad, pad_w, residual.data(), -0.5f, 1.5f};
-          // As a layer does: the flat path's masks where it applies.
-          const std::vector<uint16_t> masks = DepthwiseFlatMasks(h, w, stride, pad, pad_w);
-          if (!masks.empty()) args.flat_masks = masks.data();
           DepthwiseConv3x3Plane(args);
+          ++checks;
+          failures += CheckBlocked(args, 1 + (h * 7 + w + stride + pads) % 16, next);
           ++checks;
           for (int64_t y = 0; y < oh; ++y) {
             for (int64_t x = 0; x < ow; ++x) {
