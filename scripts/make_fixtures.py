@@ -421,6 +421,9 @@ def define_op_cases() -> List[OpCase]:
     conv("conv_depthwise_blocks", (2, 37, 9, 11),
          "Depthwise 3x3, 37 channels (two whole 16-channel blocks and a partial one), stride 1.",
          kernel=(3, 3), pad=(1, 1), num_filter=37, num_group=37)
+    conv("conv_stem_7x7", (2, 3, 23, 37),
+         "ResNet-style stem: 3 channels, 7x7 stride 2 pad 3, 10 filters (the direct kernel).",
+         kernel=(7, 7), pad=(3, 3), stride=(2, 2), num_filter=10)
     conv("conv_1x1", (2, 13, 7, 7), "Pointwise 1x1 convolution, C=13 -> F=5.",
          kernel=(1, 1), num_filter=5)
     conv("conv_no_bias", (2, 3, 13, 13), "Convolution with no_bias=True (no bias param).",

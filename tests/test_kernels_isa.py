@@ -3,7 +3,8 @@
 MXLITE_ISA caps the instruction set the run-time dispatch may pick, so one
 AVX-512 machine covers the AVX-512, AVX2 and portable paths. The C++
 drivers compare the blocked GEMM (all epilogues, threads), the GEMV and the
-3x3 depthwise and Winograd kernels with naive loops on awkward sizes.
+3x3 depthwise, direct (few-channel) and Winograd kernels with naive loops on
+awkward sizes.
 """
 import os
 import subprocess
@@ -14,8 +15,10 @@ from conftest import ROOT
 
 KERNELS = ['cpu_features.cc', 'thread_pool.cc', 'gemm_generic.cc', 'gemm_x86.cc', 'gemm_neon.cc',
            'gemm.cc',
-           'depthwise.cc', 'strided_copy.cc', 'winograd.cc', 'winograd_avx512.cc']
+           'depthwise.cc', 'direct_conv.cc', 'strided_copy.cc', 'winograd.cc',
+           'winograd_avx512.cc']
 DRIVERS = {'gemm': 'gemm_test.cc', 'depthwise': 'depthwise_test.cc',
+           'direct_conv': 'direct_conv_test.cc',
            'winograd': 'winograd_test.cc', 'strided_copy': 'strided_copy_test.cc'}
 
 
@@ -78,8 +81,9 @@ def test_neon_kernels_under_qemu(tmp_path, target):
                 assert f'micro-kernel: {expected}' in run.stdout
 
 
-SANITIZED = {'strided_copy': ('strided_copy_test.cc', 'strided_copy.cc'),
-             'depthwise': ('depthwise_test.cc', 'depthwise.cc')}
+SANITIZED = {'strided_copy': ('strided_copy_test.cc', ['strided_copy.cc']),
+             'depthwise': ('depthwise_test.cc', ['depthwise.cc']),
+             'direct_conv': ('direct_conv_test.cc', ['direct_conv.cc', 'strided_copy.cc'])}
 
 
 @pytest.mark.parametrize('isa', ['scalar', 'avx2', 'avx512'])
@@ -87,16 +91,16 @@ SANITIZED = {'strided_copy': ('strided_copy_test.cc', 'strided_copy.cc'),
 def test_masked_kernels_read_only_their_arrays_under_sanitizers(tmp_path, driver, isa):
     """im2col's row gather and the depthwise kernels start masked loads
     before a row and run them past its end, and the depthwise channel
-    blocks keep a scratch per thread: under AddressSanitizer (every plane
+    blocks and the direct convolution keep scratch per thread: under AddressSanitizer (every plane
     exactly its size on the heap) and UBSan (no pointer before an array,
     none from null) on every path."""
-    test_source, kernel = SANITIZED[driver]
+    test_source, kernels = SANITIZED[driver]
     exe = tmp_path / (driver + '_sanitized')
     build = subprocess.run(
         ['g++', '-std=c++17', '-O1', '-g', '-fsanitize=address,undefined',
          '-fno-sanitize-recover=undefined', '-Wall', '-Wextra', '-Werror',
          os.path.join(ROOT, 'tests', 'cpp', test_source)] +
-        [os.path.join(ROOT, 'predict', 'kernels', k) for k in (kernel, 'cpu_features.cc')] +
+        [os.path.join(ROOT, 'predict', 'kernels', k) for k in kernels + ['cpu_features.cc']] +
         ['-o', str(exe)], capture_output=True, text=True)
     assert build.returncode == 0, build.stderr
     result = subprocess.run([str(exe)], env={**os.environ, 'MXLITE_ISA': isa},

@@ -6,7 +6,7 @@
  * convolution gets unit dims in front (kernel 1, stride 1, pad 0), which
  * changes neither the arithmetic nor the memory layout.
  *
- * Four kernels, chosen in Prepare from the final shapes:
+ * Five kernels, chosen in Prepare from the final shapes:
  *   - depthwise (num_group == C == num_filter): a direct loop. Each input
  *     plane meets a single small filter, so a GEMM would have M = 1 and do
  *     nothing useful; instead every filter tap adds a shifted, clipped row of
@@ -17,6 +17,9 @@
  *     GEMM runs on it directly;
  *   - 3x3 stride-1 layers with enough channels and output tiles (see
  *     WinogradApplies): Winograd F(4x4, 3x3), a quarter of the multiplies;
+ *   - 2-D layers with at most 4 input channels (network stems), with
+ *     AVX-512: a direct kernel that reads the input rows in place of a
+ *     column matrix (kernels/direct_conv.h);
  *   - everything else: im2col then GEMM. For each image and group, the
  *     columns matrix holds one row per (input channel, kd, kh, kw) and one
  *     column per output position (zeros where a tap falls in the padding),
@@ -38,6 +41,7 @@
 #include <limits>
 
 #include "../kernels/depthwise.h"
+#include "../kernels/direct_conv.h"
 #include "../kernels/gemm.h"
 #include "../kernels/strided_copy.h"
 #include "../kernels/winograd.h"
@@ -151,7 +155,7 @@ void DepthwisePlane(const Geometry& g, const float* in, const float* filter, flo
   }
 }
 
-enum Method { kIm2col, kPointwise, kDepthwise, kWinograd };
+enum Method { kIm2col, kPointwise, kDepthwise, kWinograd, kDirect };
 
 // MXLITE_WINOGRAD=0 turns the Winograd path off (to compare, or to debug).
 inline bool WinogradDisabled() {
@@ -307,6 +311,13 @@ class Convolution : public Operator {
       winograd_.out_w = g.out[2];
       winograd_.pad_h = g.pad[1];
       winograd_.pad_w = g.pad[2];
+    } else if (g.in[0] == 1 && g.kernel[0] == 1 &&
+               DirectConvApplies(g.channels, g.groups, g.kernel[1], g.kernel[2], g.stride[1],
+                                 g.stride[2], g.dilate[1], g.dilate[2])) {
+      method_ = kDirect;
+      direct_ = DirectConvGeometry{g.channels, g.in[1], g.in[2], g.filters, g.kernel[1],
+                                   g.kernel[2], g.stride[1], g.pad[1], g.pad[2],
+                                   g.out[1], g.out[2]};
     } else {
       method_ = kIm2col;
     }
@@ -421,6 +432,22 @@ class Convolution : public Operator {
       return Status();
     }
 
+    if (method_ == kDirect) {
+      // Bands of up to 8 rows (each gathers its input rows once), at least
+      // two per thread.
+      const int64_t threads = ctx.pool ? ctx.pool->size() : 1;
+      const int64_t band = std::max<int64_t>(1, std::min<int64_t>(8, g.out[1] / (2 * threads)));
+      const int64_t bands = (g.out[1] + band - 1) / band;
+      ParallelFor(ctx.pool, g.batch * bands, [&](int64_t task) {
+        const int64_t n = task / bands, first = task % bands * band;
+        const int64_t out_offset = n * g.filters * out_plane;
+        DirectConvRows(direct_, data + n * g.channels * in_plane, direct_weights_.data(),
+                       bias_.data(), first, std::min(g.out[1], first + band), output + out_offset,
+                       residual ? residual + out_offset : nullptr, fusion_.lower, fusion_.upper);
+      });
+      return Status();
+    }
+
     const int64_t group_in = g.channels / g.groups;
     const int64_t group_out = g.filters / g.groups;
     const int64_t depth = group_in * g.KernelSize();
@@ -468,7 +495,7 @@ class Convolution : public Operator {
 
   const char* KernelName() const override {
     static const char* const kNames[] = {"im2col+gemm", "1x1 gemm", "depthwise",
-                                         "winograd 4x4"};
+                                         "winograd 4x4", "direct"};
     if (depthwise_blocked_) return "depthwise 16-channel blocks";
     return kNames[method_];
   }
@@ -512,6 +539,12 @@ class Convolution : public Operator {
     }
     packed_.clear();
     if (method_ == kDepthwise) return;
+    if (method_ == kDirect) {
+      PackDirectConvWeights(weights_.data(), direct_, &direct_weights_);
+      weights_.clear();
+      weights_.shrink_to_fit();
+      return;
+    }
     if (method_ == kWinograd) {
       WinogradPackWeights(weights_.data(), g.filters, g.channels, &packed_);
       weights_.clear();
@@ -539,6 +572,8 @@ class Convolution : public Operator {
   bool depthwise_blocked_ = false;  // it takes the channel-blocked path
   std::vector<float> depthwise_block_weights_, depthwise_block_bias_;  // packed for it
   WinogradGeometry winograd_;
+  DirectConvGeometry direct_{};
+  std::vector<float> direct_weights_;  // packed for the direct kernel
   int64_t rows_per_band_ = 0;
   std::vector<float> weights_;        // depthwise: final weights
   std::vector<float> bias_;           // final per-filter bias

@@ -1,0 +1,58 @@
+/*
+ * Direct convolution for layers with few input channels: the stems of
+ * image networks (3 channels in, 3x3 or 7x7 taps, stride 2).
+ *
+ * im2col + GEMM is a poor fit there: the column matrix is ~50x the input
+ * (7 MB for ResNet's 7x7 stem at 224x224), built and then streamed from
+ * L2/L3, and 64 filters leave the GEMM's 12-row tiles a 4-row remainder.
+ * Here each output row is computed straight from a few input rows. A band
+ * of output rows first copies the input rows it reads into zero-padded
+ * lines, one per (channel, input row, column phase): for stride 2 the even
+ * and the odd columns apart, so that tap (c, ky, kx) of output column ox is
+ * element ox + kx / stride of one line: a plain vector load. A tile of 8 filters by up
+ * to 48 output columns keeps 24 accumulators; each tap costs up to three
+ * loads, eight broadcast weights and 24 FMAs, so the loop is FMA-bound.
+ *
+ * Taps are summed in im2col's row order (channel, ky, kx), one FMA chain per
+ * output, then bias, residual and clamp as the GEMM's epilogue applies
+ * them: the results are the im2col path's to the bit.
+ */
+#ifndef MXLITE_KERNELS_DIRECT_CONV_H_
+#define MXLITE_KERNELS_DIRECT_CONV_H_
+
+#include <cstdint>
+#include <vector>
+
+namespace mxlite {
+
+struct DirectConvGeometry {
+  int64_t channels, in_h, in_w;
+  int64_t filters, kernel_h, kernel_w;
+  int64_t stride;  // the same along both axes, 1 or 2
+  int64_t pad_h, pad_w;
+  int64_t out_h, out_w;
+};
+
+// True when a layer takes the direct kernel: AVX-512, one group, 2-D,
+// dilation 1, equal strides of 1 or 2, at most 4 input channels and at most
+// 11x11 taps. (Without AVX-512 the layer stays on im2col + GEMM.)
+bool DirectConvApplies(int64_t channels, int64_t groups, int64_t kernel_h, int64_t kernel_w,
+                       int64_t stride_h, int64_t stride_w, int64_t dilate_h, int64_t dilate_w);
+
+// weights: filters x (channels * kernel_h * kernel_w), as MXNet stores them.
+// Packs groups of 8 filters, tap-major, the last group padded with zeros.
+void PackDirectConvWeights(const float* weights, const DirectConvGeometry& g,
+                           std::vector<float>* packed);
+
+// Output rows [row_begin, row_end) of one image, every filter: output and
+// residual point at the image's first plane (filters planes of out_h x
+// out_w); residual may be null. bias: one per filter. A band of rows
+// gathers each input row it reads once, so bands of several rows are
+// cheaper per row than single rows.
+void DirectConvRows(const DirectConvGeometry& g, const float* input, const float* packed,
+                    const float* bias, int64_t row_begin, int64_t row_end, float* output,
+                    const float* residual, float lower, float upper);
+
+}  // namespace mxlite
+
+#endif  // MXLITE_KERNELS_DIRECT_CONV_H_
