@@ -361,23 +361,15 @@ class Convolution : public Operator {
           const int64_t block = task % blocks;
           const int64_t first = (task / blocks) * g.channels + block * 16;
           DepthwiseBlockArgs args;
+          SetDepthwiseGeometry(&args);
           args.input = data + first * in_plane;
           args.channels = std::min<int64_t>(16, g.channels - block * 16);
-          args.in_h = g.in[1];
-          args.in_w = g.in[2];
           args.in_plane = in_plane;
           args.weights = depthwise_block_weights_.data() + block * 9 * 16;
           args.bias = depthwise_block_bias_.data() + block * 16;
           args.output = output + first * out_plane;
-          args.out_h = g.out[1];
-          args.out_w = g.out[2];
           args.out_plane = out_plane;
-          args.stride = g.stride[1];
-          args.pad_h = g.pad[1];
-          args.pad_w = g.pad[2];
           args.residual = residual ? residual + first * out_plane : nullptr;
-          args.lower = fusion_.lower;
-          args.upper = fusion_.upper;
           DepthwiseConv3x3Block(args);
         });
         return Status();
@@ -386,20 +378,12 @@ class Convolution : public Operator {
         ParallelFor(ctx.pool, planes, [&](int64_t plane) {
           const int64_t c = plane % g.channels;
           DepthwisePlaneArgs args;
+          SetDepthwiseGeometry(&args);
           args.input = data + plane * in_plane;
-          args.in_h = g.in[1];
-          args.in_w = g.in[2];
           args.weights = weights_.data() + c * 9;
           args.bias = bias_[c];
           args.output = output + plane * out_plane;
-          args.out_h = g.out[1];
-          args.out_w = g.out[2];
-          args.stride = g.stride[1];
-          args.pad_h = g.pad[1];
-          args.pad_w = g.pad[2];
           args.residual = residual ? residual + plane * out_plane : nullptr;
-          args.lower = fusion_.lower;
-          args.upper = fusion_.upper;
           DepthwiseConv3x3Plane(args);
         });
         return Status();
@@ -501,6 +485,21 @@ class Convolution : public Operator {
   }
 
  private:
+  // The fields the 3x3 depthwise kernels' two argument structs share.
+  template <typename Args>
+  void SetDepthwiseGeometry(Args* args) const {
+    const Geometry& g = geometry_;
+    args->in_h = g.in[1];
+    args->in_w = g.in[2];
+    args->out_h = g.out[1];
+    args->out_w = g.out[2];
+    args->stride = g.stride[1];
+    args->pad_h = g.pad[1];
+    args->pad_w = g.pad[2];
+    args->lower = fusion_.lower;
+    args->upper = fusion_.upper;
+  }
+
   GemmEpilogue Epilogue(const float* bias, const float* residual, int64_t stride) const {
     GemmEpilogue epilogue;
     epilogue.bias = bias;
