@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cpu_features.h"
+#include "lane_pack.h"
 
 #include "x86_simd.h"
 
@@ -12,8 +13,7 @@ namespace mxlite {
 
 namespace depthwise_cc {
 
-// Channels per block on the channel-blocked path: one AVX-512 vector.
-constexpr int kBlockLanes = 16;
+constexpr int kBlockLanes = static_cast<int>(kDepthwiseBlockChannels);
 
 // One output element, padding read as zero.
 inline float Window(const DepthwisePlaneArgs& a, int64_t oy, int64_t ox) {
@@ -152,10 +152,10 @@ MXLITE_TARGET_AVX512 void PlaneAvx512(const DepthwisePlaneArgs& a) {
   }
 }
 
-// Channel-blocked path (kBlockLanes is defined above, for every target). The scratch holds the padded input window
-// (rows x cols pixels, rows = (out_h - 1) * stride + 3, likewise cols), one
-// 16-float vector of channels per pixel, zeros in the padding; input pixels
-// the window never reads are left out.
+// Channel-blocked path. The scratch holds the padded input window (rows x
+// cols pixels, rows = (out_h - 1) * stride + 3, likewise cols), one 16-float
+// vector of channels per pixel, zeros in the padding; input pixels the
+// window never reads are left out.
 struct BlockWindow {
   int64_t rows, cols;
 };
@@ -314,35 +314,24 @@ void DepthwiseConv3x3Plane(const DepthwisePlaneArgs& args) {
   depthwise_cc::PlaneScalar(args);
 }
 
-bool DepthwiseBlockedApplies(int64_t in_h, int64_t in_w, int64_t out_h, int64_t out_w,
-                             int64_t stride) {
+bool DepthwiseBlockedApplies(int64_t in_w) {
 #if defined(MXLITE_X86_64)
   static const bool avx512 = SelectedIsa() == Isa::kAvx512;
   // Up to 64 input columns (MobileNets' 56x56 layers and smaller) it beats
   // the row walk: 1.4x at 56x56, 1.7x at 28x28, 1.8-4.3x at 14x14 and 7x7
   // (warm, one thread, stride 2 gaining most). At 112 columns the row walk
   // is 5-15% faster: it has no transposes, and wide rows keep its lanes busy.
-  (void)in_h, (void)out_h, (void)out_w, (void)stride;
   return avx512 && in_w <= 64;
 #else
-  (void)in_h, (void)in_w, (void)out_h, (void)out_w, (void)stride;
+  (void)in_w;
   return false;
 #endif
 }
 
 void PackDepthwiseBlockWeights(const float* weights, const float* bias, int64_t channels,
                                std::vector<float>* block_weights, std::vector<float>* block_bias) {
-  const int64_t lanes = depthwise_cc::kBlockLanes;
-  const int64_t blocks = (channels + lanes - 1) / lanes;
-  block_weights->assign(static_cast<size_t>(blocks * 9 * lanes), 0.f);
-  block_bias->assign(static_cast<size_t>(blocks * lanes), 0.f);
-  for (int64_t c = 0; c < channels; ++c) {
-    const int64_t block = c / lanes, lane = c % lanes;
-    for (int64_t tap = 0; tap < 9; ++tap) {
-      (*block_weights)[static_cast<size_t>((block * 9 + tap) * lanes + lane)] = weights[c * 9 + tap];
-    }
-    (*block_bias)[static_cast<size_t>(block * lanes + lane)] = bias[c];
-  }
+  PackRowsInLanes(weights, channels, 9, kDepthwiseBlockChannels, block_weights);
+  PackRowsInLanes(bias, channels, 1, kDepthwiseBlockChannels, block_bias);
 }
 
 void DepthwiseConv3x3Block(const DepthwiseBlockArgs& args) {

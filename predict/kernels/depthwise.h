@@ -47,6 +47,9 @@ bool DepthwiseConv3x3Supported(int64_t stride_h, int64_t stride_w, int64_t dilat
 
 void DepthwiseConv3x3Plane(const DepthwisePlaneArgs& args);
 
+// Channels per block on the channel-blocked path: one AVX-512 vector.
+constexpr int64_t kDepthwiseBlockChannels = 16;
+
 // Up to sixteen channels of one image at once, one channel per vector lane
 // (the channel-blocked path; without AVX-512 it runs the plane kernel on
 // each channel, and DepthwiseBlockedApplies keeps layers off it).
@@ -68,8 +71,7 @@ struct DepthwiseBlockArgs {
 // CPU has AVX-512 and the planes are small enough that lanes spent on row
 // ends, shuffles and per-row start-up cost more than transposing sixteen
 // planes into channel-minor order and back (see depthwise.cc).
-bool DepthwiseBlockedApplies(int64_t in_h, int64_t in_w, int64_t out_h, int64_t out_w,
-                             int64_t stride);
+bool DepthwiseBlockedApplies(int64_t in_w);
 
 // weights: channels x 9, bias: channels. Writes ceil(channels / 16) blocks
 // of 9 x 16 weights and of 16 biases, lanes past the last channel zero.

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cpu_features.h"
+#include "lane_pack.h"
 #include "strided_copy.h"
 
 #include "x86_simd.h"
@@ -205,15 +206,8 @@ bool DirectConvApplies(int64_t channels, int64_t groups, int64_t kernel_h, int64
 
 void PackDirectConvWeights(const float* weights, const DirectConvGeometry& g,
                            std::vector<float>* packed) {
-  const int64_t lanes = direct_conv_cc::kTileFilters, taps = direct_conv_cc::Taps(g);
-  const int64_t groups = (g.filters + lanes - 1) / lanes;
-  packed->assign(static_cast<size_t>(groups * taps * lanes), 0.f);
-  for (int64_t f = 0; f < g.filters; ++f) {
-    for (int64_t tap = 0; tap < taps; ++tap) {
-      (*packed)[static_cast<size_t>(((f / lanes) * taps + tap) * lanes + f % lanes)] =
-          weights[f * taps + tap];
-    }
-  }
+  PackRowsInLanes(weights, g.filters, direct_conv_cc::Taps(g), direct_conv_cc::kTileFilters,
+                  packed);
 }
 
 void DirectConvRows(const DirectConvGeometry& g, const float* input, const float* packed,

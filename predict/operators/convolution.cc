@@ -325,13 +325,8 @@ class Convolution : public Operator {
                     g.kernel[2] == 3 &&
                     DepthwiseConv3x3Supported(g.stride[1], g.stride[2], g.dilate[1],
                                               g.dilate[2], g.pad[1], g.pad[2]);
-    depthwise_blocked_ = depthwise3x3_ && DepthwiseBlockedApplies(g.in[1], g.in[2], g.out[1],
-                                                                  g.out[2], g.stride[1]);
+    depthwise_blocked_ = depthwise3x3_ && DepthwiseBlockedApplies(g.in[2]);
     FoldWeights(in);
-    if (depthwise_blocked_) {
-      PackDepthwiseBlockWeights(weights_.data(), bias_.data(), g.channels,
-                                &depthwise_block_weights_, &depthwise_block_bias_);
-    }
     *workspace_bytes = 0;
     if (method_ == kWinograd) *workspace_bytes = winograd_.WorkspaceBytes();
     if (method_ == kIm2col) {
@@ -356,17 +351,18 @@ class Convolution : public Operator {
     if (method_ == kDepthwise) {
       const int64_t planes = g.batch * g.channels;
       if (depthwise_blocked_) {
-        const int64_t blocks = (g.channels + 15) / 16;
+        const int64_t lanes = kDepthwiseBlockChannels;
+        const int64_t blocks = (g.channels + lanes - 1) / lanes;
         ParallelFor(ctx.pool, g.batch * blocks, [&](int64_t task) {
           const int64_t block = task % blocks;
-          const int64_t first = (task / blocks) * g.channels + block * 16;
+          const int64_t first = (task / blocks) * g.channels + block * lanes;
           DepthwiseBlockArgs args;
           SetDepthwiseGeometry(&args);
           args.input = data + first * in_plane;
-          args.channels = std::min<int64_t>(16, g.channels - block * 16);
+          args.channels = std::min(lanes, g.channels - block * lanes);
           args.in_plane = in_plane;
-          args.weights = depthwise_block_weights_.data() + block * 9 * 16;
-          args.bias = depthwise_block_bias_.data() + block * 16;
+          args.weights = depthwise_block_weights_.data() + block * 9 * lanes;
+          args.bias = depthwise_block_bias_.data() + block * lanes;
           args.output = output + first * out_plane;
           args.out_plane = out_plane;
           args.residual = residual ? residual + first * out_plane : nullptr;
@@ -513,7 +509,8 @@ class Convolution : public Operator {
   // Final weights and per-filter bias, with a fused BatchNorm folded in:
   //   bn(conv(x) + b) = conv(x) * s + ((b - mean) * s + beta),
   //   s = gamma / sqrt(var + eps)        (gamma = 1 with fix_gamma)
-  // then packed for the GEMM (not for depthwise, which reads them directly).
+  // then packed for the kernel that reads them (the depthwise plane paths
+  // read them as they are).
   void FoldWeights(const std::vector<NDArray>& in) {
     const Geometry& g = geometry_;
     const int64_t per_filter = g.channels / g.groups * g.KernelSize();
@@ -537,7 +534,15 @@ class Convolution : public Operator {
       }
     }
     packed_.clear();
-    if (method_ == kDepthwise) return;
+    if (method_ == kDepthwise) {
+      if (depthwise_blocked_) {
+        PackDepthwiseBlockWeights(weights_.data(), bias_.data(), g.channels,
+                                  &depthwise_block_weights_, &depthwise_block_bias_);
+        weights_.clear();  // the packed copy is all the blocked path reads
+        weights_.shrink_to_fit();
+      }
+      return;
+    }
     if (method_ == kDirect) {
       PackDirectConvWeights(weights_.data(), direct_, &direct_weights_);
       weights_.clear();
@@ -574,7 +579,7 @@ class Convolution : public Operator {
   DirectConvGeometry direct_{};
   std::vector<float> direct_weights_;  // packed for the direct kernel
   int64_t rows_per_band_ = 0;
-  std::vector<float> weights_;        // depthwise: final weights
+  std::vector<float> weights_;        // depthwise plane paths: final weights
   std::vector<float> bias_;           // final per-filter bias
   std::vector<PackedMatrix> packed_;  // per group, for the GEMM
 };
