@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "../../predict/kernels/depthwise.h"
+#include "test_random.h"
 
 // Runs `channels` copies of the plane in `plane` (each channel with its
 // own weights, bias and residual) through DepthwiseConv3x3Block and each
@@ -69,11 +70,7 @@ int CheckBlocked(const mxlite::DepthwisePlaneArgs& plane, int64_t channels, Rand
 int main() {
   using namespace mxlite;
   int checks = 0, failures = 0;
-  unsigned state = 12345;
-  auto next = [&] {
-    state = state * 1664525u + 1013904223u;
-    return static_cast<float>((state >> 8) & 0xffff) / 32768.f - 1.f;
-  };
+  TestRandom next(12345u);
   for (int64_t stride = 1; stride <= 2; ++stride) {
     for (int64_t pads = 0; pads <= 8; ++pads) {
       const int64_t pad = pads / 3, pad_w = pads % 3;

@@ -13,15 +13,12 @@
 #include <vector>
 
 #include "../../predict/kernels/direct_conv.h"
+#include "test_random.h"
 
 int main() {
   using namespace mxlite;
   int checks = 0, failures = 0;
-  unsigned state = 2024;
-  auto next = [&] {
-    state = state * 1664525u + 1013904223u;
-    return static_cast<float>((state >> 8) & 0xffff) / 32768.f - 1.f;
-  };
+  TestRandom next(2024u);
   struct Case {
     int64_t channels, kernel_h, kernel_w, stride, pad_h, pad_w, filters;
   };

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "../../predict/kernels/gemm.h"
+#include "test_random.h"
 
 namespace gemm_test {
 
@@ -25,11 +26,8 @@ int g_checks = 0;
 
 std::vector<float> Random(int64_t count, unsigned seed) {
   std::vector<float> values(static_cast<size_t>(count));
-  unsigned state = seed * 2654435761u + 1;
-  for (float& v : values) {
-    state = state * 1664525u + 1013904223u;
-    v = static_cast<float>((state >> 8) & 0xffff) / 32768.f - 1.f;
-  }
+  TestRandom next(seed * 2654435761u + 1);
+  for (float& v : values) v = next();
   return values;
 }
 

@@ -11,15 +11,12 @@
 #include <vector>
 
 #include "../../predict/kernels/winograd.h"
+#include "test_random.h"
 
 int main() {
   using namespace mxlite;
   int checks = 0, failures = 0;
-  unsigned state = 777;
-  auto next = [&] {
-    state = state * 1664525u + 1013904223u;
-    return static_cast<float>((state >> 8) & 0xffff) / 32768.f - 1.f;
-  };
+  TestRandom next(777u);
   ThreadPool pool(2);
   const int64_t channel_cases[][2] = {{1, 1}, {3, 5}, {16, 8}, {40, 33}};
   for (const auto& cf : channel_cases) {
