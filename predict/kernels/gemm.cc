@@ -135,8 +135,11 @@ void GemmRange(const PackedMatrix& a, const float* b, int64_t ldb, bool b_transp
       for (int64_t i0 = row_begin; i0 < row_end; i0 += mr) {
         const int64_t rows = std::min<int64_t>(mr, row_end - i0);
         const float* a_strip = a.Strip(block, i0 / mr);
-        for (int64_t jr = 0; jr < nc; jr += nr) {
-          const int64_t cols = std::min<int64_t>(nr, nc - jr);
+        for (int64_t jr = 0, cols = 0; jr < nc; jr += cols) {
+          const int64_t remaining = nc - jr;
+          const bool wide = b_in_place && remaining >= kernel.wide_min_cols &&
+                            remaining <= kernel.wide_max_cols;
+          cols = wide ? remaining : std::min<int64_t>(nr, remaining);
           float* c_tile = c + i0 * ldc + j0 + jr;
           const float* b_strip = b_packed     ? b_packed + ((j0 + jr) / nr) * depth * nr + p0 * nr
                                  : b_in_place ? b + p0 * ldb + j0 + jr
@@ -192,12 +195,16 @@ void GemmDispatch(const PackedMatrix& a, const float* b, int64_t ldb, bool b_tra
   const int mr = a.kernel().mr, nr = a.kernel().nr;
   const int64_t col_strips = CeilDiv(n, nr), row_strips = CeilDiv(m, mr);
   // Split columns (each thread packs only its own B panels) unless rows
-  // divide more evenly: a 7x7 map has 2 column strips, a 14x14 one 7 (4:3
-  // over two threads), while a layer has tens of row strips.
+  // divide more evenly. The cost of a split is the largest share's area in
+  // elements of C, not in strips: a 7x7 map's 49 columns are a 32-column
+  // strip and a 17-column one, so splitting them gives one thread nearly
+  // twice the other's work (2 threads ran 512 x 4608 x 49 at 1.6x one
+  // thread's speed that way), while a layer has tens of row strips.
   int64_t col_chunks = 1, row_chunks = 1;
   if (threads > 1) {
-    const int64_t col_split_cost = CeilDiv(col_strips, threads) * row_strips;
-    const int64_t row_split_cost = CeilDiv(row_strips, threads) * col_strips;
+    const int64_t padded_rows = std::min(m, row_strips * mr);
+    const int64_t col_split_cost = std::min(n, CeilDiv(col_strips, threads) * nr) * padded_rows;
+    const int64_t row_split_cost = std::min(m, CeilDiv(row_strips, threads) * mr) * n;
     if (col_strips >= threads && col_split_cost <= row_split_cost) {
       col_chunks = threads;
     } else {
@@ -301,7 +308,10 @@ Status PackedMatrix::Pack(const float* a, int64_t lda, int64_t rows, int64_t dep
   // Every element is written below (padding rows as zeros), so a buffer of
   // the right size from an earlier call is reused as it is: no clearing, no
   // fresh pages to fault in.
-  data_.resize(static_cast<size_t>(offset));
+  // kPackedSlack zeros after the last strip: a micro-kernel may load a whole
+  // vector where a strip step holds fewer floats (see TailTile).
+  data_.resize(static_cast<size_t>(offset + kPackedSlack));
+  std::fill(data_.end() - kPackedSlack, data_.end(), 0.f);
   ParallelFor(pool, blocks * strips_, [&](int64_t task) {
     const int64_t block = task / strips_, strip = task % strips_;
     const int64_t p0 = block * gemm_cc::kKc, kc = BlockDepth(block);

@@ -43,6 +43,10 @@ using MicroKernelTileFn = void (*)(int64_t kc, const float* a, const float* b, i
                                    float* c, int64_t ldc, bool accumulate, int rows, int cols,
                                    const TileEpilogue* ep);
 
+// Floats readable past the end of a packed A matrix (zeros), so a kernel
+// may load one whole vector at any step of a strip.
+constexpr int kPackedSlack = 16;
+
 struct MicroKernel {
   const char* name;
   int mr;  // rows of the register tile
@@ -57,6 +61,10 @@ struct MicroKernel {
   // stores). Null where the kernel has no such variant: the driver then
   // packs B, computes partial tiles into scratch and copies them out.
   MicroKernelTileFn run_tile;
+  // Wider tiles run_tile takes when B is read in place: a row's last
+  // wide_min_cols...wide_max_cols columns go to one call (0, 0: none).
+  int wide_min_cols;
+  int wide_max_cols;
 };
 
 // The micro-kernel for `isa`, or the best one at most as wide.

@@ -108,7 +108,12 @@ int main() {
                               {13, 2048, 20},
                               // edge columns in a tail of single columns (AVX-512), several
                               // depth blocks
-                              {24, 22, 300}, {36, 3, 40}, {12, 56, 17}, {12, 21, 513}};
+                              {24, 22, 300}, {36, 3, 40}, {12, 56, 17}, {12, 21, 513},
+                              // AVX-512's wide tiles (41...52 columns, as two half strips):
+                              // masked third vector, tails of 1 and 4 columns, a partial
+                              // last strip, a wide remainder of a second column panel
+                              {25, 41, 300}, {36, 48, 40}, {13, 49, 513}, {24, 52, 19},
+                              {12, 433, 30}};
   for (ThreadPool* pool : {&single, &three}) {
     for (const auto& s : sizes) {
       TestPacked(s[0], s[1], s[2], pool);
