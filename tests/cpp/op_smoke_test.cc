@@ -647,6 +647,29 @@ void PoolingBitExactTests() {
     TestPoolingBitExact("max k2 s2" + data, {"max", "valid", wide, {2, 2}, {2, 2}, {0, 0}}, ties);
     TestPoolingBitExact("max k5 s1 pad 2" + data, {"max", "valid", wide, {5, 4}, {1, 1}, {2, 1}},
                         ties);
+    // Small planes go sixteen at a time through the blocked path (AVX-512):
+    // 37 planes = two whole blocks and a partial one. Inception's shapes.
+    const std::vector<int64_t> small = {1, 37, 17, 17}, tiny = {1, 20, 8, 8};
+    for (int cip : {0, 1}) {
+      PoolConfig avg{"avg", "valid", small, {3, 3}, {1, 1}, {1, 1}};
+      avg.count_include_pad = cip;
+      TestPoolingBitExact("avg k3 s1 pad 1 17x17 cip " + std::to_string(cip) + data, avg, ties);
+      avg.shape = tiny;
+      TestPoolingBitExact("avg k3 s1 pad 1 8x8 cip " + std::to_string(cip) + data, avg, ties);
+      PoolConfig full{"avg", "full", small, {3, 3}, {2, 2}, {1, 1}};
+      full.count_include_pad = cip;
+      TestPoolingBitExact("avg k3 s2 pad 1 full 17x17 cip " + std::to_string(cip) + data, full,
+                          ties);
+    }
+    TestPoolingBitExact("max k3 s2 17x17" + data, {"max", "valid", small, {3, 3}, {2, 2}, {0, 0}},
+                        ties);
+    TestPoolingBitExact("max k3 s1 pad 1 8x8" + data,
+                        {"max", "valid", tiny, {3, 3}, {1, 1}, {1, 1}}, ties);
+    TestPoolingBitExact("max k2 s2 full 17x17" + data,
+                        {"max", "full", small, {2, 2}, {2, 2}, {0, 0}}, ties);
+    // Planes too large for the blocked path's scratch keep the row path.
+    TestPoolingBitExact("avg k3 s1 pad 1 70x70" + data,
+                        {"avg", "valid", {1, 2, 70, 70}, {3, 3}, {1, 1}, {1, 1}}, ties);
     PoolConfig global{"avg", "", {1, 37, 9, 11}, {}, {}, {}, true};
     TestPoolingBitExact("global avg 37 planes" + data, global, ties);
     global.type = "max";
