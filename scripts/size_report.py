@@ -188,7 +188,8 @@ def write_section(path, text):
         body = body.rstrip('\n') + '\n\n' + text
     else:
         end = body.find('\n## ', start + 1)
-        body = body[:start] + text + ('' if end < 0 else body[end + 1:])
+        # A blank line before the next section, whatever text ends with.
+        body = body[:start] + (text if end < 0 else text.rstrip('\n') + '\n\n' + body[end + 1:])
     with open(path, 'w', encoding='utf-8') as f:
         f.write(body)
 
