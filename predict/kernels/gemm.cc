@@ -202,8 +202,7 @@ void GemmDispatch(const PackedMatrix& a, const float* b, int64_t ldb, bool b_tra
   // thread's speed that way), while a layer has tens of row strips.
   int64_t col_chunks = 1, row_chunks = 1;
   if (threads > 1) {
-    const int64_t padded_rows = std::min(m, row_strips * mr);
-    const int64_t col_split_cost = std::min(n, CeilDiv(col_strips, threads) * nr) * padded_rows;
+    const int64_t col_split_cost = std::min(n, CeilDiv(col_strips, threads) * nr) * m;
     const int64_t row_split_cost = std::min(m, CeilDiv(row_strips, threads) * mr) * n;
     if (col_strips >= threads && col_split_cost <= row_split_cost) {
       col_chunks = threads;

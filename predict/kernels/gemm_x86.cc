@@ -243,9 +243,10 @@ MXLITE_TARGET_AVX512 void TailTile(int64_t kc, const float* a, const float* b, i
         acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
       }
     }
-    // Lanes past the strip's 12 rows hold the next step's values (or the
-    // packed matrix's slack): they are never stored, and an unmasked load
-    // costs half a masked one.
+    // A plain load: lanes past the strip's 12 rows hold the next step's
+    // values (or the packed matrix's slack) and are never stored. (Measured
+    // alone it is no faster than the masked load; the wide tile's halves
+    // need the slack in any case, and both tails now load alike.)
     const __m512 a_column = _mm512_loadu_ps(a);
     MXLITE_UNROLL for (int t = 0; t < kTail; ++t) {
       tail[t] = _mm512_fmadd_ps(a_column, _mm512_set1_ps(b[16 * kVecs + t]), tail[t]);

@@ -64,7 +64,7 @@ MXLITE_TARGET_AVX512 void GatherShiftedRowsAvx512(const float* plane, int64_t he
   ZeroFloatsAvx512(dst + inside_end * width, (rows - inside_end) * width);
   if (inside_end > inside_begin) {
     // dst[i] = plane[base + i] for i in [begin, end), clipped to the plane.
-    const int64_t base = (first_row + inside_begin) * width + first - inside_begin * width;
+    const int64_t base = first_row * width + first;
     const int64_t begin = std::max(inside_begin * width, -base);
     const int64_t end = std::min(inside_end * width, height * width - base);
     int64_t i = begin;

@@ -65,6 +65,13 @@ inline Span WindowSpan(int64_t o, int64_t in, int64_t kernel, int64_t stride, in
   return span;
 }
 
+// Extent along one axis of the input with its padding, grown so that every
+// output's whole window lies inside ('full' windows may hang past the pad).
+inline int64_t PaddedExtent(int64_t in, int64_t out, int64_t kernel, int64_t stride,
+                            int64_t pad) {
+  return std::max((out - 1) * stride + kernel, pad + in);
+}
+
 #if defined(MXLITE_X86_64)
 // 2-D max or average pooling of one plane with AVX-512, sixteen outputs of a
 // row per vector, for stride 1 or 2; results bit-identical to the scalar
@@ -320,8 +327,8 @@ struct PaddedGrid {
 };
 
 inline PaddedGrid PaddedGridOf(const Plane2d& p) {
-  return {std::max((p.out_h - 1) * p.stride_h + p.kernel_h, p.pad_h + p.in_h),
-          std::max((p.out_w - 1) * p.stride_w + p.kernel_w, p.pad_w + p.in_w)};
+  return {PaddedExtent(p.in_h, p.out_h, p.kernel_h, p.stride_h, p.pad_h),
+          PaddedExtent(p.in_w, p.out_w, p.kernel_w, p.stride_w, p.pad_w)};
 }
 
 template <bool kMax>
@@ -444,10 +451,10 @@ MXLITE_TARGET_AVX512 void PoolPlane2dAvx512(const Plane2d& p, const float* src, 
     MaxPoolPlaneSeparable(p, src, dst, next_plane);
     return;
   }
-  const int64_t scratch_h = std::max((p.out_h - 1) * p.stride_h + p.kernel_h, p.pad_h + p.in_h);
+  const PaddedGrid grid = PaddedGridOf(p);
+  const int64_t scratch_h = grid.rows;
   // 32 columns of slack: the stride-2 path reads two vectors per tap.
-  const int64_t scratch_w =
-      std::max((p.out_w - 1) * p.stride_w + p.kernel_w, p.pad_w + p.in_w) + 32;
+  const int64_t scratch_w = grid.cols + 32;
   thread_local std::vector<float> scratch;
   scratch.resize(static_cast<size_t>(scratch_h * scratch_w));
   CopyPadded(src, p.in_h, p.in_w, p.pad_h, p.pad_w, 0.f, scratch_h, scratch_w, scratch.data());
@@ -604,8 +611,8 @@ class Pooling : public Operator {
                     (g.stride[1] == 1 || g.stride[1] == 2) &&
                     (g.stride[2] == 1 || g.stride[2] == 2);
     const int64_t padded_pixels =
-        std::max((g.out[1] - 1) * g.stride[1] + g.kernel[1], g.pad[1] + g.in[1]) *
-        std::max((g.out[2] - 1) * g.stride[2] + g.kernel[2], g.pad[2] + g.in[2]);
+        PaddedExtent(g.in[1], g.out[1], g.kernel[1], g.stride[1], g.pad[1]) *
+        PaddedExtent(g.in[2], g.out[2], g.kernel[2], g.stride[2], g.pad[2]);
     // Max pooling with rows of more than 24 outputs keeps the row path: a
     // max pool reads each input about once, so the transposes cost about as
     // much as the windows. Measured, one thread, warm | caches flushed, row
