@@ -1,7 +1,8 @@
 """The zoo and operator suites again on every kernel path and without graph
 optimisation: MXLITE_ISA caps the instruction set (AVX2, portable), and
-MXLITE_GRAPH_OPT=0 / MXLITE_WINOGRAD=0 / MXLITE_NUM_THREADS=1 turn off the
-fused operators, the Winograd path and threading. Each configuration must
+MXLITE_GRAPH_OPT=0 / MXLITE_WINOGRAD=0 / MXLITE_SHIFTED_GEMM=0 /
+MXLITE_NUM_THREADS=1 turn off the fused operators, the Winograd and
+shifted-view convolutions (im2col instead) and threading. Each configuration must
 still match MXNet 1.9.1; each runs in its own process because the choices
 are read once per process."""
 import os
@@ -16,7 +17,8 @@ CONFIGURATIONS = {
     'portable-kernels': {'MXLITE_ISA': 'scalar'},
     'avx2-kernels': {'MXLITE_ISA': 'avx2'},
     'no-graph-optimisation': {'MXLITE_GRAPH_OPT': '0'},
-    'no-winograd-one-thread': {'MXLITE_WINOGRAD': '0', 'MXLITE_NUM_THREADS': '1'},
+    'im2col-one-thread': {'MXLITE_WINOGRAD': '0', 'MXLITE_SHIFTED_GEMM': '0',
+                          'MXLITE_NUM_THREADS': '1'},
 }
 
 

@@ -107,13 +107,16 @@ TileEpilogue TileEpilogueAt(const GemmEpilogue& ep, int64_t row0, int64_t col0) 
 // B is either a plain matrix (b, ldb, b_transposed), packed here panel by
 // panel, or already packed (b_packed: NR-column strips of depth x NR floats,
 // see GemmPrepackedB).
-void GemmRange(const PackedMatrix& a, const float* b, int64_t ldb, bool b_transposed,
-               const float* b_packed, float* c, int64_t ldc, const GemmEpilogue& ep,
-               int64_t row_begin, int64_t row_end, int64_t col_begin, int64_t col_end) {
+// With b_segments, B's rows come from a.segment_depth()-step segments, each
+// at its own address (GemmSegmentedB).
+void GemmRange(const PackedMatrix& a, const float* b, const float* const* b_segments,
+               int64_t ldb, bool b_transposed, const float* b_packed, float* c, int64_t ldc,
+               const GemmEpilogue& ep, int64_t row_begin, int64_t row_end, int64_t col_begin,
+               int64_t col_end) {
   const MicroKernel& kernel = a.kernel();
   const int mr = kernel.mr, nr = kernel.nr;
   const int64_t depth = a.depth();
-  const int64_t blocks = CeilDiv(depth, kKc);
+  const int64_t blocks = a.blocks();
   // With a kernel that reads B at any row stride, a plain B is read in place
   // (no packing pass), unless its rows are a multiple of 8 KiB apart: then a
   // strip's rows fall into so few cache sets that they evict each other
@@ -127,9 +130,23 @@ void GemmRange(const PackedMatrix& a, const float* b, int64_t ldb, bool b_transp
   for (int64_t j0 = col_begin; j0 < col_end; j0 += kNc) {
     const int64_t nc = std::min(kNc, col_end - j0);
     for (int64_t block = 0; block < blocks; ++block) {
-      const int64_t p0 = block * kKc;
+      const int64_t p0 = a.BlockStart(block);
       const int64_t kc = a.BlockDepth(block);
-      if (pack_b) PackB(b, ldb, b_transposed, p0, kc, j0, nc, nr, panel.data());
+      // The block's first row of B (a plain or segmented B).
+      const float* b_rows = nullptr;
+      if (b_segments) {
+        const int64_t segment = a.segment_depth();
+        b_rows = b_segments[p0 / segment] + (p0 % segment) * ldb;
+      } else if (!b_packed && !b_transposed) {
+        b_rows = b + p0 * ldb;
+      }
+      if (pack_b) {
+        if (b_transposed) {
+          PackB(b, ldb, true, p0, kc, j0, nc, nr, panel.data());
+        } else {
+          PackB(b_rows, ldb, false, 0, kc, j0, nc, nr, panel.data());
+        }
+      }
       const bool first = block == 0 && !ep.accumulate;
       const bool last = block == blocks - 1;
       for (int64_t i0 = row_begin; i0 < row_end; i0 += mr) {
@@ -142,7 +159,7 @@ void GemmRange(const PackedMatrix& a, const float* b, int64_t ldb, bool b_transp
           cols = wide ? remaining : std::min<int64_t>(nr, remaining);
           float* c_tile = c + i0 * ldc + j0 + jr;
           const float* b_strip = b_packed     ? b_packed + ((j0 + jr) / nr) * depth * nr + p0 * nr
-                                 : b_in_place ? b + p0 * ldb + j0 + jr
+                                 : b_in_place ? b_rows + j0 + jr
                                               : panel.data() + jr * kc;
           if (kernel.run_tile) {
             const TileEpilogue tile_ep = TileEpilogueAt(ep, i0, j0 + jr);
@@ -178,9 +195,9 @@ void GemmRange(const PackedMatrix& a, const float* b, int64_t ldb, bool b_transp
   }
 }
 
-void GemmDispatch(const PackedMatrix& a, const float* b, int64_t ldb, bool b_transposed,
-                  const float* b_packed, int64_t n, float* c, int64_t ldc,
-                  const GemmEpilogue& ep, ThreadPool* pool) {
+void GemmDispatch(const PackedMatrix& a, const float* b, const float* const* b_segments,
+                  int64_t ldb, bool b_transposed, const float* b_packed, int64_t n, float* c,
+                  int64_t ldc, const GemmEpilogue& ep, ThreadPool* pool) {
   const int64_t m = a.rows();
   if (m <= 0 || n <= 0) return;
   if (a.depth() == 0) {
@@ -219,7 +236,7 @@ void GemmDispatch(const PackedMatrix& a, const float* b, int64_t ldb, bool b_tra
     const int64_t c0 = cc * strips_per_col_chunk * nr;
     const int64_t c1 = std::min(n, (cc + 1) * strips_per_col_chunk * nr);
     if (r0 < r1 && c0 < c1) {
-      GemmRange(a, b, ldb, b_transposed, b_packed, c, ldc, ep, r0, r1, c0, c1);
+      GemmRange(a, b, b_segments, ldb, b_transposed, b_packed, c, ldc, ep, r0, r1, c0, c1);
     }
   });
 }
@@ -236,10 +253,6 @@ const MicroKernel& GetMicroKernel(Isa isa) {
   (void)isa;
 #endif
   return gemm_generic::kKernel;
-}
-
-int64_t PackedMatrix::BlockDepth(int64_t block) const {
-  return std::min(gemm_cc::kKc, depth_ - block * gemm_cc::kKc);
 }
 
 namespace gemm_cc {
@@ -290,14 +303,26 @@ void PackStripTransposed(const float* a, int64_t lda, int64_t row0, int rows, in
 }  // namespace gemm_cc
 
 Status PackedMatrix::Pack(const float* a, int64_t lda, int64_t rows, int64_t depth,
-                          bool transposed, ThreadPool* pool) {
+                          bool transposed, ThreadPool* pool, int64_t segment_depth) {
   using gemm_cc::CeilDiv;
+  MXL_CHECK(segment_depth >= 0 && (segment_depth == 0 || depth % segment_depth == 0),
+            "GEMM: segment depth ", segment_depth, " does not divide depth ", depth);
   kernel_ = &gemm_cc::ActiveKernel();
   rows_ = rows;
   depth_ = depth;
+  segment_depth_ = segment_depth > 0 ? segment_depth : std::max<int64_t>(depth, 1);
   const int mr = kernel_->mr;
   strips_ = CeilDiv(rows, mr);
-  const int64_t blocks = CeilDiv(depth, gemm_cc::kKc);
+  // Each segment in near-equal blocks of at most KC (a 288-deep segment is
+  // two blocks of 144, not 256 + 32).
+  block_start_.clear();
+  const int64_t segment_blocks = CeilDiv(segment_depth_, gemm_cc::kKc);
+  for (int64_t s0 = 0; s0 < depth; s0 += segment_depth_) {
+    for (int64_t i = 0; i < segment_blocks; ++i) {
+      block_start_.push_back(s0 + segment_depth_ * i / segment_blocks);
+    }
+  }
+  const int64_t blocks = this->blocks();
   block_offset_.assign(static_cast<size_t>(blocks), 0);
   int64_t offset = 0;
   for (int64_t block = 0; block < blocks; ++block) {
@@ -313,7 +338,7 @@ Status PackedMatrix::Pack(const float* a, int64_t lda, int64_t rows, int64_t dep
   std::fill(data_.end() - kPackedSlack, data_.end(), 0.f);
   ParallelFor(pool, blocks * strips_, [&](int64_t task) {
     const int64_t block = task / strips_, strip = task % strips_;
-    const int64_t p0 = block * gemm_cc::kKc, kc = BlockDepth(block);
+    const int64_t p0 = BlockStart(block), kc = BlockDepth(block);
     const int64_t row0 = strip * mr;
     const int strip_rows = static_cast<int>(std::min<int64_t>(mr, rows - row0));
     float* out = data_.data() + block_offset_[block] + strip * mr * kc;
@@ -328,12 +353,18 @@ Status PackedMatrix::Pack(const float* a, int64_t lda, int64_t rows, int64_t dep
 
 void GemmPacked(const PackedMatrix& a, const float* b, int64_t ldb, int64_t n, float* c,
                 int64_t ldc, const GemmEpilogue& epilogue, ThreadPool* pool) {
-  gemm_cc::GemmDispatch(a, b, ldb, false, nullptr, n, c, ldc, epilogue, pool);
+  gemm_cc::GemmDispatch(a, b, nullptr, ldb, false, nullptr, n, c, ldc, epilogue, pool);
+}
+
+void GemmSegmentedB(const PackedMatrix& a, const float* const* b_segments, int64_t ldb,
+                    int64_t n, float* c, int64_t ldc, const GemmEpilogue& epilogue,
+                    ThreadPool* pool) {
+  gemm_cc::GemmDispatch(a, nullptr, b_segments, ldb, false, nullptr, n, c, ldc, epilogue, pool);
 }
 
 void GemmPrepackedB(const PackedMatrix& a, const float* b_packed, int64_t n, float* c,
                     int64_t ldc, const GemmEpilogue& epilogue, ThreadPool* pool) {
-  gemm_cc::GemmDispatch(a, nullptr, 0, false, b_packed, n, c, ldc, epilogue, pool);
+  gemm_cc::GemmDispatch(a, nullptr, nullptr, 0, false, b_packed, n, c, ldc, epilogue, pool);
 }
 
 void PackBMatrix(const float* b, int64_t ldb, bool transposed, int64_t depth, int64_t n,
@@ -358,7 +389,7 @@ void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const fl
   }
   PackedMatrix packed;
   packed.Pack(a, lda, m, k, trans_a, pool);
-  gemm_cc::GemmDispatch(packed, b, ldb, trans_b, nullptr, n, c, ldc, epilogue, pool);
+  gemm_cc::GemmDispatch(packed, b, nullptr, ldb, trans_b, nullptr, n, c, ldc, epilogue, pool);
 }
 
 void SgemvRows(int64_t n, int64_t k, const float* w, const float* x, float* y, ThreadPool* pool) {

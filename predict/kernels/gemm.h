@@ -54,21 +54,30 @@ class PackedMatrix {
   // Packs A (rows x depth, row stride lda; transposed = A is stored as
   // depth x rows) for the micro-kernel chosen now, strips split over pool
   // if given. Packing again at the same size reuses the buffer.
+  // segment_depth > 0 (a divisor of depth) keeps every depth block inside
+  // one segment of that many depth steps, for GemmSegmentedB; each segment
+  // is cut into near-equal blocks of at most KC.
   Status Pack(const float* a, int64_t lda, int64_t rows, int64_t depth, bool transposed = false,
-              ThreadPool* pool = nullptr);
+              ThreadPool* pool = nullptr, int64_t segment_depth = 0);
   int64_t rows() const { return rows_; }
   int64_t depth() const { return depth_; }
+  int64_t segment_depth() const { return segment_depth_; }
   const MicroKernel& kernel() const { return *kernel_; }
   // Strip `strip` (rows strip*MR...) of depth block `block`.
   const float* Strip(int64_t block, int64_t strip) const {
     return data_.data() + block_offset_[block] + strip * kernel_->mr * BlockDepth(block);
   }
-  int64_t BlockDepth(int64_t block) const;
+  int64_t blocks() const { return static_cast<int64_t>(block_start_.size()); }
+  // First depth step of block `block`, and its number of depth steps.
+  int64_t BlockStart(int64_t block) const { return block_start_[block]; }
+  int64_t BlockDepth(int64_t block) const {
+    return (block + 1 < blocks() ? block_start_[block + 1] : depth_) - block_start_[block];
+  }
 
  private:
   const MicroKernel* kernel_ = nullptr;
-  int64_t rows_ = 0, depth_ = 0, strips_ = 0;
-  std::vector<int64_t> block_offset_;
+  int64_t rows_ = 0, depth_ = 0, strips_ = 0, segment_depth_ = 0;
+  std::vector<int64_t> block_start_, block_offset_;
   std::vector<float> data_;
 };
 
@@ -82,6 +91,15 @@ void GemmPacked(const PackedMatrix& a, const float* b, int64_t ldb, int64_t n, f
 // producers that can write B packed directly (Winograd's input transform).
 void GemmPrepackedB(const PackedMatrix& a, const float* b_packed, int64_t n, float* c,
                     int64_t ldc, const GemmEpilogue& epilogue, ThreadPool* pool);
+
+// The same with B's depth cut into segments of a.segment_depth() steps
+// that lie in different places: segment s (depth steps s*S ... s*S+S-1)
+// starts at b_segments[s], its rows ldb floats apart. A convolution's taps
+// are such segments: shifted views of one input, with no column matrix
+// built (see convolution.cc).
+void GemmSegmentedB(const PackedMatrix& a, const float* const* b_segments, int64_t ldb,
+                    int64_t n, float* c, int64_t ldc, const GemmEpilogue& epilogue,
+                    ThreadPool* pool);
 
 // Packs B (depth x n, row stride ldb; transposed: stored n x depth) into
 // the layout GemmPrepackedB reads, for the micro-kernel in use: for operands

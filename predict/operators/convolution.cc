@@ -20,7 +20,11 @@
  *   - 2-D layers with at most 4 input channels (network stems), with
  *     AVX-512: a direct kernel that reads the input rows in place of a
  *     column matrix (kernels/direct_conv.h);
- *   - everything else: im2col then GEMM. For each image and group, the
+ *   - every other 2-D layer: shifted views, one GEMM per group whose depth
+ *     segments are the taps, each a view of a few stored copies of the
+ *     input displaced by whole rows, so no column matrix (see
+ *     ShiftedGeometry; MXLITE_SHIFTED_GEMM=0 sends them to im2col);
+ *   - 3-D layers: im2col then GEMM. For each image and group, the
  *     columns matrix holds one row per (input channel, kd, kh, kw) and one
  *     column per output position (zeros where a tap falls in the padding),
  *     and out_g[F/g, OD*OH*OW] = W_g[F/g, C/g*KD*KH*KW] * col. The columns
@@ -155,12 +159,109 @@ void DepthwisePlane(const Geometry& g, const float* in, const float* filter, flo
   }
 }
 
-enum Method { kIm2col, kPointwise, kDepthwise, kWinograd, kDirect };
+// Shifted views: a 2-D convolution as one GEMM whose depth segments are
+// the taps, each a displaced view of copies of the input, in place of
+// im2col's column matrix. Along an axis, output o and tap k read input
+// s*o + a, with a = k*d - p. Rows first: write a = s*dy + py (0 <= py < s);
+// the input row is s*(o + dy) + py, so all taps with the same py read the
+// same rows (every s-th, from py) shifted by dy rows. Columns likewise give
+// px and dx, but a shift along a row cannot be a flat offset when the plane
+// is as wide as the output, so each distinct (py, px, dx) is one stored
+// view: the input's rows py, py+s, ... and columns s*(ow + dx) + px for
+// ow in [0, OW), zero outside the input, with span_h extra rows so that
+// every tap's dy is a whole-row offset. Output position j = oh*OW + ow of
+// tap (dy, view) is then element j + (dy - min dy)*OW of that view: each tap
+// is a flat run, read in place by the GEMM (GemmSegmentedB), and the GEMM
+// writes the output directly with its epilogue. A 3x3 layer stores 3 views
+// per channel at stride 1 and 6 at stride 2, where im2col writes 9; a 7x1
+// layer stores 1 against 7. The views are built a band of output rows at a
+// time (kColumnBytes) so they stay in cache while the GEMM reads them.
+struct ShiftedGeometry {
+  int64_t views = 0;          // stored views per channel
+  int64_t span_h = 0;         // extra rows per view: max dy - min dy
+  int64_t rows_per_band = 0;  // output rows per band
+  int64_t plane = 0;          // floats from one stored view to the next
+  // Every tap has a view of its own, in tap order, at row offset 0 (a
+  // kernel one row tall, such as 1x7): the views are then one plain
+  // matrix, im2col's in (tap, channel) order, and the GEMM reads its depth
+  // as one segment, in blocks of the full depth-block size.
+  bool plain = false;
+  // Per view: its first input row (for output row 0) and first column;
+  // per tap (kh-major): its view and its row offset in the view (dy - min dy).
+  std::vector<int64_t> first_row, first_col, tap_view, tap_row;
+
+  int64_t ViewFloats(int64_t channels) const { return views * channels * plane; }
+};
+
+// Splits a = k*dilate - pad into stride * shift + phase, 0 <= phase < stride.
+inline void SplitTap(int64_t k, int64_t dilate, int64_t pad, int64_t stride, int64_t* shift,
+                     int64_t* phase) {
+  const int64_t a = k * dilate - pad;
+  *shift = a >= 0 ? a / stride : -((stride - 1 - a) / stride);
+  *phase = a - *shift * stride;
+}
+
+// Plans shifted views for a 2-D geometry (false for 3-D: those use im2col).
+bool PlanShifted(const Geometry& g, int64_t column_bytes, ShiftedGeometry* plan) {
+  if (g.in[0] != 1 || g.kernel[0] != 1) return false;
+  ShiftedGeometry& p = *plan;
+  p = ShiftedGeometry();
+  int64_t min_dy = 0, max_dy = 0;
+  for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+    int64_t dy = 0, py = 0;
+    SplitTap(kh, g.dilate[1], g.pad[1], g.stride[1], &dy, &py);
+    min_dy = kh == 0 ? dy : std::min(min_dy, dy);
+    max_dy = kh == 0 ? dy : std::max(max_dy, dy);
+  }
+  p.span_h = max_dy - min_dy;
+  std::vector<std::pair<int64_t, int64_t>> view_ids;  // (input row, input column) of view
+  for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+    for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+      int64_t dy = 0, py = 0, dx = 0, px = 0;
+      SplitTap(kh, g.dilate[1], g.pad[1], g.stride[1], &dy, &py);
+      SplitTap(kw, g.dilate[2], g.pad[2], g.stride[2], &dx, &px);
+      const auto id = std::make_pair(g.stride[1] * min_dy + py, g.stride[2] * dx + px);
+      auto found = std::find(view_ids.begin(), view_ids.end(), id);
+      if (found == view_ids.end()) {
+        view_ids.push_back(id);
+        p.first_row.push_back(id.first);
+        p.first_col.push_back(id.second);
+        found = view_ids.end() - 1;
+      }
+      p.tap_view.push_back(found - view_ids.begin());
+      p.tap_row.push_back(dy - min_dy);
+    }
+  }
+  p.views = static_cast<int64_t>(view_ids.size());
+  p.plain = g.groups == 1 && p.views == static_cast<int64_t>(p.tap_view.size());
+  for (size_t t = 0; t < p.tap_view.size(); ++t) {
+    p.plain = p.plain && p.tap_view[t] == static_cast<int64_t>(t) && p.tap_row[t] == 0;
+  }
+  const int64_t band_row_bytes =
+      std::max<int64_t>(1, p.views * g.channels * g.out[2] * int64_t{sizeof(float)});
+  p.rows_per_band = std::max<int64_t>(1, std::min(g.out[1], column_bytes / band_row_bytes));
+  p.plane = (p.rows_per_band + p.span_h) * g.out[2];
+  // Rows a multiple of 8 KiB apart would fall into few cache sets (and the
+  // GEMM would then pack B instead of reading it in place).
+  if (p.plane % 2048 == 0) p.plane += 16;
+  return true;
+}
+
+enum Method { kIm2col, kPointwise, kDepthwise, kWinograd, kDirect, kShifted };
 
 // MXLITE_WINOGRAD=0 turns the Winograd path off (to compare, or to debug).
 inline bool WinogradDisabled() {
   static const bool disabled = [] {
     const char* value = std::getenv("MXLITE_WINOGRAD");
+    return value != nullptr && value[0] == '0';
+  }();
+  return disabled;
+}
+
+// MXLITE_SHIFTED_GEMM=0 turns the shifted-view path off (im2col instead).
+inline bool ShiftedDisabled() {
+  static const bool disabled = [] {
+    const char* value = std::getenv("MXLITE_SHIFTED_GEMM");
     return value != nullptr && value[0] == '0';
   }();
   return disabled;
@@ -318,6 +419,8 @@ class Convolution : public Operator {
       direct_ = DirectConvGeometry{g.channels, g.in[1], g.in[2], g.filters, g.kernel[1],
                                    g.kernel[2], g.stride[1], g.pad[1], g.pad[2],
                                    g.out[1], g.out[2]};
+    } else if (!ShiftedDisabled() && PlanShifted(g, kColumnBytes, &shifted_)) {
+      method_ = kShifted;
     } else {
       method_ = kIm2col;
     }
@@ -329,6 +432,9 @@ class Convolution : public Operator {
     FoldWeights(in);
     *workspace_bytes = 0;
     if (method_ == kWinograd) *workspace_bytes = winograd_.WorkspaceBytes();
+    if (method_ == kShifted) {
+      *workspace_bytes = static_cast<size_t>(shifted_.ViewFloats(g.channels)) * sizeof(float);
+    }
     if (method_ == kIm2col) {
       const int64_t depth = g.channels / g.groups * g.KernelSize();
       const int64_t rows = g.out[0] * g.out[1];
@@ -428,6 +534,19 @@ class Convolution : public Operator {
       return Status();
     }
 
+    if (method_ == kShifted) {
+      const size_t bytes = static_cast<size_t>(shifted_.ViewFloats(g.channels)) * sizeof(float);
+      MXL_CHECK(ctx.workspace != nullptr && ctx.workspace_bytes >= bytes, "convolution needs ",
+                bytes, " bytes of workspace but got ", ctx.workspace_bytes);
+      for (int64_t n = 0; n < g.batch; ++n) {
+        const int64_t out_offset = n * g.filters * out_plane;
+        ForwardShifted(data + n * g.channels * in_plane,
+                       residual ? residual + out_offset : nullptr, output + out_offset,
+                       static_cast<float*>(ctx.workspace), ctx.pool);
+      }
+      return Status();
+    }
+
     const int64_t group_in = g.channels / g.groups;
     const int64_t group_out = g.filters / g.groups;
     const int64_t depth = group_in * g.KernelSize();
@@ -475,7 +594,7 @@ class Convolution : public Operator {
 
   const char* KernelName() const override {
     static const char* const kNames[] = {"im2col+gemm", "1x1 gemm", "depthwise",
-                                         "winograd 4x4", "direct"};
+                                         "winograd 4x4", "direct", "shifted gemm"};
     if (depthwise_blocked_) return "depthwise 16-channel blocks";
     return kNames[method_];
   }
@@ -494,6 +613,41 @@ class Convolution : public Operator {
     args->pad_w = g.pad[2];
     args->lower = fusion_.lower;
     args->upper = fusion_.upper;
+  }
+
+  // One image: per band of output rows, the views, then per group one
+  // segmented GEMM writing the band's output rows.
+  void ForwardShifted(const float* data, const float* residual, float* output, float* views,
+                      ThreadPool* pool) const {
+    const Geometry& g = geometry_;
+    const ShiftedGeometry& p = shifted_;
+    const int64_t in_plane = g.InSpatial(), out_plane = g.OutSpatial();
+    const int64_t ow_count = g.out[2];
+    const int64_t group_in = g.channels / g.groups, group_out = g.filters / g.groups;
+    const int64_t taps = static_cast<int64_t>(p.tap_view.size());
+    std::vector<const float*> segments(static_cast<size_t>(taps));
+    for (int64_t row = 0; row < g.out[1]; row += p.rows_per_band) {
+      const int64_t rows = std::min(p.rows_per_band, g.out[1] - row);
+      ParallelFor(pool, p.views * g.channels, [&](int64_t task) {
+        const int64_t view = task / g.channels, c = task % g.channels;
+        GatherRowsZeroPadded(data + c * in_plane, g.in[1], g.in[2],
+                             p.first_row[view] + row * g.stride[1], g.stride[1],
+                             rows + p.span_h, p.first_col[view], g.stride[2], ow_count,
+                             views + task * p.plane);
+      });
+      for (int64_t grp = 0; grp < g.groups; ++grp) {
+        for (int64_t t = 0; t < taps; ++t) {
+          segments[t] = views + (p.tap_view[t] * g.channels + grp * group_in) * p.plane +
+                        p.tap_row[t] * ow_count;
+        }
+        const int64_t at = grp * group_out * out_plane + row * ow_count;
+        GemmSegmentedB(packed_[grp], segments.data(), p.plane, rows * ow_count, output + at,
+                       out_plane,
+                       Epilogue(bias_.data() + grp * group_out,
+                                residual ? residual + at : nullptr, out_plane),
+                       pool);
+      }
+    }
   }
 
   GemmEpilogue Epilogue(const float* bias, const float* residual, int64_t stride) const {
@@ -555,11 +709,26 @@ class Convolution : public Operator {
       weights_.shrink_to_fit();
       return;
     }
+    if (method_ == kShifted) {
+      // Each group's depth in tap-major order (tap, channel): segment t is
+      // tap t's view.
+      const int64_t taps = g.KernelSize(), group_in = g.channels / g.groups;
+      std::vector<float> reordered(weights_.size());
+      for (int64_t f = 0; f < g.filters; ++f) {
+        for (int64_t c = 0; c < group_in; ++c) {
+          for (int64_t t = 0; t < taps; ++t) {
+            reordered[(f * taps + t) * group_in + c] = weights_[(f * group_in + c) * taps + t];
+          }
+        }
+      }
+      weights_.swap(reordered);
+    }
     const int64_t group_out = g.filters / g.groups;
     packed_.resize(static_cast<size_t>(g.groups));
     for (int64_t grp = 0; grp < g.groups; ++grp) {
       packed_[grp].Pack(weights_.data() + grp * group_out * per_filter, per_filter, group_out,
-                        per_filter);
+                        per_filter, false, nullptr,
+                        method_ == kShifted && !shifted_.plain ? g.channels / g.groups : 0);
     }
     weights_.clear();  // the packed copy is all the GEMM needs
     weights_.shrink_to_fit();
@@ -576,6 +745,7 @@ class Convolution : public Operator {
   bool depthwise_blocked_ = false;  // it takes the channel-blocked path
   std::vector<float> depthwise_block_weights_, depthwise_block_bias_;  // packed for it
   WinogradGeometry winograd_;
+  ShiftedGeometry shifted_;
   DirectConvGeometry direct_{};
   std::vector<float> direct_weights_;  // packed for the direct kernel
   int64_t rows_per_band_ = 0;

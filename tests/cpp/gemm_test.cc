@@ -2,7 +2,8 @@
  * gemm_test: the blocked GEMM (packed and unpacked forms, every epilogue,
  * 1 and 3 threads) and the GEMV against a naive double-precision product,
  * on awkward sizes that exercise every edge tile (and the AVX-512 kernel's
- * single-column tails) and depth block, with B read in place and packed. The
+ * single-column tails) and depth block, with B read in place and packed, and
+ * B in scattered depth segments (GemmSegmentedB). The
  * micro-kernel is the one MXLITE_ISA allows, so running this under
  * MXLITE_ISA=scalar / avx2 / unset covers every variant.
  */
@@ -67,6 +68,40 @@ void TestPacked(int64_t m, int64_t n, int64_t k, ThreadPool* pool) {
   Compare(c, want, 1.0, "GemmPacked+epilogue", m, n, k);
 }
 
+// B's depth in `segments` segments of `segment` steps, each at its own
+// place in one buffer (in reverse order, with gaps), all rows ldb apart:
+// segments deeper than a depth block are cut into several blocks.
+void TestSegmented(int64_t m, int64_t n, int64_t segment, int64_t segments, ThreadPool* pool) {
+  const int64_t k = segment * segments, ldb = n + 3;
+  std::vector<float> a = Random(m * k, 11), bias = Random(m, 12),
+                     buffer = Random((segment + 2) * ldb * segments, 13),
+                     c(static_cast<size_t>(m * n), 7.f);
+  std::vector<const float*> starts(static_cast<size_t>(segments));
+  for (int64_t s = 0; s < segments; ++s) {
+    starts[s] = buffer.data() + ((segments - 1 - s) * (segment + 2) + 1) * ldb + 2;
+  }
+  PackedMatrix packed;
+  if (!packed.Pack(a.data(), k, m, k, false, nullptr, segment).ok()) {
+    ++g_failures;
+    std::printf("FAIL segmented pack m=%lld k=%lld\n", (long long)m, (long long)k);
+    return;
+  }
+  GemmEpilogue ep;
+  ep.bias = bias.data();
+  GemmSegmentedB(packed, starts.data(), ldb, n, c.data(), n, ep, pool);
+  std::vector<double> want(static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = bias[i];
+      for (int64_t p = 0; p < k; ++p) {
+        sum += double(a[i * k + p]) * starts[p / segment][(p % segment) * ldb + j];
+      }
+      want[i * n + j] = sum;
+    }
+  }
+  Compare(c, want, 1.0, "GemmSegmentedB", m, n, k);
+}
+
 void TestSgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float beta, ThreadPool* pool) {
   std::vector<float> a = Random(m * k, 5), b = Random(k * n, 6), c = Random(m * n, 8);
   std::vector<double> want(static_cast<size_t>(m * n));
@@ -125,6 +160,21 @@ int main() {
       }
       TestSgemm(false, false, s[0], s[1], s[2], 0.5f, pool);
       TestGemv(s[0], s[2], pool);
+    }
+    // Segments of one depth block, of two (300 = 2 x 150) and of three
+    // uneven ones (520 = 173 + 173 + 174).
+    const int64_t segmented[][4] = {{12, 50, 64, 9}, {13, 33, 300, 3}, {25, 100, 520, 2},
+                                    {5, 7, 1, 4}};
+    for (const auto& s : segmented) TestSegmented(s[0], s[1], s[2], s[3], pool);
+  }
+  // A segment depth that does not divide the depth is an error.
+  {
+    ++g_checks;
+    std::vector<float> a = Random(4 * 10, 14);
+    PackedMatrix packed;
+    if (packed.Pack(a.data(), 10, 4, 10, false, nullptr, 3).ok()) {
+      ++g_failures;
+      std::printf("FAIL: segment depth 3 accepted for depth 10\n");
     }
   }
   // Every index exactly once, whatever the chunking (indices are handed out

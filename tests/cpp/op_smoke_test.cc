@@ -238,8 +238,16 @@ std::vector<float> NaiveConv(const ConvConfig& cfg, const std::vector<float>& x,
   return y;
 }
 
-void TestConvolution(const std::string& name, const ConvConfig& cfg) {
+// With `residual_relu`, the graph optimizer's fused form: relu(conv + residual).
+// A non-empty `kernel_name` is the method the layer must take (unless
+// MXLITE_SHIFTED_GEMM=0 turns the shifted views off).
+void TestConvolution(const std::string& name, const ConvConfig& cfg,
+                     const std::string& kernel_name = "", bool residual_relu = false) {
   AttrMap attrs = {{"kernel", Dims(cfg.kernel)}, {"num_filter", std::to_string(cfg.f)}};
+  if (residual_relu) {
+    attrs["with_residual"] = "True";
+    attrs["clamp_min"] = "0";
+  }
   if (!cfg.stride.empty()) attrs["stride"] = Dims(cfg.stride);
   if (!cfg.pad.empty()) attrs["pad"] = Dims(cfg.pad);
   if (!cfg.dilate.empty()) attrs["dilate"] = Dims(cfg.dilate);
@@ -254,9 +262,15 @@ void TestConvolution(const std::string& name, const ConvConfig& cfg) {
   dshape.insert(dshape.end(), cfg.spatial.begin(), cfg.spatial.end());
   std::vector<std::vector<float>> inputs;
   Run run;
-  Status status = Execute("Convolution", attrs, {Shape(dshape)}, &inputs, &run);
+  Status status = Execute(residual_relu ? "_FusedConvolution" : "Convolution", attrs,
+                          {Shape(dshape)}, &inputs, &run);
   ExpectOk("conv " + name, status);
   if (!status.ok()) return;
+  const char* shifted = std::getenv("MXLITE_SHIFTED_GEMM");
+  if (!kernel_name.empty() && !(shifted && shifted[0] == '0')) {
+    Expect(run.op->KernelName() == kernel_name,
+           "conv " + name + ": took " + run.op->KernelName() + ", want " + kernel_name);
+  }
   std::vector<int64_t> wshape = {cfg.f, cfg.c / cfg.group};
   wshape.insert(wshape.end(), cfg.kernel.begin(), cfg.kernel.end());
   Expect(run.in_shapes[1] == Shape(wshape), "conv " + name + ": weight shape " +
@@ -269,6 +283,10 @@ void TestConvolution(const std::string& name, const ConvConfig& cfg) {
   Expect(run.out_shapes[0] == Shape(oshape),
          "conv " + name + ": output shape " + run.out_shapes[0].ToString() + " want " +
              Shape(oshape).ToString());
+  if (residual_relu) {
+    const std::vector<float>& residual = inputs.back();
+    for (size_t i = 0; i < want.size(); ++i) want[i] = std::max(want[i] + residual[i], 0.f);
+  }
   ExpectClose("conv " + name, run.outputs[0], want, 1e-4, 1e-5);
 }
 
@@ -489,8 +507,30 @@ void ConvolutionTests() {
   TestConvolution("1x1 stride 2", {2, 5, 3, 1, {13, 7}, {1, 1}, {2, 2}, {}, {}, false});
   TestConvolution("1x7 pad 0,3", {2, 3, 5, 1, {13, 7}, {1, 7}, {}, {0, 3}, {}, false});
   TestConvolution("7x1 pad 3,0", {2, 3, 5, 1, {13, 7}, {7, 1}, {}, {3, 0}, {}, false});
-  // 8 filters: below the Winograd threshold, so this stays on the banded im2col path.
-  TestConvolution("big (banded im2col)", {1, 64, 8, 1, {64, 65}, {3, 3}, {}, {1, 1}, {}, false});
+  // 8 filters: below the Winograd threshold; the views come in two bands.
+  TestConvolution("big (banded views)", {1, 64, 8, 1, {64, 65}, {3, 3}, {}, {1, 1}, {}, false},
+                  "shifted gemm");
+  // Shifted views (more than 4 channels, so never the direct stem kernel):
+  // stride 2 with and without padding, odd extents, a stride larger than the
+  // kernel (phases that skip rows), dilation with a per-axis stride, groups,
+  // two bands at stride 2, and the fused residual + relu written directly
+  // (7x1) and at stride 2.
+  const std::string views = "shifted gemm";
+  TestConvolution("views s2 pad 1", {2, 6, 7, 1, {15, 17}, {3, 3}, {2, 2}, {1, 1}, {}, false},
+                  views);
+  TestConvolution("views s2 pad 0", {1, 8, 5, 1, {17, 17}, {3, 3}, {2, 2}, {}, {}, false}, views);
+  TestConvolution("views s3 k2", {1, 6, 4, 1, {11, 13}, {2, 2}, {3, 3}, {1, 0}, {}, false},
+                  views);
+  TestConvolution("views 5x3 dilate s(1,2)",
+                  {2, 6, 5, 1, {13, 11}, {5, 3}, {1, 2}, {3, 1}, {2, 1}, false}, views);
+  TestConvolution("views group s2 dilate",
+                  {2, 9, 6, 3, {12, 10}, {3, 3}, {2, 2}, {1, 2}, {1, 2}, true}, views);
+  TestConvolution("views s2 banded", {1, 48, 8, 1, {120, 100}, {3, 3}, {2, 2}, {1, 1}, {}, false},
+                  views);
+  TestConvolution("views 7x1 residual relu", {2, 6, 5, 1, {9, 7}, {7, 1}, {}, {3, 0}, {}, false},
+                  views, true);
+  TestConvolution("views s2 residual relu", {2, 6, 5, 1, {9, 8}, {3, 3}, {2, 2}, {1, 1}, {}, true},
+                  views, true);
   TestConvolution("kernel = input", {2, 3, 5, 1, {7, 7}, {7, 7}, {}, {}, {}, false});
   TestConvolution("pad > kernel", {1, 2, 3, 1, {5, 5}, {2, 2}, {3, 3}, {3, 3}, {}, false});
   TestConvolution("1d", {2, 3, 5, 1, {13}, {3}, {2}, {1}, {2}, false});
