@@ -19,6 +19,20 @@
 
 namespace mxlite {
 
+// Requests the tile's residual rows at the start of its last depth block,
+// so that they arrive while the block computes. A ResNet's residual was
+// written layers earlier and is out of L2; its rows, 12 short runs at the
+// stride of a feature map, are more streams than the hardware prefetcher
+// follows. Measured on the 1x1 layers that add it, per layer in resnet50_v2
+// (one thread): 700-740 -> 610-660 us at 56x56, 590-650 -> 550-570 at 28x28.
+inline void PrefetchResidual(const TileEpilogue& ep, int rows, int cols) {
+  for (int r = 0; r < rows; ++r) {
+    const char* row = reinterpret_cast<const char*>(ep.residual + r * ep.residual_stride);
+    for (int j = 0; j < cols; j += 16) _mm_prefetch(row + sizeof(float) * j, _MM_HINT_T0);
+    _mm_prefetch(row + sizeof(float) * (cols - 1), _MM_HINT_T0);
+  }
+}
+
 namespace gemm_avx2 {
 
 constexpr int kMr = 6;
@@ -76,6 +90,7 @@ MXLITE_TARGET_AVX2 void Run(int64_t kc, const float* a, const float* b, float* c
 
 MXLITE_TARGET_AVX2 void RunEpilogue(int64_t kc, const float* a, const float* b, float* c,
                                     int64_t ldc, bool accumulate, const TileEpilogue& ep) {
+  if (ep.residual) PrefetchResidual(ep, kMr, kNr);
   Kernel<true>(kc, a, b, c, ldc, accumulate, &ep);
 }
 
@@ -364,6 +379,7 @@ const TailTileFn kTailTiles[2][kMaxTail] = {MXLITE_TAIL_TILES(0), MXLITE_TAIL_TI
 MXLITE_TARGET_AVX512 void RunTile(int64_t kc, const float* a, const float* b, int64_t ldb,
                                   float* c, int64_t ldc, bool accumulate, int rows, int cols,
                                   const TileEpilogue* ep) {
+  if (ep && ep->residual) PrefetchResidual(*ep, rows, cols);
   if (rows == kMr && cols == kNr) {
     Tile<kMr, 2, true>(kc, a, b, ldb, c, ldc, accumulate, 0xffff, ep);
     return;
