@@ -628,12 +628,15 @@ class Convolution : public Operator {
     std::vector<const float*> segments(static_cast<size_t>(taps));
     for (int64_t row = 0; row < g.out[1]; row += p.rows_per_band) {
       const int64_t rows = std::min(p.rows_per_band, g.out[1] - row);
+      // A channel's views one after another, while its input rows are in L1
+      // (view-major tasks read each plane `views` times from L2: 1x7 layers
+      // at 17x17 took 5% longer).
       ParallelFor(pool, p.views * g.channels, [&](int64_t task) {
-        const int64_t view = task / g.channels, c = task % g.channels;
+        const int64_t c = task / p.views, view = task % p.views;
         GatherRowsZeroPadded(data + c * in_plane, g.in[1], g.in[2],
                              p.first_row[view] + row * g.stride[1], g.stride[1],
                              rows + p.span_h, p.first_col[view], g.stride[2], ow_count,
-                             views + task * p.plane);
+                             views + (view * g.channels + c) * p.plane);
       });
       for (int64_t grp = 0; grp < g.groups; ++grp) {
         for (int64_t t = 0; t < taps; ++t) {
