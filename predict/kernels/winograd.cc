@@ -10,6 +10,8 @@ namespace winograd_cc {
 // between the transforms and the GEMMs (measured on Zen 5: 2 MiB is up to
 // 25% faster than 12 MiB on large maps, equal on small ones).
 constexpr int64_t kWorkspaceBudget = int64_t{2} << 20;
+// A last chunk smaller than this joins the one before it (see ChunkAt).
+constexpr int64_t kMergedTiles = 32;
 // Where Winograd beats im2col + GEMM (see WinogradApplies).
 constexpr int64_t kMinTiles = 49;
 constexpr int64_t kMinChannels = 256;
@@ -136,10 +138,16 @@ int64_t WinogradGeometry::ChunkTiles() const {
   return std::min(Tiles(), std::max<int64_t>(chunk / 32 * 32, 64));
 }
 
+int64_t WinogradGeometry::ChunkAt(int64_t tile0) const {
+  const int64_t count = std::min(ChunkTiles(), Tiles() - tile0);
+  return Tiles() - tile0 - count < winograd_cc::kMergedTiles ? Tiles() - tile0 : count;
+}
+
 size_t WinogradGeometry::WorkspaceBytes() const {
   // V's tile count is rounded up to whole 32-column strips for the AVX-512
-  // path, which writes V in the GEMM's packed layout.
-  const int64_t chunk = ChunkTiles();
+  // path, which writes V in the GEMM's packed layout. The largest chunk is
+  // a last one with a remainder merged in.
+  const int64_t chunk = std::min(Tiles(), ChunkTiles() + winograd_cc::kMergedTiles - 1);
   const int64_t strip_tiles = (chunk + 31) / 32 * 32;
   // (+32: the AVX-512 path pads each xi's V and M by a cache line.)
   return static_cast<size_t>(36 * (channels * strip_tiles + filters * chunk + 32)) *
@@ -219,10 +227,9 @@ void WinogradConvolve(const WinogradGeometry& g, const std::vector<PackedMatrix>
   }
 #endif
   const int64_t tiles = g.Tiles();
-  const int64_t chunk = g.ChunkTiles();
   const int64_t in_plane = g.in_h * g.in_w;
-  for (int64_t tile0 = 0; tile0 < tiles; tile0 += chunk) {
-    const int64_t count = std::min(chunk, tiles - tile0);
+  for (int64_t tile0 = 0, count = 0; tile0 < tiles; tile0 += count) {
+    count = g.ChunkAt(tile0);
     float* v = workspace;                             // [36][channels][count]
     float* m = workspace + 36 * g.channels * count;   // [36][filters][count]
     ParallelFor(pool, g.channels, [&](int64_t c) {

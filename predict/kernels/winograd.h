@@ -40,6 +40,10 @@ struct WinogradGeometry {
   int64_t Tiles() const { return TilesH() * TilesW(); }
   // Tiles per chunk, so that the chunk's V and M fit the workspace budget.
   int64_t ChunkTiles() const;
+  // Tiles in the chunk that starts at tile0: ChunkTiles(), but the last
+  // chunk also takes a remainder of fewer than kMergedTiles tiles (a chunk
+  // of a few tiles re-reads all 36 weight matrices for little work).
+  int64_t ChunkAt(int64_t tile0) const;
   size_t WorkspaceBytes() const;
 };
 

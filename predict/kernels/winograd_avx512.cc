@@ -240,14 +240,14 @@ void Convolve(const WinogradGeometry& g, const std::vector<PackedMatrix>& packed
               const float* input, const float* bias, const float* residual, float lower,
               float upper, float* output, float* workspace, ThreadPool* pool) {
   const int nr = packed[0].kernel().nr;
-  const int64_t tiles = g.Tiles(), tiles_w = g.TilesW(), chunk = g.ChunkTiles();
+  const int64_t tiles = g.Tiles(), tiles_w = g.TilesW();
   // Room for the last sixteen-tile run of a row to read 80 columns.
   const int64_t scratch_w = (tiles_w + kLanes - 1) / kLanes * kLanes * 4 + 16;
   const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
   const bool clamp = lower != -std::numeric_limits<float>::infinity() ||
                      upper != std::numeric_limits<float>::infinity();
-  for (int64_t tile0 = 0; tile0 < tiles; tile0 += chunk) {
-    const int64_t count = std::min(chunk, tiles - tile0);
+  for (int64_t tile0 = 0, count = 0; tile0 < tiles; tile0 += count) {
+    count = g.ChunkAt(tile0);
     const int64_t strips = (count + nr - 1) / nr;
     float* v = workspace;                              // [36][strips][channels][nr]
     const int64_t v_stride = XiStride(strips * nr * g.channels);

@@ -21,9 +21,10 @@ int main() {
   const int64_t channel_cases[][2] = {{1, 1}, {3, 5}, {16, 8}, {40, 33}};
   for (const auto& cf : channel_cases) {
     for (int64_t pad = 0; pad <= 2; ++pad) {
-      // 141 with 73 channels in and out needs more than one chunk of tiles.
-      for (int64_t size = 3; size <= 141; size += size < 13 ? 2 : 128) {
-        if (size == 141 && (cf[0] < 40 || pad != 1)) continue;
+      // 141 with 73 channels in and out needs more than one chunk of tiles;
+      // at 79 (400 tiles) the last chunk also takes a remainder of 16.
+      for (int64_t size = 3; size <= 141; size += size < 13 ? 2 : size == 13 ? 66 : 62) {
+        if (size > 13 && (cf[0] < 40 || pad != 1)) continue;
         WinogradGeometry g;
         g.channels = cf[0];
         g.filters = cf[1];
@@ -42,6 +43,15 @@ int main() {
         if (size == 141 && g.ChunkTiles() >= g.Tiles()) {
           ++failures;
           std::printf("FAIL: the large case was meant to be chunked\n");
+        }
+        if (size == 79) {
+          int64_t last = 0;
+          for (int64_t tile0 = 0; tile0 < g.Tiles(); tile0 += last) last = g.ChunkAt(tile0);
+          if (!(last > g.ChunkTiles() && g.Tiles() % g.ChunkTiles() != 0)) {
+            ++failures;
+            std::printf("FAIL: 79 did not merge its remainder (chunk %lld, last %lld)\n",
+                        static_cast<long long>(g.ChunkTiles()), static_cast<long long>(last));
+          }
         }
         std::vector<PackedMatrix> packed;
         WinogradPackWeights(w.data(), g.filters, g.channels, &packed);
