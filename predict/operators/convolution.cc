@@ -190,7 +190,9 @@ struct ShiftedGeometry {
   // per tap (kh-major): its view and its row offset in the view (dy - min dy).
   std::vector<int64_t> first_row, first_col, tap_view, tap_row;
 
-  int64_t ViewFloats(int64_t channels) const { return views * channels * plane; }
+  size_t WorkspaceBytes(int64_t channels) const {
+    return static_cast<size_t>(views * channels * plane) * sizeof(float);
+  }
 };
 
 // Splits a = k*dilate - pad into stride * shift + phase, 0 <= phase < stride.
@@ -206,33 +208,29 @@ bool PlanShifted(const Geometry& g, int64_t column_bytes, ShiftedGeometry* plan)
   if (g.in[0] != 1 || g.kernel[0] != 1) return false;
   ShiftedGeometry& p = *plan;
   p = ShiftedGeometry();
-  int64_t min_dy = 0, max_dy = 0;
+  std::vector<int64_t> dy(static_cast<size_t>(g.kernel[1])), py(dy.size());
   for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
-    int64_t dy = 0, py = 0;
-    SplitTap(kh, g.dilate[1], g.pad[1], g.stride[1], &dy, &py);
-    min_dy = kh == 0 ? dy : std::min(min_dy, dy);
-    max_dy = kh == 0 ? dy : std::max(max_dy, dy);
+    SplitTap(kh, g.dilate[1], g.pad[1], g.stride[1], &dy[kh], &py[kh]);
   }
-  p.span_h = max_dy - min_dy;
-  std::vector<std::pair<int64_t, int64_t>> view_ids;  // (input row, input column) of view
+  const int64_t min_dy = *std::min_element(dy.begin(), dy.end());
+  p.span_h = *std::max_element(dy.begin(), dy.end()) - min_dy;
   for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
     for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
-      int64_t dy = 0, py = 0, dx = 0, px = 0;
-      SplitTap(kh, g.dilate[1], g.pad[1], g.stride[1], &dy, &py);
+      int64_t dx = 0, px = 0;
       SplitTap(kw, g.dilate[2], g.pad[2], g.stride[2], &dx, &px);
-      const auto id = std::make_pair(g.stride[1] * min_dy + py, g.stride[2] * dx + px);
-      auto found = std::find(view_ids.begin(), view_ids.end(), id);
-      if (found == view_ids.end()) {
-        view_ids.push_back(id);
-        p.first_row.push_back(id.first);
-        p.first_col.push_back(id.second);
-        found = view_ids.end() - 1;
+      // A view is known by its first input row and column.
+      const int64_t row = g.stride[1] * min_dy + py[kh], col = g.stride[2] * dx + px;
+      int64_t view = 0;
+      while (view < p.views && !(p.first_row[view] == row && p.first_col[view] == col)) ++view;
+      if (view == p.views) {
+        p.first_row.push_back(row);
+        p.first_col.push_back(col);
+        ++p.views;
       }
-      p.tap_view.push_back(found - view_ids.begin());
-      p.tap_row.push_back(dy - min_dy);
+      p.tap_view.push_back(view);
+      p.tap_row.push_back(dy[kh] - min_dy);
     }
   }
-  p.views = static_cast<int64_t>(view_ids.size());
   p.plain = g.groups == 1 && p.views == static_cast<int64_t>(p.tap_view.size());
   for (size_t t = 0; t < p.tap_view.size(); ++t) {
     p.plain = p.plain && p.tap_view[t] == static_cast<int64_t>(t) && p.tap_row[t] == 0;
@@ -432,9 +430,7 @@ class Convolution : public Operator {
     FoldWeights(in);
     *workspace_bytes = 0;
     if (method_ == kWinograd) *workspace_bytes = winograd_.WorkspaceBytes();
-    if (method_ == kShifted) {
-      *workspace_bytes = static_cast<size_t>(shifted_.ViewFloats(g.channels)) * sizeof(float);
-    }
+    if (method_ == kShifted) *workspace_bytes = shifted_.WorkspaceBytes(g.channels);
     if (method_ == kIm2col) {
       const int64_t depth = g.channels / g.groups * g.KernelSize();
       const int64_t rows = g.out[0] * g.out[1];
@@ -535,7 +531,7 @@ class Convolution : public Operator {
     }
 
     if (method_ == kShifted) {
-      const size_t bytes = static_cast<size_t>(shifted_.ViewFloats(g.channels)) * sizeof(float);
+      const size_t bytes = shifted_.WorkspaceBytes(g.channels);
       MXL_CHECK(ctx.workspace != nullptr && ctx.workspace_bytes >= bytes, "convolution needs ",
                 bytes, " bytes of workspace but got ", ctx.workspace_bytes);
       for (int64_t n = 0; n < g.batch; ++n) {
