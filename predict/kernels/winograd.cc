@@ -232,11 +232,13 @@ void WinogradConvolve(const WinogradGeometry& g, const std::vector<PackedMatrix>
     count = g.ChunkAt(tile0);
     float* v = workspace;                             // [36][channels][count]
     float* m = workspace + 36 * g.channels * count;   // [36][filters][count]
+    ClaimWorkspace(v, 36 * g.channels * count);
     ParallelFor(pool, g.channels, [&](int64_t c) {
       winograd_cc::TransformInput(g, input + c * in_plane, tile0, count, c, v);
     });
     GemmEpilogue plain;
     for (int xi = 0; xi < 36; ++xi) {
+      ClaimWorkspace(m + xi * g.filters * count, g.filters * count);
       GemmPacked(packed[xi], v + xi * g.channels * count, count, count,
                  m + xi * g.filters * count, count, plain, pool);
     }

@@ -24,6 +24,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "gemm.h"
@@ -52,6 +53,22 @@ struct WinogradGeometry {
 bool WinogradApplies(int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64_t stride_w,
                      int64_t dilate_h, int64_t dilate_w, int64_t groups, int64_t channels,
                      int64_t filters, int64_t out_h, int64_t out_w);
+
+// Zeroes floats [region, region + count) before a phase scatters its stores
+// over them. V is written in 36 x strips interleaved runs and M in 12-row
+// tiles: more streams than the hardware prefetcher follows, so when the
+// workspace has left the caches (in a network it has, by the time the next
+// Winograd layer runs) every store waits on a read of its line first ("read
+// for ownership"). A large memset writes whole lines without reading them
+// (rep stosb on x86, DC ZVA on AArch64), claiming them in cache for a tenth
+// of that cost. Measured per layer in the network (one thread, per-node
+// medians): resnet50_v2's layers 2-9% faster on a quiet machine; with a
+// memory-bound process on the other core, densenet121's 11% and
+// squeezenet1.1's 19% faster. Standalone with a warm workspace it costs
+// 3-8%.
+inline void ClaimWorkspace(float* region, int64_t count) {
+  std::memset(region, 0, sizeof(float) * static_cast<size_t>(count));
+}
 
 // U[xi] = (G g G^T)[xi] for weights (filters, channels, 3, 3), packed.
 Status WinogradPackWeights(const float* weights, int64_t filters, int64_t channels,

@@ -259,6 +259,7 @@ void Convolve(const WinogradGeometry& g, const std::vector<PackedMatrix>& packed
     const int64_t first_row = (tile0 / tiles_w) * 4 - g.pad_h;
     const int64_t src_row = std::max<int64_t>(first_row, 0), top = src_row - first_row;
     const int64_t rows = std::max<int64_t>(0, std::min(g.in_h - src_row, scratch_h - top));
+    ClaimWorkspace(v, 36 * v_stride);
     ParallelFor(pool, g.channels, [&](int64_t c) {
       thread_local std::vector<float> scratch, lines;
       scratch.resize(static_cast<size_t>(scratch_h * scratch_w));
@@ -269,6 +270,7 @@ void Convolve(const WinogradGeometry& g, const std::vector<PackedMatrix>& packed
                             strips, nr, c, v, v_stride);
     });
     ParallelFor(pool, 36, [&](int64_t xi) {
+      ClaimWorkspace(m + xi * m_stride, g.filters * count);  // by the thread that writes it
       GemmPrepackedB(packed[xi], v + xi * v_stride, count, m + xi * m_stride, count,
                      GemmEpilogue(), nullptr);
     });
