@@ -228,17 +228,18 @@ void WinogradConvolve(const WinogradGeometry& g, const std::vector<PackedMatrix>
 #endif
   const int64_t tiles = g.Tiles();
   const int64_t in_plane = g.in_h * g.in_w;
+  const bool claim = WinogradClaims(pool);
   for (int64_t tile0 = 0, count = 0; tile0 < tiles; tile0 += count) {
     count = g.ChunkAt(tile0);
     float* v = workspace;                             // [36][channels][count]
     float* m = workspace + 36 * g.channels * count;   // [36][filters][count]
-    ClaimWorkspace(v, 36 * g.channels * count);
+    ClaimWorkspace(claim, v, 36 * g.channels * count);
     ParallelFor(pool, g.channels, [&](int64_t c) {
       winograd_cc::TransformInput(g, input + c * in_plane, tile0, count, c, v);
     });
     GemmEpilogue plain;
     for (int xi = 0; xi < 36; ++xi) {
-      ClaimWorkspace(m + xi * g.filters * count, g.filters * count);
+      ClaimWorkspace(claim, m + xi * g.filters * count, g.filters * count);
       GemmPacked(packed[xi], v + xi * g.channels * count, count, count,
                  m + xi * g.filters * count, count, plain, pool);
     }

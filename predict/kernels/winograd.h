@@ -55,20 +55,26 @@ bool WinogradApplies(int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64
                      int64_t filters, int64_t out_h, int64_t out_w);
 
 // Zeroes floats [region, region + count) before a phase scatters its stores
-// over them. V is written in 36 x strips interleaved runs and M in 12-row
-// tiles: more streams than the hardware prefetcher follows, so when the
-// workspace has left the caches (in a network it has, by the time the next
-// Winograd layer runs) every store waits on a read of its line first ("read
-// for ownership"). A large memset writes whole lines without reading them
-// (rep stosb on x86, DC ZVA on AArch64), claiming them in cache for a tenth
-// of that cost. Measured per layer in the network (one thread, per-node
-// medians): resnet50_v2's layers 2-9% faster on a quiet machine; with a
-// memory-bound process on the other core, densenet121's 11% and
-// squeezenet1.1's 19% faster. Standalone with a warm workspace it costs
-// 3-8%.
-inline void ClaimWorkspace(float* region, int64_t count) {
-  std::memset(region, 0, sizeof(float) * static_cast<size_t>(count));
+// over them, when the layer runs on one thread (see WinogradClaims). V is
+// written in 36 x strips interleaved runs and M in 12-row tiles: more
+// streams than the hardware prefetcher follows, so when the workspace has
+// left the caches (in a network it has, by the time the next Winograd layer
+// runs) every store waits on a read of its line first ("read for
+// ownership"). A large memset writes whole lines without reading them (rep
+// stosb on x86, DC ZVA on AArch64), claiming them in cache for a tenth of
+// that cost.
+inline void ClaimWorkspace(bool claim, float* region, int64_t count) {
+  if (claim) std::memset(region, 0, sizeof(float) * static_cast<size_t>(count));
 }
+
+// Whether to claim the workspace: on one thread only. Measured per layer in
+// the network (per-node medians): one thread, resnet50_v2's Winograd layers
+// 2-9% faster on a quiet machine, and with a memory-bound process on the
+// other core densenet121's 11% and squeezenet1.1's 19% faster (standalone
+// with a warm workspace it costs 3-8%). Two threads, resnet18_v1's 5-9%
+// slower: the memset of V runs on one thread while the other waits, and
+// half of the lines it claims are then written from the other core.
+inline bool WinogradClaims(const ThreadPool* pool) { return !pool || pool->size() <= 1; }
 
 // U[xi] = (G g G^T)[xi] for weights (filters, channels, 3, 3), packed.
 Status WinogradPackWeights(const float* weights, int64_t filters, int64_t channels,

@@ -246,6 +246,7 @@ void Convolve(const WinogradGeometry& g, const std::vector<PackedMatrix>& packed
   const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
   const bool clamp = lower != -std::numeric_limits<float>::infinity() ||
                      upper != std::numeric_limits<float>::infinity();
+  const bool claim = WinogradClaims(pool);
   for (int64_t tile0 = 0, count = 0; tile0 < tiles; tile0 += count) {
     count = g.ChunkAt(tile0);
     const int64_t strips = (count + nr - 1) / nr;
@@ -259,7 +260,7 @@ void Convolve(const WinogradGeometry& g, const std::vector<PackedMatrix>& packed
     const int64_t first_row = (tile0 / tiles_w) * 4 - g.pad_h;
     const int64_t src_row = std::max<int64_t>(first_row, 0), top = src_row - first_row;
     const int64_t rows = std::max<int64_t>(0, std::min(g.in_h - src_row, scratch_h - top));
-    ClaimWorkspace(v, 36 * v_stride);
+    ClaimWorkspace(claim, v, 36 * v_stride);
     ParallelFor(pool, g.channels, [&](int64_t c) {
       thread_local std::vector<float> scratch, lines;
       scratch.resize(static_cast<size_t>(scratch_h * scratch_w));
@@ -270,7 +271,7 @@ void Convolve(const WinogradGeometry& g, const std::vector<PackedMatrix>& packed
                             strips, nr, c, v, v_stride);
     });
     ParallelFor(pool, 36, [&](int64_t xi) {
-      ClaimWorkspace(m + xi * m_stride, g.filters * count);  // by the thread that writes it
+      ClaimWorkspace(claim, m + xi * m_stride, g.filters * count);
       GemmPrepackedB(packed[xi], v + xi * v_stride, count, m + xi * m_stride, count,
                      GemmEpilogue(), nullptr);
     });
