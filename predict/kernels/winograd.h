@@ -68,12 +68,13 @@ inline void ClaimWorkspace(bool claim, float* region, int64_t count) {
 }
 
 // Whether to claim the workspace: on one thread only. Measured per layer in
-// the network (per-node medians): one thread, resnet50_v2's Winograd layers
-// 2-9% faster on a quiet machine, and with a memory-bound process on the
-// other core densenet121's 11% and squeezenet1.1's 19% faster (standalone
-// with a warm workspace it costs 3-8%). Two threads, resnet18_v1's 5-9%
-// slower: the memset of V runs on one thread while the other waits, and
-// half of the lines it claims are then written from the other core.
+// the network (min over rounds, alternating): on one thread resnet50_v2's
+// Winograd layers ran 2-9% faster on a quiet machine, and with a
+// memory-bound process on the other core densenet121's ran 11% and
+// squeezenet1.1's 19% faster (standalone with a warm workspace the claim
+// costs 3-8%). On two threads resnet18_v1's ran 5-9% slower: the memset of
+// V runs on one thread while the other waits, and half of the lines it
+// claims are then written from the other core.
 inline bool WinogradClaims(const ThreadPool* pool) { return !pool || pool->size() <= 1; }
 
 // U[xi] = (G g G^T)[xi] for weights (filters, channels, 3, 3), packed.
