@@ -10,7 +10,8 @@ extra ordering edges) allows. MXNet's exact plan comes from replaying its
 planner (tests/mxnet_memory_plan.py), trusted only where it agrees with the
 figure MXNet itself prints.
 
-Small synthetic graphs check the rules with numbers worked out by hand.
+Small synthetic graphs check the rules with numbers worked out by hand,
+Concat inputs laid inside its output among them.
 """
 import json
 import os
@@ -193,3 +194,60 @@ def test_unknown_input_is_an_error_naming_it(plan_tool):
                              '--shape', 'image=1,3,224,224'], capture_output=True, text=True)
     assert result.returncode == 1
     assert "input 'image' is not an input of the graph" in result.stderr
+
+
+def concat_nodes(order=('a', 'b'), twice=False, extra=False):
+    """data -> 1x1 conv s (8 channels) -> 1x1 convs a and b (16 channels each)
+    -> Concat(a, b) (or (a, a) when twice) -> 1x1 conv out (4 channels). With
+    `extra`, a third conv of s, a second head, runs between a and b."""
+    nodes, index = [('null', 'data', {}, [])], {'data': 0}
+
+    def conv(name, source, filters):
+        nodes.append(('null', name + '_weight', {}, []))
+        nodes.append(('null', name + '_bias', {}, []))
+        index[name] = len(nodes)
+        nodes.append(('Convolution', name, {'kernel': '(1, 1)', 'num_filter': filters},
+                      [index[source], len(nodes) - 2, len(nodes) - 1]))
+
+    conv('s', 'data', 8)
+    for branch in order:
+        conv(branch, 's', 16)
+        if extra and branch == order[0]:
+            conv('c', 's', 16)
+    inputs = [index['a'], index['a']] if twice else [index['a'], index['b']]
+    index['cat'] = len(nodes)
+    nodes.append(('Concat', 'cat', {'num_args': 2, 'dim': 1}, inputs))
+    conv('out', 'cat', 4)
+    heads = [index['out']] + ([index['c']] if extra else [])
+    return nodes, heads
+
+
+def test_concat_inputs_made_just_before_are_laid_in_its_output(plan_tool, tmp_path):
+    # At 5x5: s 800 bytes (832 aligned), a and b 1600 each, cat 3200, out
+    # 400 (448). As MXNet plans it, a, b and cat are live together at the
+    # Concat (s died with b, its last reader): 6400 bytes, the peak, in five
+    # blocks. Laid in place (--fused), a and b are cat's halves: s + cat =
+    # 4032 while b is made is the peak, in three blocks.
+    nodes, heads = concat_nodes()
+    path = symbol(tmp_path, nodes, heads)
+    shapes = {'data': [1, 4, 5, 5]}
+    unfused = plan(plan_tool, path, shapes)
+    assert unfused['planned_bytes'] == 6400 and unfused['num_blocks'] == 5
+    fused = plan(plan_tool, path, shapes, '--fused')
+    assert fused['planned_bytes'] == fused['lower_bound_bytes'] == 832 + 3200
+    assert fused['num_blocks'] == 3
+    # A batch of two interleaves a and b in cat: nothing is laid in place.
+    batch2 = plan(plan_tool, path, {'data': [2, 4, 5, 5]}, '--fused')
+    assert batch2['planned_bytes'] == 2 * 6400 and batch2['num_blocks'] == 5
+
+
+@pytest.mark.parametrize('variant', ['other-op-between', 'same-input-twice'])
+def test_concat_inputs_not_laid_in_place(plan_tool, tmp_path, variant):
+    # Another operator's output made between a and b (a has been waiting: it
+    # is copied, and so is b), or one input joined twice.
+    nodes, heads = concat_nodes(extra=variant == 'other-op-between',
+                                twice=variant == 'same-input-twice')
+    fused = plan(plan_tool, symbol(tmp_path, nodes, heads), {'data': [1, 4, 5, 5]}, '--fused')
+    unfused = plan(plan_tool, symbol(tmp_path, nodes, heads), {'data': [1, 4, 5, 5]})
+    assert fused['num_blocks'] == unfused['num_blocks']
+    assert fused['planned_bytes'] == unfused['planned_bytes']

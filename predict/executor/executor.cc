@@ -100,7 +100,10 @@ Status Executor::Bind(const std::map<std::string, int>& input_dtypes) {
   // Operator outputs live in one planned arena.
   std::vector<std::vector<size_t>> entry_bytes;
   MXL_RETURN_IF_ERROR(EntryBytes(graph, shapes, dtypes, &entry_bytes));
-  MXL_RETURN_IF_ERROR(PlanMemory(graph, entry_bytes, &plan_));
+  // Optimised graphs also get their Concat inputs written in place.
+  std::vector<EntryPart> parts;
+  if (optimized_) MXL_RETURN_IF_ERROR(FindEntryParts(graph, shapes, dtypes, &parts));
+  MXL_RETURN_IF_ERROR(PlanMemory(graph, entry_bytes, parts, PlanOptions(), &plan_));
   if (reusable_arena_ && reusable_arena_->bytes() >= plan_.arena_bytes) {
     arena_ = reusable_arena_;  // MXPredReshape to a size that fits: no new memory
   } else {
@@ -122,11 +125,13 @@ Status Executor::Bind(const std::map<std::string, int>& input_dtypes) {
     const Node& node = graph.nodes[n];
     if (node.is_variable()) continue;
     for (size_t i = 0; i < shapes[n].size(); ++i) {
-      int block = plan_.entry_block[n][i];
+      const int block = plan_.entry_block[n][i];
+      const size_t offset = plan_.entry_offset[n][i];
       if (block_storage_[block]) {
-        entries_[n][i] = NDArray(shapes[n][i], dtypes[n][i], block_storage_[block]);
+        entries_[n][i] = NDArray(shapes[n][i], dtypes[n][i], block_storage_[block], offset);
       } else {
-        entries_[n][i] = NDArray(shapes[n][i], dtypes[n][i], arena_, plan_.block_offset[block]);
+        entries_[n][i] =
+            NDArray(shapes[n][i], dtypes[n][i], arena_, plan_.block_offset[block] + offset);
       }
     }
     MXL_RETURN_IF_ERROR(CreateOperator(node.op_name, node.name, node.attrs, &ops_[n]));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <numeric>
 #include <set>
 #include <utility>
@@ -66,28 +67,70 @@ class Ancestry {
   std::vector<uint64_t> bits_;
 };
 
-// Storage for one or more entries joined by in-place.
+// Storage for one or more entries joined by in-place or laid end to end.
 struct Buffer {
   size_t bytes = 0;           // aligned
   int first = 0;              // the node that writes it first
   int last = 0;               // the last node that touches it; end for outputs
   std::vector<int> accesses;  // every node that writes or reads it, ascending
+  // The nodes that write an entry into it other than in place: `first`,
+  // and the writers of its other parts (which need not descend from it).
+  std::vector<int> writers;
 };
 
 struct BufferSet {
   std::vector<Buffer> buffers;
-  std::vector<std::vector<int>> entry_buffer;  // per node, per output; -1: variable
+  std::vector<std::vector<int>> entry_buffer;     // per node, per output; -1: variable
+  std::vector<std::vector<size_t>> entry_offset;  // per node, per output: bytes into it
 };
+
+// Where each entry lies when laid inside another: the outermost entry that
+// holds it (node -1: none; an outermost entry holds itself) and the offset
+// there, through every level of nesting.
+struct Holder {
+  NodeEntry root{-1, 0};
+  size_t offset = 0;
+};
+
+std::vector<std::vector<Holder>> Holders(const Graph& graph,
+                                         const std::vector<EntryPart>& parts) {
+  std::vector<std::vector<Holder>> holders(graph.nodes.size());
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    holders[n].resize(static_cast<size_t>(graph.nodes[n].num_outputs()));
+  }
+  // A part's whole is made after it, so going back over the parts, each
+  // whole's own holder is final before its parts look it up.
+  std::vector<std::vector<const EntryPart*>> part_of(graph.nodes.size());
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    part_of[n].assign(holders[n].size(), nullptr);
+  }
+  for (const EntryPart& part : parts) part_of[part.part.node][part.part.index] = &part;
+  for (int n = static_cast<int>(graph.nodes.size()) - 1; n >= 0; --n) {
+    for (size_t i = 0; i < holders[n].size(); ++i) {
+      const EntryPart* part = part_of[n][i];
+      if (part == nullptr) continue;
+      Holder& whole = holders[part->whole.node][part->whole.index];
+      if (whole.root.node < 0) whole.root = part->whole;  // an outermost entry
+      holders[n][i] = {whole.root, whole.offset + part->offset};
+    }
+  }
+  return holders;
+}
 
 // Applies the in-place rule along node order and makes the buffers. Under
 // the dataflow rule an operator overwrites an input only when every earlier
 // reader is its ancestor; under the execution-order rule being the last
 // reader in node order is enough, and each earlier reader that is not an
 // ancestor (all of them when `ancestry` is null) adds an edge to `edges`.
+// With `inplace`, entries in `parts` share their outermost entry's buffer.
 void BuildBuffers(const Graph& graph, const std::vector<std::vector<size_t>>& entry_bytes,
-                  bool inplace, bool dataflow, const Ancestry* ancestry, BufferSet* out,
+                  const std::vector<EntryPart>& parts, bool inplace, bool dataflow,
+                  const Ancestry* ancestry, BufferSet* out,
                   std::set<std::pair<int, int>>* edges) {
   const int count = static_cast<int>(graph.nodes.size());
+  const std::vector<std::vector<Holder>> holders =
+      Holders(graph, inplace ? parts : std::vector<EntryPart>());
+  std::map<std::pair<int, int>, int> root_buffer;  // outermost entry -> its buffer
   // Pending reads of every entry: one per consumer input, one per graph head.
   std::vector<std::vector<int>> readers(count);
   for (int n = 0; n < count; ++n) readers[n].assign(graph.nodes[n].num_outputs(), 0);
@@ -106,10 +149,13 @@ void BuildBuffers(const Graph& graph, const std::vector<std::vector<size_t>>& en
     b.last = std::max(b.last, node);
   };
 
+  out->entry_offset.assign(count, {});
   for (int n = 0; n < count; ++n) {
     const Node& node = graph.nodes[n];
     std::vector<int>& mine = out->entry_buffer[n];
+    std::vector<size_t>& offsets = out->entry_offset[n];
     mine.assign(node.num_outputs(), -1);
+    offsets.assign(node.num_outputs(), 0);
     if (node.is_variable()) continue;
     const int num_inputs = static_cast<int>(node.inputs.size());
     if (inplace) {
@@ -124,7 +170,14 @@ void BuildBuffers(const Graph& graph, const std::vector<std::vector<size_t>>& en
         if (input_taken[pair.input] || mine[pair.output] >= 0) continue;
         if (readers[n][pair.output] == 0) continue;
         if (entry_bytes[input.node][input.index] != entry_bytes[n][pair.output]) continue;
+        // Parts are made where their whole says, and only a buffer's whole
+        // contents are overwritten in place (a part of it is not).
+        if (holders[n][pair.output].root.node >= 0) continue;
         const int buffer = out->entry_buffer[input.node][input.index];
+        if (out->entry_offset[input.node][input.index] != 0 ||
+            Aligned(entry_bytes[input.node][input.index]) != buffers[buffer].bytes) {
+          continue;
+        }
         if (!pair.identity) {
           if (pending[buffer] != 1) continue;
           std::vector<int> unordered;  // earlier accesses the graph does not order before n
@@ -137,16 +190,39 @@ void BuildBuffers(const Graph& graph, const std::vector<std::vector<size_t>>& en
           for (int access : unordered) edges->insert({access, n});
         }
         mine[pair.output] = buffer;
+        offsets[pair.output] = 0;
         input_taken[pair.input] = true;
         pending[buffer] += readers[n][pair.output];
       }
     }
     for (int i = 0; i < node.num_outputs(); ++i) {
       if (mine[i] >= 0) continue;
+      const Holder& holder = holders[n][i];
+      if (holder.root.node >= 0) {
+        // A part, or a whole with parts: the outermost entry's buffer,
+        // made by whichever of its entries comes first.
+        const std::pair<int, int> root{holder.root.node, holder.root.index};
+        auto found = root_buffer.find(root);
+        if (found == root_buffer.end()) {
+          Buffer buffer;
+          buffer.bytes = Aligned(entry_bytes[root.first][root.second]);
+          buffer.first = n;
+          buffer.last = n;
+          buffers.push_back(buffer);
+          pending.push_back(0);
+          found = root_buffer.emplace(root, static_cast<int>(buffers.size()) - 1).first;
+        }
+        mine[i] = found->second;
+        offsets[i] = holder.offset;
+        pending[found->second] += readers[n][i];
+        buffers[found->second].writers.push_back(n);
+        continue;
+      }
       Buffer buffer;
       buffer.bytes = Aligned(entry_bytes[n][i]);
       buffer.first = n;
       buffer.last = n;
+      buffer.writers.push_back(n);
       buffers.push_back(buffer);
       pending.push_back(readers[n][i]);
       mine[i] = static_cast<int>(buffers.size()) - 1;
@@ -172,7 +248,9 @@ bool Before(const Buffer& x, const Buffer& y, const Ancestry* dataflow) {
   if (dataflow == nullptr) return true;
   const Ancestry* ancestry = dataflow;
   for (int access : x.accesses) {
-    if (!ancestry->IsAncestor(access, y.first)) return false;
+    for (int writer : y.writers) {
+      if (!ancestry->IsAncestor(access, writer)) return false;
+    }
   }
   return true;
 }
@@ -363,12 +441,13 @@ Status CheckEntryBytes(const Graph& graph, const std::vector<std::vector<size_t>
 // One plan under one reuse rule. The placement search stops once the
 // arena is down to `good_enough` (or to the live-bytes peak, if higher).
 void PlanWithRule(const Graph& graph, const std::vector<std::vector<size_t>>& entry_bytes,
-                  const PlanOptions& options, bool dataflow, const Ancestry* ancestry,
-                  size_t good_enough, MemoryPlan* plan) {
+                  const std::vector<EntryPart>& parts, const PlanOptions& options, bool dataflow,
+                  const Ancestry* ancestry, size_t good_enough, MemoryPlan* plan) {
   BufferSet set;
   std::set<std::pair<int, int>> edges;
-  BuildBuffers(graph, entry_bytes, options.inplace, dataflow, ancestry, &set, &edges);
+  BuildBuffers(graph, entry_bytes, parts, options.inplace, dataflow, ancestry, &set, &edges);
   plan->entry_block = set.entry_buffer;
+  plan->entry_offset = set.entry_offset;
   plan->block_bytes.clear();
   for (const Buffer& buffer : set.buffers) plan->block_bytes.push_back(buffer.bytes);
   plan->naive_bytes = 0;
@@ -391,7 +470,8 @@ void PlanWithRule(const Graph& graph, const std::vector<std::vector<size_t>>& en
   }
   if (!dataflow && options.coshare) {
     // Every reuse of bytes the graph does not already order becomes an edge
-    // from each access of the earlier tenant to the later one's first writer.
+    // from each access of the earlier tenant to each of the later one's
+    // writers.
     const std::vector<Buffer>& buffers = set.buffers;
     for (size_t a = 0; a < buffers.size(); ++a) {
       for (size_t b = 0; b < buffers.size(); ++b) {
@@ -401,8 +481,10 @@ void PlanWithRule(const Graph& graph, const std::vector<std::vector<size_t>>& en
         const size_t x_begin = plan->block_offset[a], y_begin = plan->block_offset[b];
         if (x_begin >= y_begin + y.bytes || y_begin >= x_begin + x.bytes) continue;
         for (int access : x.accesses) {
-          if (ancestry == nullptr || !ancestry->IsAncestor(access, y.first)) {
-            edges.insert({access, y.first});
+          for (int writer : y.writers) {
+            if (ancestry == nullptr || !ancestry->IsAncestor(access, writer)) {
+              edges.insert({access, writer});
+            }
           }
         }
       }
@@ -414,8 +496,64 @@ void PlanWithRule(const Graph& graph, const std::vector<std::vector<size_t>>& en
 
 }  // namespace memory_plan_cc
 
+Status FindEntryParts(const Graph& graph, const EntryShapes& shapes, const EntryDTypes& dtypes,
+                      std::vector<EntryPart>* parts) {
+  parts->clear();
+  const int count = static_cast<int>(graph.nodes.size());
+  MXL_CHECK(shapes.size() == graph.nodes.size() && dtypes.size() == graph.nodes.size(),
+            "memory plan: shapes or dtypes missing for some of the ", count, " nodes");
+  std::set<std::pair<int, int>> outputs, placed;
+  for (const NodeEntry& output : graph.outputs) outputs.insert({output.node, output.index});
+  std::vector<size_t> offsets;
+  for (int n = 0; n < count; ++n) {
+    const Node& node = graph.nodes[n];
+    if (node.is_variable() || node.num_outputs() < 1 || outputs.count({n, 0})) continue;
+    std::vector<Shape> in;
+    bool same_dtype = true;
+    for (const NodeEntry& input : node.inputs) {
+      in.push_back(shapes[input.node][input.index]);
+      same_dtype = same_dtype && dtypes[input.node][input.index] == dtypes[n][0];
+    }
+    if (!same_dtype || !node.op->InputsLaidEndToEnd(in, shapes[n][0], DTypeSize(dtypes[n][0]),
+                                                    &offsets) ||
+        offsets.size() != node.inputs.size()) {
+      continue;
+    }
+    // Only inputs made just before, by the operators right ahead of this
+    // one in node order (see "Laid end to end" in memory_plan.h).
+    std::set<int> recent;
+    for (int m = n - 1; m >= 0 && recent.size() < node.inputs.size(); --m) {
+      if (!graph.nodes[m].is_variable()) recent.insert(m);
+    }
+    bool all_recent = true;
+    for (const NodeEntry& input : node.inputs) all_recent = all_recent && recent.count(input.node);
+    if (!all_recent) continue;
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const NodeEntry& input = node.inputs[i];
+      const std::pair<int, int> key{input.node, input.index};
+      const Node& producer = graph.nodes[input.node];
+      bool eligible = !producer.is_variable() && !outputs.count(key) && !placed.count(key) &&
+                      shapes[input.node][input.index].Size() > 0 &&
+                      offsets[i] % kBufferAlignment == 0;
+      for (size_t j = 0; eligible && j < node.inputs.size(); ++j) {
+        eligible = j == i || !(node.inputs[j] == input);
+      }
+      if (!eligible) continue;
+      // An identity view is its producer's input, wherever that lies.
+      for (const InplacePair& pair : producer.op->InplaceOptions()) {
+        eligible = eligible && !(pair.identity && pair.output == input.index);
+      }
+      if (!eligible) continue;
+      placed.insert(key);
+      parts->push_back({input, NodeEntry{n, 0}, offsets[i]});
+    }
+  }
+  return Status();
+}
+
 Status PlanMemory(const Graph& graph, const std::vector<std::vector<size_t>>& entry_bytes,
-                  const PlanOptions& options, MemoryPlan* plan) {
+                  const std::vector<EntryPart>& parts, const PlanOptions& options,
+                  MemoryPlan* plan) {
   using namespace memory_plan_cc;
   MXL_RETURN_IF_ERROR(CheckEntryBytes(graph, entry_bytes));
   Ancestry ancestry;
@@ -423,42 +561,42 @@ Status PlanMemory(const Graph& graph, const std::vector<std::vector<size_t>>& en
   const Ancestry* known = have_ancestry ? &ancestry : nullptr;
   const bool dataflow_possible = have_ancestry && options.rule != ReuseRule::kExecutionOrder;
   if (!dataflow_possible) {
-    PlanWithRule(graph, entry_bytes, options, false, known, 0, plan);
+    PlanWithRule(graph, entry_bytes, parts, options, false, known, 0, plan);
     return Status();
   }
   if (options.rule == ReuseRule::kDataflow) {
-    PlanWithRule(graph, entry_bytes, options, true, known, 0, plan);
+    PlanWithRule(graph, entry_bytes, parts, options, true, known, 0, plan);
     return Status();
   }
   // kAuto: the execution-order plan sets the bar the dataflow plan must
   // reach (within the tolerance) to be preferred.
   MemoryPlan execution_order;
-  PlanWithRule(graph, entry_bytes, options, false, known, 0, &execution_order);
+  PlanWithRule(graph, entry_bytes, parts, options, false, known, 0, &execution_order);
   const size_t acceptable = execution_order.arena_bytes +
                             execution_order.arena_bytes / 100 * kDataflowTolerancePercent;
-  PlanWithRule(graph, entry_bytes, options, true, known, acceptable, plan);
+  PlanWithRule(graph, entry_bytes, parts, options, true, known, acceptable, plan);
   if (plan->arena_bytes > acceptable) *plan = std::move(execution_order);
   return Status();
 }
 
 Status ReportMemory(const Graph& graph, const std::vector<std::vector<size_t>>& entry_bytes,
-                    MemoryReport* report) {
+                    const std::vector<EntryPart>& parts, MemoryReport* report) {
   using namespace memory_plan_cc;
   MXL_RETURN_IF_ERROR(CheckEntryBytes(graph, entry_bytes));
   MemoryPlan plan;
   PlanOptions options;
   options.inplace = false;
   options.coshare = false;
-  MXL_RETURN_IF_ERROR(PlanMemory(graph, entry_bytes, options, &plan));
+  MXL_RETURN_IF_ERROR(PlanMemory(graph, entry_bytes, parts, options, &plan));
   report->naive_bytes = plan.arena_bytes;
   options.inplace = true;
-  MXL_RETURN_IF_ERROR(PlanMemory(graph, entry_bytes, options, &plan));
+  MXL_RETURN_IF_ERROR(PlanMemory(graph, entry_bytes, parts, options, &plan));
   report->inplace_bytes = plan.arena_bytes;
   options.inplace = false;
   options.coshare = true;
-  MXL_RETURN_IF_ERROR(PlanMemory(graph, entry_bytes, options, &plan));
+  MXL_RETURN_IF_ERROR(PlanMemory(graph, entry_bytes, parts, options, &plan));
   report->coshare_bytes = plan.arena_bytes;
-  MXL_RETURN_IF_ERROR(PlanMemory(graph, entry_bytes, PlanOptions(), &plan));
+  MXL_RETURN_IF_ERROR(PlanMemory(graph, entry_bytes, parts, PlanOptions(), &plan));
   report->planned_bytes = plan.arena_bytes;
   report->num_blocks = plan.block_bytes.size();
   report->ordering_edges = plan.ordering_edges.size();
@@ -468,7 +606,7 @@ Status ReportMemory(const Graph& graph, const std::vector<std::vector<size_t>>& 
   }
   BufferSet execution_order;
   std::set<std::pair<int, int>> edges;
-  BuildBuffers(graph, entry_bytes, true, false, nullptr, &execution_order, &edges);
+  BuildBuffers(graph, entry_bytes, parts, true, false, nullptr, &execution_order, &edges);
   report->lower_bound_bytes =
       LiveBytesPeak(execution_order.buffers, static_cast<int>(graph.nodes.size()));
   return Status();
@@ -490,7 +628,7 @@ Status EntryBytes(const Graph& graph, const EntryShapes& shapes, const EntryDTyp
 }
 
 Status ComputeMemoryReport(const Graph& graph, const std::map<std::string, Shape>& input_shapes,
-                           const std::map<std::string, int>& input_dtypes,
+                           const std::map<std::string, int>& input_dtypes, bool with_parts,
                            MemoryReport* report) {
   for (const auto& input : input_shapes) {
     const int node = graph.FindNode(input.first);
@@ -508,7 +646,9 @@ Status ComputeMemoryReport(const Graph& graph, const std::map<std::string, Shape
   MXL_RETURN_IF_ERROR(InferDTypes(graph, known_dtypes, &dtypes));
   std::vector<std::vector<size_t>> entry_bytes;
   MXL_RETURN_IF_ERROR(EntryBytes(graph, shapes, dtypes, &entry_bytes));
-  return ReportMemory(graph, entry_bytes, report);
+  std::vector<EntryPart> parts;
+  if (with_parts) MXL_RETURN_IF_ERROR(FindEntryParts(graph, shapes, dtypes, &parts));
+  return ReportMemory(graph, entry_bytes, parts, report);
 }
 
 Status ComputeMemoryReportFromJson(const std::string& symbol_json, const std::string& source,
@@ -523,7 +663,7 @@ Status ComputeMemoryReportFromJson(const std::string& symbol_json, const std::st
     MXL_RETURN_IF_ERROR(FuseOperators(graph, &fused).WithContext(source + ": "));
     graph = std::move(fused);
   }
-  return ComputeMemoryReport(graph, input_shapes, {}, report).WithContext(source + ": ");
+  return ComputeMemoryReport(graph, input_shapes, {}, fuse, report).WithContext(source + ": ");
 }
 
 }  // namespace mxlite

@@ -10,7 +10,11 @@
  * Forward views every array as (outer, extent * inner), outer being the
  * product of the dims before `dim`, and copies each input's row block into
  * its column range of the output with memcpy, the copies shared among the
- * threads.
+ * threads. When outer is 1 (a batch of one joined along channels), the
+ * output is the inputs end to end: the memory planner then usually places
+ * each input inside the output (InputsLaidEndToEnd), and an input already
+ * in place is not copied. DenseNet's blocks, which join every layer's new
+ * features to all earlier ones, then copy nothing.
  */
 #include <algorithm>
 #include <cstdint>
@@ -90,6 +94,22 @@ class Concat : public Operator {
     return Status();
   }
 
+  bool InputsLaidEndToEnd(const std::vector<Shape>& in, const Shape& out, size_t element_bytes,
+                          std::vector<size_t>* offsets) const override {
+    if (!out.rank_known() || out.ndim() == 0) return false;
+    const int64_t axis = dim_ < 0 ? dim_ + out.ndim() : dim_;
+    if (axis < 0 || axis >= out.ndim() || out.ProdRange(0, static_cast<int>(axis)) != 1) {
+      return false;
+    }
+    offsets->clear();
+    size_t offset = 0;
+    for (const Shape& shape : in) {
+      offsets->push_back(offset);
+      offset += static_cast<size_t>(shape.Size()) * element_bytes;
+    }
+    return true;
+  }
+
   Status Forward(const OpContext& ctx, const std::vector<NDArray>& in,
                  const std::vector<NDArray>& out) override {
     const Shape& oshape = out[0].shape();
@@ -115,6 +135,7 @@ class Concat : public Operator {
       for (int64_t o = 0; o < outer && row_bytes > 0; ++o) {
         char* dst = y + (o * out_row + column) * sizeof(float);
         const char* src = x + o * row_bytes;
+        if (src == dst) continue;  // placed there by the memory planner
         for (size_t done = 0; done < row_bytes; done += kPieceBytes) {
           pieces.push_back({dst + done, src + done, std::min(kPieceBytes, row_bytes - done)});
         }

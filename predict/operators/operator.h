@@ -79,6 +79,20 @@ class Operator {
   virtual std::vector<int> UnreadInputs() const { return {}; }
   // (input, output) pairs that may share a buffer.
   virtual std::vector<InplacePair> InplaceOptions() const { return {}; }
+  // For an operator whose output 0 holds nothing but its inputs laid end to
+  // end (Concat along a dim with only unit dims before it): true, with each
+  // input's byte offset in that output. The memory planner may then place
+  // the inputs there (see memory_plan.h), so their producers write the
+  // output directly; Forward must still check, input by input, whether the
+  // data is already in place, since the planner need not have placed it.
+  virtual bool InputsLaidEndToEnd(const std::vector<Shape>& in, const Shape& out,
+                                  size_t element_bytes, std::vector<size_t>* offsets) const {
+    (void)in;
+    (void)out;
+    (void)element_bytes;
+    (void)offsets;
+    return false;
+  }
 
   // Completes the shapes it can: outputs from inputs, and inputs (weights)
   // that the attributes determine. Unknown shapes are Shape() or carry -1

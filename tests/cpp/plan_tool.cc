@@ -4,17 +4,19 @@
  *
  *   plan_tool SYMBOL_JSON --shape NAME=D0,D1,... [--shape ...] [--fused] [--json] [--check]
  *
- * With --fused the graph is first rewritten by FuseOperators, as an executor
- * does by default. Prints naive, in-place-only, co-share-only and planned bytes and the lower
+ * With --fused the graph is first rewritten by FuseOperators and Concat
+ * inputs are laid inside their outputs, as an executor does by default.
+ * Prints naive, in-place-only, co-share-only and planned bytes and the lower
  * bound (--json: one JSON object with the keys of `mxlite plan --json`, plus
  * the arena under each reuse rule alone, `dataflow_bytes` and
  * `execution_order_bytes`, and the ordering edges the plans add).
  * --check recomputes every entry's readers from the graph and verifies that
  * two entries whose arena ranges overlap are either joined in place by a
- * pair the operator declares or strictly ordered by graph edges plus the
- * plan's ordering edges (all accesses of one precede the other's writer),
- * and that the arena holds every entry; it prints "plan ok" or the first
- * violation and exits 1.
+ * pair the operator declares, or one is a part laid inside the other (each
+ * part checked to sit after the bytes of the Concat inputs before it), or
+ * strictly ordered by graph edges plus the plan's ordering edges (all
+ * accesses of one precede the other's writer), and that the arena holds
+ * every entry; it prints "plan ok" or the first violation and exits 1.
  *
  * Built from the amalgamated source together with this file.
  */
@@ -99,7 +101,7 @@ bool DerivedInPlace(const Graph& graph, NodeEntry earlier, NodeEntry later, bool
 }
 
 int Check(const Graph& graph, const std::vector<std::vector<size_t>>& entry_bytes,
-          const MemoryPlan& plan) {
+          const std::vector<EntryPart>& parts, const MemoryPlan& plan) {
   const auto accesses = EntryAccesses(graph);
   for (const auto& edge : plan.ordering_edges) {
     if (edge.first >= edge.second) {
@@ -111,6 +113,10 @@ int Check(const Graph& graph, const std::vector<std::vector<size_t>>& entry_byte
   const auto ancestors = Ancestors(graph, plan.ordering_edges);
   std::set<std::pair<int, int>> heads;
   for (const NodeEntry& output : graph.outputs) heads.insert({output.node, output.index});
+  auto begin_of = [&](NodeEntry entry) {
+    return plan.block_offset[plan.entry_block[entry.node][entry.index]] +
+           plan.entry_offset[entry.node][entry.index];
+  };
   struct Placed {
     NodeEntry entry;
     size_t begin, end;
@@ -119,8 +125,7 @@ int Check(const Graph& graph, const std::vector<std::vector<size_t>>& entry_byte
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     if (graph.nodes[n].is_variable()) continue;
     for (int i = 0; i < graph.nodes[n].num_outputs(); ++i) {
-      const int block = plan.entry_block[n][i];
-      const size_t begin = plan.block_offset[block];
+      const size_t begin = begin_of(NodeEntry{static_cast<int>(n), i});
       const size_t end = begin + entry_bytes[n][i];
       if (begin % kBufferAlignment != 0 || end > plan.arena_bytes) {
         std::printf("entry %s at [%zu, %zu) is misaligned or outside the %zu-byte arena\n",
@@ -130,13 +135,42 @@ int Check(const Graph& graph, const std::vector<std::vector<size_t>>& entry_byte
       placed.push_back({NodeEntry{static_cast<int>(n), i}, begin, end});
     }
   }
-  // Two entries may overlap in the arena when the later one is a view of
-  // the earlier one, or when the later one's writer runs after every other
-  // access of the earlier one in every schedule that keeps the graph's and
-  // the plan's edges (they are its strict ancestors) and reads it only as a
-  // declared in-place input.
+  // Every part lies where its whole's inputs end to end put it: after the
+  // bytes of the inputs before it, counted here from the graph.
+  std::map<std::pair<int, int>, NodeEntry> whole_of;
+  for (const EntryPart& part : parts) {
+    size_t before = 0;
+    bool found = false;
+    for (const NodeEntry& input : graph.nodes[part.whole.node].inputs) {
+      if (input == part.part) {
+        found = true;
+        break;
+      }
+      before += entry_bytes[input.node][input.index];
+    }
+    if (!found || begin_of(part.part) != begin_of(part.whole) + before) {
+      std::printf("part %s does not lie after the inputs before it in %s\n",
+                  graph.nodes[part.part.node].OutputName(part.part.index).c_str(),
+                  graph.nodes[part.whole.node].OutputName(part.whole.index).c_str());
+      return 1;
+    }
+    whole_of[{part.part.node, part.part.index}] = part.whole;
+  }
+  // Is `inner` a part of `outer`, at any depth?
+  auto inside = [&](NodeEntry inner, NodeEntry outer) {
+    for (auto it = whole_of.find({inner.node, inner.index}); it != whole_of.end();
+         it = whole_of.find({it->second.node, it->second.index})) {
+      if (it->second == outer) return true;
+    }
+    return false;
+  };
+  // Two entries may overlap in the arena when one is a part of the other,
+  // when the later one is a view of the earlier one, or when the later
+  // one's writer runs after every other access of the earlier one in every
+  // schedule that keeps the graph's and the plan's edges (they are its
+  // strict ancestors) and reads it only as a declared in-place input.
   auto may_overlap = [&](NodeEntry x, NodeEntry y) {
-    if (DerivedInPlace(graph, x, y, true)) return true;
+    if (inside(x, y) || DerivedInPlace(graph, x, y, true)) return true;
     if (x.node == y.node || heads.count({x.node, x.index})) return false;
     for (int access : accesses[x.node][x.index]) {
       if (access == y.node) {
@@ -202,6 +236,7 @@ int Main(int argc, char** argv) {
   // The same graph again, for the execution-order plan and the check.
   Graph graph;
   std::vector<std::vector<size_t>> entry_bytes;
+  std::vector<EntryPart> parts;
   if (status.ok()) status = LoadSymbolJson(text.data(), text.size(), &graph);
   if (status.ok()) {
     PruneToOutputs(&graph);
@@ -216,6 +251,8 @@ int Main(int argc, char** argv) {
     std::map<std::string, int> input_dtypes;
     for (const auto& input : shapes) input_dtypes[input.first] = kFloat32;
     if (status.ok()) status = InferDTypes(graph, input_dtypes, &dtypes);
+    // As the report: parts with --fused (an executor's default), none without.
+    if (status.ok() && fused) status = FindEntryParts(graph, entry_shapes, dtypes, &parts);
     for (size_t n = 0; status.ok() && n < graph.nodes.size(); ++n) {
       entry_bytes.emplace_back();
       for (size_t i = 0; i < entry_shapes[n].size(); ++i) {
@@ -227,10 +264,10 @@ int Main(int argc, char** argv) {
   MemoryPlan execution_order, dataflow, planned;
   PlanOptions options;
   options.rule = ReuseRule::kExecutionOrder;
-  if (status.ok()) status = PlanMemory(graph, entry_bytes, options, &execution_order);
+  if (status.ok()) status = PlanMemory(graph, entry_bytes, parts, options, &execution_order);
   options.rule = ReuseRule::kDataflow;
-  if (status.ok()) status = PlanMemory(graph, entry_bytes, options, &dataflow);
-  if (status.ok()) status = PlanMemory(graph, entry_bytes, &planned);
+  if (status.ok()) status = PlanMemory(graph, entry_bytes, parts, options, &dataflow);
+  if (status.ok()) status = PlanMemory(graph, entry_bytes, parts, PlanOptions(), &planned);
   if (!status.ok()) {
     std::fprintf(stderr, "%s\n", status.message().c_str());
     return 1;
@@ -257,7 +294,7 @@ int Main(int argc, char** argv) {
     std::printf("execution-order rule%12zu bytes  (%zu edges added)\n",
                 execution_order.arena_bytes, execution_order.ordering_edges.size());
   }
-  if (check) return Check(graph, entry_bytes, planned);
+  if (check) return Check(graph, entry_bytes, parts, planned);
   return 0;
 }
 
