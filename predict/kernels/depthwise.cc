@@ -207,6 +207,24 @@ MXLITE_TARGET_AVX512 void ZeroBorder(const DepthwiseBlockArgs& a, const BlockWin
   }
 }
 
+// The blocked path reads sixteen input planes side by side and writes
+// sixteen output planes side by side, a line of each per step: more streams
+// than the hardware prefetcher follows, so with cold caches each step
+// waited on sixteen misses. Each step now prefetches, in every plane, the
+// line kGatherLinesAhead ahead of its reads and kStoreLinesAhead ahead of
+// its writes. One thread, 128 channels at 56x56, caches flushed
+// (warm): stride 1 343 -> 126-130 us (98 -> 100), stride 2 255 -> 74-82
+// (52 -> 51-54). The address is an integer: near a plane's end it runs
+// into the next plane, and past the last one it fetches nothing useful (a
+// prefetch never faults).
+constexpr int64_t kGatherLinesAhead = 6;
+constexpr int64_t kStoreLinesAhead = 4;
+
+MXLITE_TARGET_AVX512_INLINE void PrefetchAhead(const float* at, int64_t lines) {
+  const uintptr_t address = reinterpret_cast<uintptr_t>(at) + static_cast<uintptr_t>(lines * 64);
+  _mm_prefetch(reinterpret_cast<const char*>(address), _MM_HINT_T0);
+}
+
 // Input planes -> window: sixteen pixels at a time, one masked load per
 // channel, a 16x16 transpose, then one store per pixel.
 MXLITE_TARGET_AVX512 void GatherWindow(const DepthwiseBlockArgs& a, const BlockWindow& win,
@@ -218,6 +236,7 @@ MXLITE_TARGET_AVX512 void GatherWindow(const DepthwiseBlockArgs& a, const BlockW
     __m512 v[kBlockLanes];
     MXLITE_UNROLL
     for (int c = 0; c < kBlockLanes; ++c) {
+      if (c < a.channels) PrefetchAhead(a.input + c * a.in_plane + p0, kGatherLinesAhead);
       v[c] = c < a.channels ? _mm512_maskz_loadu_ps(lanes, a.input + c * a.in_plane + p0)
                             : _mm512_setzero_ps();
     }
@@ -275,6 +294,7 @@ MXLITE_TARGET_AVX512 void ConvolveWindow(const DepthwiseBlockArgs& a, const Bloc
     MXLITE_UNROLL
     for (int c = 0; c < kBlockLanes; ++c) {
       if (c < a.channels) {
+        PrefetchAhead(a.output + c * a.out_plane + o0, kStoreLinesAhead);
         __m512 value = v[c];
         if (a.residual) {
           value = _mm512_add_ps(value,
