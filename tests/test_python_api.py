@@ -445,14 +445,17 @@ def test_profile_report_on_stderr(level):
     assert '-> (1,1000)' in rows[-1]
 
 
-def concat_graph():
-    """data -> 1x1 conv s -> 1x1 convs a and b -> Concat(a, b) -> 1x1 conv
-    out, with random weights: symbol JSON, params bytes and a numpy forward."""
+def concat_graph(nested):
+    """data -> 1x1 conv s -> 1x1 convs a and b -> cat = Concat(a, b) -> 1x1
+    conv out, with random weights: symbol JSON, params bytes and a numpy
+    forward. `nested`: then conv c of s, Concat(cat, c), relu (in place over
+    the join) and out of that, so that a and b lie two joins deep."""
     from ndfile import save
     nodes, params, arg_nodes = [{'op': 'null', 'name': 'data', 'inputs': []}], {}, [0]
     index = {'data': 0}
     rng = np.random.default_rng(7)
-    sizes = {'s': (4, 8), 'a': (8, 16), 'b': (8, 16), 'out': (32, 4)}
+    sizes = {'s': (4, 8), 'a': (8, 16), 'b': (8, 16), 'c': (8, 16),
+             'out': (48 if nested else 32, 4)}
 
     def conv(name, source):
         channels, filters = sizes[name]
@@ -467,13 +470,20 @@ def concat_graph():
                       'inputs': [[index[source], 0, 0], [len(nodes) - 2, 0, 0],
                                  [len(nodes) - 1, 0, 0]]})
 
+    def node(op, name, attrs, sources):
+        index[name] = len(nodes)
+        nodes.append({'op': op, 'name': name, 'attrs': attrs,
+                      'inputs': [[index[source], 0, 0] for source in sources]})
+
     conv('s', 'data')
     conv('a', 's')
     conv('b', 's')
-    index['cat'] = len(nodes)
-    nodes.append({'op': 'Concat', 'name': 'cat', 'attrs': {'num_args': '2', 'dim': '1'},
-                  'inputs': [[index['a'], 0, 0], [index['b'], 0, 0]]})
-    conv('out', 'cat')
+    node('Concat', 'cat', {'num_args': '2', 'dim': '1'}, ['a', 'b'])
+    if nested:
+        conv('c', 's')
+        node('Concat', 'cat2', {'num_args': '2', 'dim': '1'}, ['cat', 'c'])
+        node('Activation', 'relu', {'act_type': 'relu'}, ['cat2'])
+    conv('out', 'relu' if nested else 'cat')
     symbol_json = json.dumps({'nodes': nodes, 'arg_nodes': arg_nodes,
                               'heads': [[index['out'], 0, 0]],
                               'attrs': {'mxnet_version': ['int', 10901]}})
@@ -485,21 +495,29 @@ def concat_graph():
             return np.einsum('fc,nchw->nfhw', weight, value) + bias[None, :, None, None]
         s = conv1x1('s', x.astype(np.float64))
         a, b = conv1x1('a', s), conv1x1('b', s)
-        return {'a': a, 'cat': np.concatenate([a, b], axis=1),
-                'out': conv1x1('out', np.concatenate([a, b], axis=1))}
+        values = {'a': a, 'cat': np.concatenate([a, b], axis=1)}
+        if nested:
+            values['relu'] = np.maximum(np.concatenate([values['cat'], conv1x1('c', s)], axis=1),
+                                        0)
+        values['out'] = conv1x1('out', values['relu' if nested else 'cat'])
+        return values
 
     return symbol_json, save(params), forward
 
 
+@pytest.mark.parametrize('nested', [False, True])
 @pytest.mark.parametrize('graph_opt', ['1', '0'])
 @pytest.mark.parametrize('batch', [1, 3])
-def test_concat_inputs_written_in_place_give_the_joined_values(monkeypatch, batch, graph_opt):
+def test_concat_inputs_written_in_place_give_the_joined_values(monkeypatch, batch, graph_opt,
+                                                              nested):
     # At batch 1 with graph optimisation the planner lays a and b inside
-    # cat's buffer and the Concat copies nothing (test_memory_plan checks the
-    # layout); at batch 3, or with MXLITE_GRAPH_OPT=0, it copies. Each must
-    # give the joined values, also when a is itself an output (then copied).
+    # cat's buffer (and, nested, cat and c inside cat2's, which relu then
+    # overwrites in place) and the Concats copy nothing (test_memory_plan
+    # checks the layout); at batch 3, or with MXLITE_GRAPH_OPT=0, they copy.
+    # Each must give the joined values, also when a is itself an output
+    # (then copied).
     monkeypatch.setenv('MXLITE_GRAPH_OPT', graph_opt)
-    symbol_json, params, forward = concat_graph()
+    symbol_json, params, forward = concat_graph(nested)
     x = np.random.default_rng(batch).standard_normal((batch, 4, 6, 6), np.float32)
     expected = forward(x)
     predictor = Predictor(symbol_json, params, input_shapes={'data': x.shape})
