@@ -13,8 +13,9 @@
  * threads. When outer is 1 (a batch of one joined along channels), the
  * output is the inputs end to end: the memory planner then usually places
  * each input inside the output (InputsLaidEndToEnd), and an input already
- * in place is not copied. DenseNet's blocks, which join every layer's new
- * features to all earlier ones, then copy nothing.
+ * in place is not copied: SqueezeNet's fire modules copy nothing. The
+ * planner places only inputs made just before the Concat (see memory_plan.h),
+ * so DenseNet's and Inception's joins still copy.
  */
 #include <algorithm>
 #include <cstdint>
@@ -96,7 +97,7 @@ class Concat : public Operator {
 
   bool InputsLaidEndToEnd(const std::vector<Shape>& in, const Shape& out, size_t element_bytes,
                           std::vector<size_t>* offsets) const override {
-    if (!out.rank_known() || out.ndim() == 0) return false;
+    if (!out.is_complete() || out.ndim() == 0) return false;
     const int64_t axis = dim_ < 0 ? dim_ + out.ndim() : dim_;
     if (axis < 0 || axis >= out.ndim() || out.ProdRange(0, static_cast<int>(axis)) != 1) {
       return false;
@@ -104,6 +105,7 @@ class Concat : public Operator {
     offsets->clear();
     size_t offset = 0;
     for (const Shape& shape : in) {
+      if (!shape.is_complete()) return false;
       offsets->push_back(offset);
       offset += static_cast<size_t>(shape.Size()) * element_bytes;
     }
