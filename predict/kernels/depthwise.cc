@@ -123,6 +123,14 @@ class RowWalker {
 // stride 1 it made 32 channels at 112x112 20% slower warm, so it stays off.
 constexpr int64_t kPrefetchRowsAhead = 10;
 
+// Prefetches the line `bytes` past `at`. The address is computed as an
+// integer, because it may lie past the end of the buffer `at` points into
+// (a prefetch never faults; there it just fetches nothing useful).
+MXLITE_TARGET_AVX512_INLINE void PrefetchAhead(const float* at, int64_t bytes) {
+  const uintptr_t address = reinterpret_cast<uintptr_t>(at) + static_cast<uintptr_t>(bytes);
+  _mm_prefetch(reinterpret_cast<const char*>(address), _MM_HINT_T0);
+}
+
 // A whole plane, row by row, sixteen outputs per step with one walker per
 // input row (three FMA chains of three taps, not one of nine). Input rows
 // outside the image (the top and bottom padding) read a row of zeros;
@@ -140,15 +148,9 @@ MXLITE_TARGET_AVX512 void PlaneAvx512(const DepthwisePlaneArgs& a) {
   const int64_t row_bytes = in_w * int64_t{sizeof(float)};
   for (int64_t oy = 0; oy < a.out_h; ++oy) {
     if (kStride == 2) {
-      // The two input rows this output row moves past, further on (as an
-      // integer: the address may lie past the end of the input).
-      const uintptr_t ahead =
-          reinterpret_cast<uintptr_t>(a.input) +
-          static_cast<uintptr_t>((oy * kStride + kPrefetchRowsAhead) * row_bytes);
-      for (int64_t b = 0; b < kStride * row_bytes; b += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(ahead + static_cast<uintptr_t>(b)),
-                     _MM_HINT_T0);
-      }
+      // The two input rows this output row moves past, further on.
+      const int64_t ahead = (oy * kStride + kPrefetchRowsAhead) * row_bytes;
+      for (int64_t b = 0; b < kStride * row_bytes; b += 64) PrefetchAhead(a.input, ahead + b);
     }
     const float* rows[3];
     for (int64_t ky = 0; ky < 3; ++ky) {
@@ -211,19 +213,13 @@ MXLITE_TARGET_AVX512 void ZeroBorder(const DepthwiseBlockArgs& a, const BlockWin
 // sixteen output planes side by side, a line of each per step: more streams
 // than the hardware prefetcher follows, so with cold caches each step
 // waited on sixteen misses. Each step now prefetches, in every plane, the
-// line kGatherLinesAhead ahead of its reads and kStoreLinesAhead ahead of
-// its writes. One thread, 128 channels at 56x56, caches flushed
-// (warm): stride 1 343 -> 126-130 us (98 -> 100), stride 2 255 -> 74-82
-// (52 -> 51-54). The address is an integer: near a plane's end it runs
-// into the next plane, and past the last one it fetches nothing useful (a
-// prefetch never faults).
-constexpr int64_t kGatherLinesAhead = 6;
-constexpr int64_t kStoreLinesAhead = 4;
-
-MXLITE_TARGET_AVX512_INLINE void PrefetchAhead(const float* at, int64_t lines) {
-  const uintptr_t address = reinterpret_cast<uintptr_t>(at) + static_cast<uintptr_t>(lines * 64);
-  _mm_prefetch(reinterpret_cast<const char*>(address), _MM_HINT_T0);
-}
+// line 6 lines ahead of its reads and 4 ahead of its writes. One thread,
+// 128 channels at 56x56, caches flushed (warm): stride 1 343 -> 126-130 us
+// (98 -> 100), stride 2 255 -> 74-82 (52 -> 51-54). Near a plane's end
+// the address runs into the next plane, and past the last one it fetches
+// nothing useful (see PrefetchAhead).
+constexpr int64_t kGatherBytesAhead = 6 * 64;
+constexpr int64_t kStoreBytesAhead = 4 * 64;
 
 // Input planes -> window: sixteen pixels at a time, one masked load per
 // channel, a 16x16 transpose, then one store per pixel.
@@ -236,7 +232,7 @@ MXLITE_TARGET_AVX512 void GatherWindow(const DepthwiseBlockArgs& a, const BlockW
     __m512 v[kBlockLanes];
     MXLITE_UNROLL
     for (int c = 0; c < kBlockLanes; ++c) {
-      if (c < a.channels) PrefetchAhead(a.input + c * a.in_plane + p0, kGatherLinesAhead);
+      if (c < a.channels) PrefetchAhead(a.input + c * a.in_plane + p0, kGatherBytesAhead);
       v[c] = c < a.channels ? _mm512_maskz_loadu_ps(lanes, a.input + c * a.in_plane + p0)
                             : _mm512_setzero_ps();
     }
@@ -294,7 +290,7 @@ MXLITE_TARGET_AVX512 void ConvolveWindow(const DepthwiseBlockArgs& a, const Bloc
     MXLITE_UNROLL
     for (int c = 0; c < kBlockLanes; ++c) {
       if (c < a.channels) {
-        PrefetchAhead(a.output + c * a.out_plane + o0, kStoreLinesAhead);
+        PrefetchAhead(a.output + c * a.out_plane + o0, kStoreBytesAhead);
         __m512 value = v[c];
         if (a.residual) {
           value = _mm512_add_ps(value,
