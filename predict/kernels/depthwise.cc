@@ -123,14 +123,6 @@ class RowWalker {
 // stride 1 it made 32 channels at 112x112 20% slower warm, so it stays off.
 constexpr int64_t kPrefetchRowsAhead = 10;
 
-// Prefetches the line `bytes` past `at`. The address is computed as an
-// integer, because it may lie past the end of the buffer `at` points into
-// (a prefetch never faults; there it just fetches nothing useful).
-MXLITE_TARGET_AVX512_INLINE void PrefetchAhead(const float* at, int64_t bytes) {
-  const uintptr_t address = reinterpret_cast<uintptr_t>(at) + static_cast<uintptr_t>(bytes);
-  _mm_prefetch(reinterpret_cast<const char*>(address), _MM_HINT_T0);
-}
-
 // A whole plane, row by row, sixteen outputs per step with one walker per
 // input row (three FMA chains of three taps, not one of nine). Input rows
 // outside the image (the top and bottom padding) read a row of zeros;
@@ -217,7 +209,7 @@ MXLITE_TARGET_AVX512 void ZeroBorder(const DepthwiseBlockArgs& a, const BlockWin
 // 128 channels at 56x56, caches flushed (warm): stride 1 343 -> 126-130 us
 // (98 -> 100), stride 2 255 -> 74-82 (52 -> 51-54). Near a plane's end
 // the address runs into the next plane, and past the last one it fetches
-// nothing useful (see PrefetchAhead).
+// nothing useful (see PrefetchAhead in x86_simd.h).
 constexpr int64_t kGatherBytesAhead = 6 * 64;
 constexpr int64_t kStoreBytesAhead = 4 * 64;
 

@@ -56,7 +56,8 @@ MXLITE_TARGET_AVX512_INLINE void ZeroFloatsAvx512(float* dst, int64_t count) {
 // one masked store per row.
 MXLITE_TARGET_AVX512 void GatherShiftedRowsAvx512(const float* plane, int64_t height,
                                                   int64_t width, int64_t first_row,
-                                                  int64_t rows, int64_t first, float* dst) {
+                                                  int64_t rows, int64_t first,
+                                                  int64_t prefetch_bytes, float* dst) {
   // Rows [inside_begin, inside_end) of the band lie in the plane.
   const int64_t inside_begin = std::min(rows, std::max<int64_t>(0, -first_row));
   const int64_t inside_end = std::max(inside_begin, std::min(rows, height - first_row));
@@ -68,6 +69,12 @@ MXLITE_TARGET_AVX512 void GatherShiftedRowsAvx512(const float* plane, int64_t he
     const int64_t begin = std::max(inside_begin * width, -base);
     const int64_t end = std::min(inside_end * width, height * width - base);
     int64_t i = begin;
+    if (prefetch_bytes != 0) {
+      for (; i + 16 <= end; i += 16) {
+        PrefetchAhead(plane + (base + i), prefetch_bytes);
+        _mm512_storeu_ps(dst + i, _mm512_loadu_ps(plane + (base + i)));
+      }
+    }
     for (; i + 16 <= end; i += 16) {
       _mm512_storeu_ps(dst + i, _mm512_loadu_ps(plane + (base + i)));
     }
@@ -87,7 +94,7 @@ MXLITE_TARGET_AVX512 void GatherShiftedRowsAvx512(const float* plane, int64_t he
 MXLITE_TARGET_AVX512 void GatherRowsAvx512(const float* plane, int64_t height, int64_t width,
                                            int64_t first_row, int64_t row_step, int64_t rows,
                                            int64_t first, int64_t stride, int64_t count,
-                                           float* dst) {
+                                           int64_t prefetch_bytes, float* dst) {
   Block blocks[kMaxBlocks];
   const int64_t block_count = (count + 15) / 16;
   const __m512i lane_columns = _mm512_mullo_epi32(
@@ -123,6 +130,13 @@ MXLITE_TARGET_AVX512 void GatherRowsAvx512(const float* plane, int64_t height, i
       continue;
     }
     const float* row = plane + y * width;
+    if (prefetch_bytes != 0) {
+      // Every line the row's floats touch, from the one holding its first.
+      const int64_t misalign = static_cast<int64_t>(reinterpret_cast<uintptr_t>(row) % 64);
+      for (int64_t b = -misalign; b < width * int64_t{sizeof(float)}; b += 64) {
+        PrefetchAhead(row, prefetch_bytes + b);
+      }
+    }
     for (int64_t b = 0; b < block_count; ++b) {
       const Block& block = blocks[b];
       __m512 v = zero;
@@ -145,20 +159,23 @@ MXLITE_TARGET_AVX512 void GatherRowsAvx512(const float* plane, int64_t height, i
 
 void GatherRowsZeroPadded(const float* plane, int64_t height, int64_t width, int64_t first_row,
                           int64_t row_step, int64_t rows, int64_t first, int64_t stride,
-                          int64_t count, float* dst) {
+                          int64_t count, float* dst, int64_t prefetch_bytes) {
   if (rows <= 0 || count <= 0) return;
 #if defined(MXLITE_X86_64)
   static const bool avx512 = SelectedIsa() == Isa::kAvx512;
   if (avx512 && stride == 1 && row_step == 1 && count == width && first > -width &&
       first < width) {
-    strided_copy_cc::GatherShiftedRowsAvx512(plane, height, width, first_row, rows, first, dst);
+    strided_copy_cc::GatherShiftedRowsAvx512(plane, height, width, first_row, rows, first,
+                                             prefetch_bytes, dst);
     return;
   }
   if (avx512 && stride <= 2 && count <= 16 * strided_copy_cc::kMaxBlocks) {
     strided_copy_cc::GatherRowsAvx512(plane, height, width, first_row, row_step, rows, first,
-                                      stride, count, dst);
+                                      stride, count, prefetch_bytes, dst);
     return;
   }
+#else
+  (void)prefetch_bytes;  // the portable loop leaves fetching to the hardware
 #endif
   for (int64_t r = 0; r < rows; ++r, dst += count) {
     const int64_t y = first_row + r * row_step;

@@ -24,9 +24,15 @@ namespace mxlite {
 // or 0 where y is outside [0, height) or x outside [0, width).
 // stride >= 1; first_row and first may be negative. Reads nothing outside
 // the plane and writes nothing past dst[rows * count).
+//
+// prefetch_bytes != 0 asks the AVX-512 paths to also prefetch each input
+// row it reads, prefetch_bytes further on: a caller that gathers plane
+// after plane passes the distance to a later plane, so that plane's rows
+// come from memory while this one is copied (a prefetch never faults, so
+// the distance may run past the last plane).
 void GatherRowsZeroPadded(const float* plane, int64_t height, int64_t width, int64_t first_row,
                           int64_t row_step, int64_t rows, int64_t first, int64_t stride,
-                          int64_t count, float* dst);
+                          int64_t count, float* dst, int64_t prefetch_bytes = 0);
 
 }  // namespace mxlite
 

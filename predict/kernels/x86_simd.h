@@ -56,6 +56,16 @@ inline const float* OffsetAddress(const float* row, int64_t offset) {
                                         offset * static_cast<int64_t>(sizeof(float)));
 }
 
+// Prefetches the line `bytes` past `at`. The address is computed as an
+// integer, because it may lie past the end of the buffer `at` points into
+// (a prefetch never faults; there it just fetches nothing useful). Kernels
+// that walk planes in order use it to fetch the same place a plane or a
+// few lines further on without checking for the last plane.
+MXLITE_TARGET_AVX512_INLINE void PrefetchAhead(const float* at, int64_t bytes) {
+  const uintptr_t address = reinterpret_cast<uintptr_t>(at) + static_cast<uintptr_t>(bytes);
+  _mm_prefetch(reinterpret_cast<const char*>(address), _MM_HINT_T0);
+}
+
 // Lanes [0, count) (count may be <= 0 or >= 16). Clamped, not branched:
 // the depthwise kernels call it per vector, where branches cost ~8%.
 MXLITE_TARGET_AVX512_INLINE __mmask16 LanesBelowAvx512(int64_t count) {
