@@ -46,127 +46,225 @@ void PlaneScalar(const DepthwisePlaneArgs& a) {
 }
 
 #if defined(MXLITE_X86_64)
-// Input columns [x, x + 16) of a row of `width`; columns outside the row
-// (the padding) read as zeros.
-MXLITE_TARGET_AVX512_INLINE __m512 LoadColumns(const float* row, int64_t x, int64_t width) {
-  if (x >= 0 && x + 16 <= width) return _mm512_loadu_ps(row + x);
-  return _mm512_maskz_loadu_ps(LanesInsideAvx512(x, width), OffsetAddress(row, x));
-}
+// The plane kernel prefetches the input rows it will read
+// kPrefetchRowsAhead rows ahead, and the output rows it will write
+// kPrefetchOutputRowsAhead ahead. Planes are contiguous, so near the bottom
+// of one plane this runs into the next, usually the same thread's next
+// task (past the last plane it prefetches nothing useful, and a prefetch
+// never faults). The row groups below read six input rows and write four
+// output rows side by side, more streams than the hardware prefetcher
+// follows. 32 channels at 112x112, stride 1, one thread: input cold 139-140
+// -> 85-90 us, output cold 126-146 -> 81-85, warm unchanged (62-75). In
+// mobilenet1.0 (per node, 8 rounds alternating) that layer 154 -> 112 us.
+// The input prefetch at stride 2 predates the row groups (the row walk
+// before them: 96 channels at 112x112, caches flushed, 274-358 -> 179-215
+// us).
+constexpr int64_t kPrefetchRowsAhead = 10;
+constexpr int64_t kPrefetchOutputRowsAhead = 8;
 
-// One input row's contribution to sixteen outputs, walking along the row.
-// Each step loads only the input columns it has not seen (16 at stride 1,
-// 32 at stride 2) and builds the shifted windows from registers:
-//   stride 1: lane i needs x0 + i + kx: the last block and the new one,
-//             shifted by kx lanes (valignd);
-//   stride 2: lane i needs x0 + 2i + kx: the even and odd lanes of the 32
-//             columns from x0, and the even lanes shifted by one with the
-//             first column of the next block in the top lane.
-template <int kStride>
-class RowWalker {
- public:
-  // weights: the row's three taps, broadcast.
-  MXLITE_TARGET_AVX512_INLINE RowWalker(const float* row, int64_t x0, int64_t width,
-                                        const __m512* weights)
-      : row_(row), width_(width), x_(x0 + 16), w_(weights) {
-    last_ = LoadColumns(row, x0, width);
-  }
-
-  // The taps' sum for the next sixteen outputs.
-  MXLITE_TARGET_AVX512_INLINE __m512 Next() {
-    if (kStride == 1) {
-      const __m512 next = LoadColumns(row_, x_, width_);
-      x_ += 16;
-      const __m512i shifted1 = _mm512_maskz_alignr_epi32(0xffff, _mm512_castps_si512(next),
-                                                   _mm512_castps_si512(last_), 1);
-      const __m512i shifted2 = _mm512_maskz_alignr_epi32(0xffff, _mm512_castps_si512(next),
-                                                   _mm512_castps_si512(last_), 2);
-      __m512 sum = _mm512_mul_ps(w_[0], last_);
-      sum = _mm512_fmadd_ps(w_[1], _mm512_castsi512_ps(shifted1), sum);
-      sum = _mm512_fmadd_ps(w_[2], _mm512_castsi512_ps(shifted2), sum);
-      last_ = next;
-      return sum;
-    }
-    const __m512i even =
-        _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
-    const __m512i odd =
-        _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
-    const __m512 middle = LoadColumns(row_, x_, width_);
-    const __m512 next = LoadColumns(row_, x_ + 16, width_);
-    x_ += 32;
-    const __m512 evens = _mm512_permutex2var_ps(last_, even, middle);
-    const __m512 odds = _mm512_permutex2var_ps(last_, odd, middle);
-    const __m512i evens_next = _mm512_maskz_alignr_epi32(0xffff, _mm512_castps_si512(next),
-                                                   _mm512_castps_si512(evens), 1);
-    __m512 sum = _mm512_mul_ps(w_[0], evens);
-    sum = _mm512_fmadd_ps(w_[1], odds, sum);
-    sum = _mm512_fmadd_ps(w_[2], _mm512_castsi512_ps(evens_next), sum);
-    last_ = next;
-    return sum;
-  }
-
- private:
-  const float* row_;
-  int64_t width_, x_;
-  const __m512* w_;
-  __m512 last_;  // the 16 columns from the current outputs' first window
+// The plane kernel. A group of kRows output rows (4 at stride 1, 2 at
+// stride 2) is computed sixteen columns at a time. Each input row the
+// group reads is loaded once, its three taps formed, and fed to every
+// output row of the group that reads it: 6 input rows for 4 outputs at
+// stride 1, 5 for 2 at stride 2, where one row at a time reads 3 per
+// output.
+//
+// Taps of an input row for the outputs at column ox (x = stride*ox - pad_w):
+//   stride 1: columns x, x + 1, x + 2: three unaligned loads. On this class
+//             of core a 64-byte load that crosses a cache line costs about
+//             two, and the shuffles that would avoid the crossings (valignd
+//             on aligned loads) cost more;
+//   stride 2: the even and odd lanes of the 32 columns from x (two loads,
+//             two permutes), and the even lanes shifted by one with column
+//             x + 32 in the top lane (one broadcast load, one valignd).
+// The row walk this replaced (one output row at a time, taps built from
+// the previous vector) took, for 8 planes of 112x112, warm, one thread,
+// 24-33 us at stride 1 (14-19 cycles per output vector) and 19.4 at stride
+// 2 (37); this takes 17.8 (10) and 11.5 (22). At 56x56: 9-13 -> 5.2 and
+// 6.7 -> 3.3.
+//
+// Each output's arithmetic is in the row walk's order: per input row
+// w0*t0, then + w1*t1, + w2*t2 (fused), then (top + middle) + (bottom +
+// bias), so the channel-blocked path gives the same bits.
+//
+// Vectors whose loads reach outside the input row or whose outputs run
+// past the output row (the first, when pad_w > 0, and the last one or two)
+// take masked loads and a masked store. Their masks depend only on ox, so
+// they are worked out once per plane (EdgeVector).
+struct EdgeVector {
+  int64_t ox;
+  __mmask16 loads[3];  // stride 1: the three taps; stride 2: x, x + 16, x + 32
+  __mmask16 store;
 };
 
-// Input rows the stride-2 plane walk prefetches ahead of the rows it reads.
-// Planes are contiguous, so near the bottom of one plane this runs into the
-// next, usually the same thread's next task (past the last plane it
-// prefetches nothing useful, and a prefetch never faults). At stride 2 the
-// walk consumes two rows per output row and the hardware prefetcher alone
-// left it waiting on memory: 96 channels at 112x112, caches flushed:
-// 274-358 -> 179-215 us (warm: 153-157 -> 155-157); in mobilenetv2_1.0 (one
-// thread, per node, 6 rounds alternating) that layer's median 412 -> 322
-// us, min 287 -> 227; mobilenet1.0's stride-2 layer min 138 -> 128. At
-// stride 1 it made 32 channels at 112x112 20% slower warm, so it stays off.
-constexpr int64_t kPrefetchRowsAhead = 10;
+// Sixteen columns of a row from `column`; on an edge vector, masked by its
+// k-th load mask.
+template <bool kEdge>
+MXLITE_TARGET_AVX512_INLINE __m512 LoadRow(const float* row, int64_t column,
+                                           const EdgeVector& edge, int k) {
+  return kEdge ? _mm512_maskz_loadu_ps(edge.loads[k], OffsetAddress(row, column))
+               : _mm512_loadu_ps(row + column);
+}
 
-// A whole plane, row by row, sixteen outputs per step with one walker per
-// input row (three FMA chains of three taps, not one of nine). Input rows
-// outside the image (the top and bottom padding) read a row of zeros;
-// columns outside it are masked off in LoadColumns, so the padding costs
-// no padded copy of the plane.
+template <int kStride, bool kEdge>
+MXLITE_TARGET_AVX512_INLINE void LoadTaps(const float* row, int64_t x, const EdgeVector& edge,
+                                          __m512 taps[3]) {
+  if (kStride == 1) {
+    MXLITE_UNROLL
+    for (int k = 0; k < 3; ++k) {
+      taps[k] = LoadRow<kEdge>(row, x + k, edge, k);
+      MXLITE_KEEP_IN_REGISTER(taps[k]);
+    }
+    return;
+  }
+  const __m512i even =
+      _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+  const __m512i odd =
+      _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+  const __m512 low = LoadRow<kEdge>(row, x, edge, 0), high = LoadRow<kEdge>(row, x + 16, edge, 1);
+  const __m512 next = kEdge ? _mm512_maskz_loadu_ps(edge.loads[2], OffsetAddress(row, x + 32))
+                            : _mm512_set1_ps(row[x + 32]);
+  taps[0] = _mm512_permutex2var_ps(low, even, high);
+  taps[1] = _mm512_permutex2var_ps(low, odd, high);
+  taps[2] = _mm512_castsi512_ps(_mm512_maskz_alignr_epi32(
+      0xffff, _mm512_castps_si512(next), _mm512_castps_si512(taps[0]), 1));
+}
+
+template <int kStride, int kRows, bool kEdge>
+MXLITE_TARGET_AVX512_INLINE void VectorAvx512(const DepthwisePlaneArgs& a,
+                                              const float* const* in_rows, int64_t first_out,
+                                              int64_t ox, const EdgeVector& edge,
+                                              const __m512* w, __m512 bias, __m512 lower,
+                                              __m512 upper) {
+  const int64_t x = kStride * ox - a.pad_w;
+  __m512 sums[kRows][3];
+  MXLITE_UNROLL
+  for (int r = 0; r < kStride * (kRows - 1) + 3; ++r) {
+    __m512 taps[3];
+    LoadTaps<kStride, kEdge>(in_rows[r], x, edge, taps);
+    MXLITE_UNROLL
+    for (int o = 0; o < kRows; ++o) {
+      const int ky = r - kStride * o;  // input row r is tap row ky of output row o
+      if (ky < 0 || ky > 2) continue;
+      __m512 sum = _mm512_mul_ps(w[3 * ky], taps[0]);
+      sum = _mm512_fmadd_ps(w[3 * ky + 1], taps[1], sum);
+      sums[o][ky] = _mm512_fmadd_ps(w[3 * ky + 2], taps[2], sum);
+    }
+  }
+  // Read once: the stores below could alias `a` as far as the compiler knows.
+  float* const output = a.output;
+  const float* const residual = a.residual;
+  const int64_t out_w = a.out_w;
+  MXLITE_UNROLL
+  for (int o = 0; o < kRows; ++o) {
+    __m512 value = _mm512_add_ps(_mm512_add_ps(sums[o][0], sums[o][1]),
+                                 _mm512_add_ps(sums[o][2], bias));
+    const int64_t at = (first_out + o) * out_w + ox;
+    if (kEdge) {
+      if (residual) value = _mm512_add_ps(value, _mm512_maskz_loadu_ps(edge.store, residual + at));
+      _mm512_mask_storeu_ps(output + at, edge.store, ClampAvx512(lower, upper, value));
+    } else {
+      if (residual) value = _mm512_add_ps(value, _mm512_loadu_ps(residual + at));
+      _mm512_storeu_ps(output + at, ClampAvx512(lower, upper, value));
+    }
+  }
+}
+
+// The plane's vectors: whole ones in [whole_begin, whole_end), and the
+// edge vectors with their masks (at most one before and two after).
+struct PlaneColumns {
+  int64_t whole_begin = 0, whole_end = 0;
+  EdgeVector edges[4];
+  int edge_count = 0;
+};
+
+template <int kStride>
+MXLITE_TARGET_AVX512_INLINE PlaneColumns PlanColumns(const DepthwisePlaneArgs& a) {
+  // Whole: x = kStride * ox - pad_w >= 0, every load inside the row (the
+  // last column read is x + 2 at stride 1, x + 32 at stride 2), and all
+  // sixteen outputs inside the output row.
+  const int64_t reach = kStride == 1 ? 18 : 33;
+  PlaneColumns c;
+  c.whole_begin = a.pad_w == 0 ? 0 : 16;
+  c.whole_end = c.whole_begin;
+  while (c.whole_end + 16 <= a.out_w && kStride * c.whole_end - a.pad_w + reach <= a.in_w) {
+    c.whole_end += 16;
+  }
+  for (int64_t ox = 0; ox < a.out_w; ox += 16) {
+    if (ox >= c.whole_begin && ox < c.whole_end) continue;
+    EdgeVector& edge = c.edges[c.edge_count++];
+    const int64_t x = kStride * ox - a.pad_w;
+    edge.ox = ox;
+    for (int k = 0; k < 3; ++k) {
+      edge.loads[k] = kStride == 1 ? LanesInsideAvx512(x + k, a.in_w)
+                                   : LanesInsideAvx512(x + 16 * k, a.in_w);
+    }
+    if (kStride == 2) edge.loads[2] &= 1;  // only column x + 32
+    edge.store = LanesBelowAvx512(a.out_w - ox);
+  }
+  return c;
+}
+
+template <int kStride, int kRows>
+MXLITE_TARGET_AVX512_INLINE void RowsAvx512(const DepthwisePlaneArgs& a,
+                                            const float* const* in_rows, int64_t first_out,
+                                            const PlaneColumns& columns, const __m512* w,
+                                            __m512 bias, __m512 lower, __m512 upper) {
+  for (int e = 0; e < columns.edge_count; ++e) {
+    const EdgeVector& edge = columns.edges[e];
+    VectorAvx512<kStride, kRows, true>(a, in_rows, first_out, edge.ox, edge, w, bias, lower,
+                                       upper);
+  }
+  for (int64_t ox = columns.whole_begin; ox < columns.whole_end; ox += 16) {
+    VectorAvx512<kStride, kRows, false>(a, in_rows, first_out, ox, columns.edges[0], w, bias,
+                                        lower, upper);
+  }
+}
+
+// The input rows output rows [oy, oy + rows) move past, and those output
+// rows, further on (see kPrefetchRowsAhead).
+template <int kStride>
+MXLITE_TARGET_AVX512_INLINE void PrefetchRowsAhead(const DepthwisePlaneArgs& a, int64_t oy,
+                                                   int64_t rows) {
+  const int64_t in_bytes = a.in_w * int64_t{sizeof(float)};
+  const int64_t in_ahead = (oy * kStride + kPrefetchRowsAhead) * in_bytes;
+  for (int64_t b = 0; b < kStride * rows * in_bytes; b += 64) {
+    PrefetchAhead(a.input, in_ahead + b);
+  }
+  const int64_t out_bytes = a.out_w * int64_t{sizeof(float)};
+  const int64_t out_ahead = (oy + kPrefetchOutputRowsAhead) * out_bytes;
+  for (int64_t b = 0; b < rows * out_bytes; b += 64) PrefetchAhead(a.output, out_ahead + b);
+}
+
 template <int kStride>
 MXLITE_TARGET_AVX512 void PlaneAvx512(const DepthwisePlaneArgs& a) {
+  constexpr int kGroupRows = kStride == 1 ? 4 : 2;
   const __m512 bias = _mm512_set1_ps(a.bias);
   const __m512 lower = _mm512_set1_ps(a.lower), upper = _mm512_set1_ps(a.upper);
   __m512 w[9];
   for (int k = 0; k < 9; ++k) w[k] = _mm512_set1_ps(a.weights[k]);
-  const int64_t in_h = a.in_h, in_w = a.in_w, out_w = a.out_w;
+  const PlaneColumns columns = PlanColumns<kStride>(a);
+  // Input rows outside the image (the top and bottom padding) read a row
+  // of zeros.
   thread_local std::vector<float> zeros;
-  if (static_cast<int64_t>(zeros.size()) < in_w) zeros.assign(static_cast<size_t>(in_w), 0.f);
-  const int64_t row_bytes = in_w * int64_t{sizeof(float)};
-  for (int64_t oy = 0; oy < a.out_h; ++oy) {
-    if (kStride == 2) {
-      // The two input rows this output row moves past, further on.
-      const int64_t ahead = (oy * kStride + kPrefetchRowsAhead) * row_bytes;
-      for (int64_t b = 0; b < kStride * row_bytes; b += 64) PrefetchAhead(a.input, ahead + b);
+  if (static_cast<int64_t>(zeros.size()) < a.in_w) zeros.assign(static_cast<size_t>(a.in_w), 0.f);
+  const auto input_row = [&](int64_t iy) {
+    return iy >= 0 && iy < a.in_h ? a.input + iy * a.in_w : zeros.data();
+  };
+  int64_t oy = 0;
+  for (; oy + kGroupRows <= a.out_h; oy += kGroupRows) {
+    PrefetchRowsAhead<kStride>(a, oy, kGroupRows);
+    const float* rows[kStride * (kGroupRows - 1) + 3];
+    for (int r = 0; r < kStride * (kGroupRows - 1) + 3; ++r) {
+      rows[r] = input_row(oy * kStride - a.pad_h + r);
     }
+    RowsAvx512<kStride, kGroupRows>(a, rows, oy, columns, w, bias, lower, upper);
+  }
+  for (; oy < a.out_h; ++oy) {
+    PrefetchRowsAhead<kStride>(a, oy, 1);
     const float* rows[3];
-    for (int64_t ky = 0; ky < 3; ++ky) {
-      const int64_t iy = oy * kStride - a.pad_h + ky;
-      rows[ky] = iy >= 0 && iy < in_h ? a.input + iy * in_w : zeros.data();
-    }
-    const int64_t x0 = -a.pad_w;
-    RowWalker<kStride> top(rows[0], x0, in_w, w);
-    RowWalker<kStride> middle(rows[1], x0, in_w, w + 3);
-    RowWalker<kStride> bottom(rows[2], x0, in_w, w + 6);
-    float* out_row = a.output + oy * out_w;
-    const float* res_row = a.residual ? a.residual + oy * out_w : nullptr;
-    for (int64_t ox = 0; ox < out_w; ox += 16) {
-      const __m512 s0 = top.Next(), s1 = middle.Next(), s2 = bottom.Next();
-      __m512 value = _mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, bias));
-      if (ox + 16 <= out_w) {
-        if (res_row) value = _mm512_add_ps(value, _mm512_loadu_ps(res_row + ox));
-        _mm512_storeu_ps(out_row + ox, ClampAvx512(lower, upper, value));
-      } else {
-        const __mmask16 mask = LanesBelowAvx512(out_w - ox);
-        if (res_row) value = _mm512_add_ps(value, _mm512_maskz_loadu_ps(mask, res_row + ox));
-        _mm512_mask_storeu_ps(out_row + ox, mask, ClampAvx512(lower, upper, value));
-      }
-    }
+    for (int r = 0; r < 3; ++r) rows[r] = input_row(oy * kStride - a.pad_h + r);
+    RowsAvx512<kStride, 1>(a, rows, oy, columns, w, bias, lower, upper);
   }
 }
 
@@ -349,10 +447,13 @@ void DepthwiseConv3x3Plane(const DepthwisePlaneArgs& args) {
 bool DepthwiseBlockedApplies(int64_t in_w) {
 #if defined(MXLITE_X86_64)
   static const bool avx512 = SelectedIsa() == Isa::kAvx512;
-  // Up to 64 input columns (MobileNets' 56x56 layers and smaller) it beats
-  // the row walk: 1.4x at 56x56, 1.7x at 28x28, 1.8-4.3x at 14x14 and 7x7
-  // (warm, one thread, stride 2 gaining most). At 112 columns the row walk
-  // is 5-15% faster: it has no transposes, and wide rows keep its lanes busy.
+  // Up to 64 input columns (MobileNets' 56x56 layers and smaller). Against
+  // the plane kernel's row groups, one thread, warm: at 28x28 48 us against
+  // 59 (256 channels, stride 1), at 14x14 31 against 47, at 7x7 15 against
+  // 63; at 56x56 the two are even (128 channels: 96 against 91 warm, 138
+  // against 155 with caches flushed; at stride 2 49 against 42 and 85
+  // against 69). At 112 columns the plane kernel is faster: it has no
+  // transposes, and wide rows keep its lanes busy.
   return avx512 && in_w <= 64;
 #else
   (void)in_w;

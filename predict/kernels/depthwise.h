@@ -4,12 +4,12 @@
  *
  * Each output row is a sum of nine shifted input rows scaled by one tap
  * each. With AVX-512 the whole plane, padding included, is computed sixteen
- * outputs at a time, walking along each input row: a step loads only the
- * columns it has not seen and builds the shifted windows in registers
- * (stride 1: lane shifts; stride 2: even/odd deinterleaving permutes);
- * loads at the row's ends are masked, so padding reads as zeros without a
- * padded copy. Other ISAs take the scalar loop, which treats padding the
- * same way.
+ * outputs at a time for a group of output rows (4 at stride 1, 2 at stride
+ * 2), each input row loaded once for every output row of the group that
+ * reads it (stride 1: three unaligned loads; stride 2: even/odd
+ * deinterleaving permutes); loads at the row's ends are masked, so padding
+ * reads as zeros without a padded copy. Other ISAs take the scalar loop,
+ * which treats padding the same way.
  *
  * Planes up to 64 columns wide (MobileNets' 56x56 to 7x7 layers) go faster
  * with the channels in the lanes instead: sixteen planes are transposed into a
