@@ -671,6 +671,10 @@ void PoolingBitExactTests() {
       for (int64_t pad : {0, 1}) {
         TestPoolingBitExact("max k3 s2 " + conv + " pad " + std::to_string(pad) + data,
                             {"max", conv, wide, {3, 3}, {2, 2}, {pad, pad}}, ties);
+        // Rows of more than 24 outputs: the separable row path (35 outputs
+        // a row: a whole block and masked ones at both ends).
+        TestPoolingBitExact("max k3 s2 71 wide " + conv + " pad " + std::to_string(pad) + data,
+                            {"max", conv, {2, 3, 29, 71}, {3, 3}, {2, 2}, {pad, pad}}, ties);
         PoolConfig avg{"avg", conv, wide, {3, 3}, {2, 2}, {pad, pad}};
         for (int cip : {0, 1}) {
           avg.count_include_pad = cip;
