@@ -181,8 +181,9 @@ MXLITE_TARGET_AVX512_INLINE void RowMaximaBlock(const float* row, int64_t first,
       const __m512 high = kMasked ? _mm512_mask_loadu_ps(lowest, high_lanes[0],
                                                          OffsetAddress(row, first + 16))
                                   : _mm512_loadu_ps(row + first + 16);
-      const __m512 next = kMasked ? _mm512_mask_loadu_ps(lowest, top, OffsetAddress(row, first + 32))
-                                  : _mm512_set1_ps(row[first + 32]);
+      const __m512 next = kMasked
+                              ? _mm512_mask_loadu_ps(lowest, top, OffsetAddress(row, first + 32))
+                              : _mm512_set1_ps(row[first + 32]);
       const __m512 tap0 = _mm512_permutex2var_ps(low, even, high);
       const __m512 tap1 = _mm512_permutex2var_ps(low, odd, high);
       const __m512 tap2 = _mm512_castsi512_ps(_mm512_maskz_alignr_epi32(
