@@ -117,17 +117,10 @@ MXLITE_TARGET_AVX512_INLINE void LoadTaps(const float* row, int64_t x, const Edg
     }
     return;
   }
-  const __m512i even =
-      _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
-  const __m512i odd =
-      _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
   const __m512 low = LoadRow<kEdge>(row, x, edge, 0), high = LoadRow<kEdge>(row, x + 16, edge, 1);
   const __m512 next = kEdge ? _mm512_maskz_loadu_ps(edge.loads[2], OffsetAddress(row, x + 32))
                             : _mm512_set1_ps(row[x + 32]);
-  taps[0] = _mm512_permutex2var_ps(low, even, high);
-  taps[1] = _mm512_permutex2var_ps(low, odd, high);
-  taps[2] = _mm512_castsi512_ps(_mm512_maskz_alignr_epi32(
-      0xffff, _mm512_castps_si512(next), _mm512_castps_si512(taps[0]), 1));
+  StrideTwoTapsAvx512(low, high, next, taps);
 }
 
 template <int kStride, int kRows, bool kEdge>

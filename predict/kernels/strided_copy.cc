@@ -69,13 +69,8 @@ MXLITE_TARGET_AVX512 void GatherShiftedRowsAvx512(const float* plane, int64_t he
     const int64_t begin = std::max(inside_begin * width, -base);
     const int64_t end = std::min(inside_end * width, height * width - base);
     int64_t i = begin;
-    if (prefetch_bytes != 0) {
-      for (; i + 16 <= end; i += 16) {
-        PrefetchAhead(plane + (base + i), prefetch_bytes);
-        _mm512_storeu_ps(dst + i, _mm512_loadu_ps(plane + (base + i)));
-      }
-    }
     for (; i + 16 <= end; i += 16) {
+      if (prefetch_bytes != 0) PrefetchAhead(plane + (base + i), prefetch_bytes);
       _mm512_storeu_ps(dst + i, _mm512_loadu_ps(plane + (base + i)));
     }
     if (i < end) {

@@ -76,6 +76,24 @@ MXLITE_TARGET_AVX512_INLINE void PrefetchAhead(const float* at, int64_t bytes) {
   _mm_prefetch(reinterpret_cast<const char*>(address), _MM_HINT_T0);
 }
 
+// The three taps of a 3-wide, stride-2 window for sixteen outputs, from
+// the 32 columns starting at the first window's first column (low, high)
+// and the column after them in lane 0 of `next`: tap 0 is the even lanes,
+// tap 1 the odd ones, tap 2 the even ones shifted down a lane with that
+// column on top. Two loads, a broadcast and three shuffles, where loading
+// each tap's two vectors takes six loads, three of them crossing a line.
+MXLITE_TARGET_AVX512_INLINE void StrideTwoTapsAvx512(__m512 low, __m512 high, __m512 next,
+                                                     __m512 taps[3]) {
+  const __m512i even =
+      _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+  const __m512i odd =
+      _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+  taps[0] = _mm512_permutex2var_ps(low, even, high);
+  taps[1] = _mm512_permutex2var_ps(low, odd, high);
+  taps[2] = _mm512_castsi512_ps(_mm512_maskz_alignr_epi32(
+      0xffff, _mm512_castps_si512(next), _mm512_castps_si512(taps[0]), 1));
+}
+
 // Lanes [0, count) (count may be <= 0 or >= 16). Clamped, not branched:
 // the depthwise kernels call it per vector, where branches cost ~8%.
 MXLITE_TARGET_AVX512_INLINE __mmask16 LanesBelowAvx512(int64_t count) {

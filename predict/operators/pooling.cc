@@ -166,13 +166,11 @@ MXLITE_TARGET_AVX512_INLINE void RowMaximaBlock(const float* row, int64_t first,
   const int64_t taps = kTaps > 0 ? kTaps : kernel_w;
   if (kStride == 2 && kTaps == 3) {
     // Stride 2, three taps (the usual 3x3/2): the 32 columns from `first`
-    // loaded once. Tap 0 is their even lanes, tap 1 the odd ones, tap 2 the
-    // even ones shifted by one with column first + 32 on top (one
-    // broadcast, or masked, load): the same vectors as the loop below
-    // builds from six loads, three of which crossed a cache line. One
-    // thread, warm: 128x55x55 56 -> 46 us, 64x111x111 119 -> 105.
-    const __m512i odd =
-        _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    // loaded once and the taps built from them (StrideTwoTapsAvx512): the
+    // same vectors as the loop below builds from six loads, three of which
+    // crossed a cache line. One thread, warm: 128x55x55 56 -> 46 us,
+    // 64x111x111 119 -> 105. Column first + 32 is lane 14 of the load tap 2
+    // would make at first + 18, so its mask is that lane of high_lanes[2].
     const __mmask16 top = kMasked ? static_cast<__mmask16>((high_lanes[2] >> 14) & 1) : 1;
     for (int64_t r = 0; r < rows; ++r, row += in_w, maxima += maxima_stride) {
       const __m512 low = kMasked ? _mm512_mask_loadu_ps(lowest, low_lanes[0],
@@ -184,13 +182,11 @@ MXLITE_TARGET_AVX512_INLINE void RowMaximaBlock(const float* row, int64_t first,
       const __m512 next = kMasked
                               ? _mm512_mask_loadu_ps(lowest, top, OffsetAddress(row, first + 32))
                               : _mm512_set1_ps(row[first + 32]);
-      const __m512 tap0 = _mm512_permutex2var_ps(low, even, high);
-      const __m512 tap1 = _mm512_permutex2var_ps(low, odd, high);
-      const __m512 tap2 = _mm512_castsi512_ps(_mm512_maskz_alignr_epi32(
-          0xffff, _mm512_castps_si512(next), _mm512_castps_si512(tap0), 1));
-      __m512 acc = _mm512_maskz_max_ps(0xffff, tap0, lowest);
-      acc = _mm512_maskz_max_ps(0xffff, tap1, acc);
-      acc = _mm512_maskz_max_ps(0xffff, tap2, acc);
+      __m512 taps[3];
+      StrideTwoTapsAvx512(low, high, next, taps);
+      __m512 acc = _mm512_maskz_max_ps(0xffff, taps[0], lowest);
+      acc = _mm512_maskz_max_ps(0xffff, taps[1], acc);
+      acc = _mm512_maskz_max_ps(0xffff, taps[2], acc);
       _mm512_storeu_ps(maxima, acc);
     }
     return;
