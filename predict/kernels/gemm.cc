@@ -121,7 +121,8 @@ void GemmRange(const PackedMatrix& a, const float* b, const float* const* b_segm
   // (no packing pass), unless its rows are a multiple of 8 KiB apart: then a
   // strip's rows fall into so few cache sets that they evict each other
   // (measured: N = 4096 ran at 0.83x the packed speed, N = 1024 at 1.07x).
-  const bool b_in_place = !b_packed && !b_transposed && kernel.run_tile && ldb % 2048 != 0;
+  const bool b_in_place =
+      !b_packed && !b_transposed && kernel.reads_b_in_place && ldb % 2048 != 0;
   const bool pack_b = !b_packed && !b_in_place;
   thread_local std::vector<float> panel;
   if (pack_b) panel.resize(static_cast<size_t>(kKc * CeilDiv(kNc, nr) * nr));

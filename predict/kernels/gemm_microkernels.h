@@ -65,6 +65,9 @@ struct MicroKernel {
   // wide_min_cols...wide_max_cols columns go to one call (0, 0: none).
   int wide_min_cols;
   int wide_max_cols;
+  // Whether run_tile reads a plain B in place, at its row stride, rather
+  // than from packed strips (see GemmRange).
+  bool reads_b_in_place;
 };
 
 // The micro-kernel for `isa`, or the best one at most as wide.
