@@ -48,8 +48,15 @@ void RowScalar(const DirectConvGeometry& g, const float* input, const float* pac
 }
 
 #if defined(MXLITE_X86_64)
+#if defined(__GNUC__) || defined(__clang__)
+#define MXLITE_DIRECT_CONV_AVX2_INLINE MXLITE_TARGET_AVX2 __attribute__((always_inline)) inline
+#else
+#define MXLITE_DIRECT_CONV_AVX2_INLINE inline
+#endif
+
 // Floats per line: every column a whole-vector tile reads, so no load runs
-// past a line (lanes past out_w read zeros and are not stored).
+// past a line (lanes past out_w read zeros and are not stored). Rounded to
+// the 16-float vectors of AVX-512, which covers AVX2's 8 as well.
 int64_t LineLength(const DirectConvGeometry& g) {
   return (g.out_w + 15) / 16 * 16 + (g.kernel_w - 1) / g.stride;
 }
@@ -59,7 +66,7 @@ struct TileOutput {
   const float* residual;   // likewise, or null
   int64_t plane;           // floats between filters' planes
   int64_t columns;         // output columns left from the tile's first
-  int64_t filters;         // filters in this tile (1..8)
+  int64_t filters;         // filters in this tile (1 up to the tile's height)
   float lower, upper;      // clamp
 };
 
@@ -67,8 +74,9 @@ struct TileOutput {
 // lines + offsets[t] (lines: at the tile's first column), weights: one
 // filter group's, packed.
 template <int kVecs>
-MXLITE_TARGET_AVX512 void Tile(const float* lines, const int64_t* offsets, int64_t taps,
-                               const float* weights, const float* bias, const TileOutput& out) {
+MXLITE_TARGET_AVX512 void TileAvx512(const float* lines, const int64_t* offsets, int64_t taps,
+                                     const float* weights, const float* bias,
+                                     const TileOutput& out) {
   __m512 acc[kTileFilters][kVecs];
   MXLITE_UNROLL
   for (int f = 0; f < kTileFilters; ++f) {
@@ -114,16 +122,116 @@ MXLITE_TARGET_AVX512 void Tile(const float* lines, const int64_t* offsets, int64
   }
 }
 
+// AVX2 has 16 registers of 8 floats, so the tile is 4 filters (half a
+// packed group of 8, read at a stride of 8) by up to 3 vectors: 12
+// accumulators, 3 input vectors and 1 broadcast weight. Per tap 3 loads,
+// 4 broadcasts and 12 FMAs: still FMA-bound. The taps are summed in the
+// same order as above, so the two paths agree to the bit.
+constexpr int kAvx2TileFilters = 4;
+
+// Lanes [0, count) of an 8-float vector as a maskload/maskstore mask.
+MXLITE_DIRECT_CONV_AVX2_INLINE __m256i LanesBelowAvx2(int64_t count) {
+  const int lanes = static_cast<int>(std::min<int64_t>(8, std::max<int64_t>(0, count)));
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(lanes), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// min(upper, max(lower, x)): a NaN in x passes through, as in RowScalar.
+MXLITE_DIRECT_CONV_AVX2_INLINE __m256 ClampAvx2(__m256 lower, __m256 upper, __m256 x) {
+  return _mm256_min_ps(upper, _mm256_max_ps(lower, x));
+}
+
+template <int kVecs>
+MXLITE_TARGET_AVX2 void TileAvx2(const float* lines, const int64_t* offsets, int64_t taps,
+                                 const float* weights, const float* bias,
+                                 const TileOutput& out) {
+  __m256 acc[kAvx2TileFilters][kVecs];
+  MXLITE_UNROLL
+  for (int f = 0; f < kAvx2TileFilters; ++f) {
+    MXLITE_UNROLL
+    for (int v = 0; v < kVecs; ++v) acc[f][v] = _mm256_setzero_ps();
+  }
+  const float* w = weights;
+  for (int64_t tap = 0; tap < taps; ++tap, w += kTileFilters) {
+    const float* x = lines + offsets[tap];
+    __m256 xv[kVecs];
+    MXLITE_UNROLL
+    for (int v = 0; v < kVecs; ++v) xv[v] = _mm256_loadu_ps(x + 8 * v);
+    MXLITE_UNROLL
+    for (int f = 0; f < kAvx2TileFilters; ++f) {
+      const __m256 wf = _mm256_broadcast_ss(w + f);
+      MXLITE_UNROLL
+      for (int v = 0; v < kVecs; ++v) acc[f][v] = _mm256_fmadd_ps(wf, xv[v], acc[f][v]);
+    }
+  }
+  // The tile's fields in locals: the stores (may_alias vector types) would
+  // otherwise make the compiler reload them after each one.
+  const __m256 lower = _mm256_set1_ps(out.lower), upper = _mm256_set1_ps(out.upper);
+  const int64_t plane = out.plane, columns = out.columns, filters = out.filters;
+  float* const output = out.output;
+  const float* const residual = out.residual;
+  MXLITE_UNROLL
+  for (int f = 0; f < kAvx2TileFilters; ++f) {
+    if (f >= filters) break;
+    const __m256 b = _mm256_set1_ps(bias[f]);
+    MXLITE_UNROLL
+    for (int v = 0; v < kVecs; ++v) {
+      __m256 value = _mm256_add_ps(acc[f][v], b);
+      float* dst = output + f * plane + 8 * v;
+      const float* add = residual ? residual + f * plane + 8 * v : nullptr;
+      if (columns - 8 * v >= 8) {
+        if (add) value = _mm256_add_ps(value, _mm256_loadu_ps(add));
+        _mm256_storeu_ps(dst, ClampAvx2(lower, upper, value));
+      } else {
+        // The row's last vector: the residual and output planes end (or
+        // the next row starts) within it.
+        const __m256i lanes = LanesBelowAvx2(columns - 8 * v);
+        if (add) value = _mm256_add_ps(value, _mm256_maskload_ps(add, lanes));
+        _mm256_maskstore_ps(dst, lanes, ClampAvx2(lower, upper, value));
+      }
+    }
+  }
+}
+
+// The tile shapes of each instruction set, for RowsVector.
+struct Avx512Tiles {
+  static constexpr int64_t kLanes = 16, kFilters = kTileFilters;
+  static void Run(int64_t vectors, const float* lines, const int64_t* offsets, int64_t taps,
+                  const float* weights, const float* bias, const TileOutput& out) {
+    if (vectors == 3) {
+      TileAvx512<3>(lines, offsets, taps, weights, bias, out);
+    } else if (vectors == 2) {
+      TileAvx512<2>(lines, offsets, taps, weights, bias, out);
+    } else {
+      TileAvx512<1>(lines, offsets, taps, weights, bias, out);
+    }
+  }
+};
+
+struct Avx2Tiles {
+  static constexpr int64_t kLanes = 8, kFilters = kAvx2TileFilters;
+  static void Run(int64_t vectors, const float* lines, const int64_t* offsets, int64_t taps,
+                  const float* weights, const float* bias, const TileOutput& out) {
+    if (vectors == 3) {
+      TileAvx2<3>(lines, offsets, taps, weights, bias, out);
+    } else if (vectors == 2) {
+      TileAvx2<2>(lines, offsets, taps, weights, bias, out);
+    } else {
+      TileAvx2<1>(lines, offsets, taps, weights, bias, out);
+    }
+  }
+};
+
 // Output rows [row_begin, row_end): the band's input rows are gathered
 // once into lines (per channel and column phase: input columns
 // phase - pad_w + j * stride, zeros in the padding), which every output row
 // of the band then reads: row oy's tap (c, ky, kx) is line (c, kx % stride,
-// (oy - row_begin) * stride + ky) from element kx / stride.
-template <int kStride>
-MXLITE_TARGET_AVX512 void RowsAvx512(const DirectConvGeometry& g, const float* input,
-                                     const float* packed, const float* bias, int64_t row_begin,
-                                     int64_t row_end, float* output, const float* residual,
-                                     float lower, float upper) {
+// (oy - row_begin) * stride + ky) from element kx / stride. Tiles:
+// Avx512Tiles or Avx2Tiles (whose functions carry their own targets; a call
+// per tile of a hundred-odd taps costs nothing measurable).
+template <class Tiles, int kStride>
+void RowsVector(const DirectConvGeometry& g, const float* input, const float* packed,
+                const float* bias, int64_t row_begin, int64_t row_end, float* output,
+                const float* residual, float lower, float upper) {
   const int64_t line_len = LineLength(g);
   const int64_t band_rows = (row_end - row_begin - 1) * kStride + g.kernel_h;
   thread_local std::vector<float> storage;
@@ -153,38 +261,47 @@ MXLITE_TARGET_AVX512 void RowsAvx512(const DirectConvGeometry& g, const float* i
       }
     }
   }
+  constexpr int64_t kLanes = Tiles::kLanes;
   for (int64_t oy = row_begin; oy < row_end; ++oy) {
     const float* row_lines = lines + (oy - row_begin) * kStride * line_len;
-    for (int64_t f0 = 0; f0 < g.filters; f0 += kTileFilters) {
-      const float* weights = packed + f0 * taps;
+    for (int64_t f0 = 0; f0 < g.filters; f0 += Tiles::kFilters) {
+      // Filter f0 within its packed group of kTileFilters.
+      const float* weights = packed + f0 / kTileFilters * taps * kTileFilters + f0 % kTileFilters;
       TileOutput out;
       out.plane = out_plane;
-      out.filters = std::min(kTileFilters, g.filters - f0);
+      out.filters = std::min(Tiles::kFilters, g.filters - f0);
       out.lower = lower;
       out.upper = upper;
       // Tiles of three vectors, but two and two for the last four (a
-      // one-vector tile is bound by its eight broadcast loads).
+      // one-vector tile is bound by its broadcast loads).
       int64_t ox = 0;
       while (ox < g.out_w) {
         const int64_t offset = f0 * out_plane + oy * g.out_w + ox;
         out.output = output + offset;
         out.residual = residual ? residual + offset : nullptr;
         out.columns = g.out_w - ox;
-        const float* at = row_lines + ox;
-        const int64_t vectors = (out.columns + 15) / 16;
-        if (vectors >= 5 || vectors == 3) {
-          Tile<3>(at, offsets.data(), taps, weights, bias + f0, out);
-          ox += 48;
-        } else if (vectors >= 2) {
-          Tile<2>(at, offsets.data(), taps, weights, bias + f0, out);
-          ox += 32;
-        } else {
-          Tile<1>(at, offsets.data(), taps, weights, bias + f0, out);
-          ox += 16;
-        }
+        const int64_t vectors = (out.columns + kLanes - 1) / kLanes;
+        const int64_t tile = vectors >= 5 || vectors == 3 ? 3 : std::min<int64_t>(vectors, 2);
+        Tiles::Run(tile, row_lines + ox, offsets.data(), taps, weights, bias + f0, out);
+        ox += tile * kLanes;
       }
     }
   }
+}
+
+// The vector path for this machine, or null for the portable loop.
+using RowsFunction = void (*)(const DirectConvGeometry&, const float*, const float*,
+                              const float*, int64_t, int64_t, float*, const float*, float,
+                              float);
+
+RowsFunction VectorRows(int64_t stride) {
+  static const Isa isa = SelectedIsa();
+  if (stride != 1 && stride != 2) return nullptr;
+  if (isa == Isa::kAvx512) {
+    return stride == 1 ? RowsVector<Avx512Tiles, 1> : RowsVector<Avx512Tiles, 2>;
+  }
+  if (isa == Isa::kAvx2) return stride == 1 ? RowsVector<Avx2Tiles, 1> : RowsVector<Avx2Tiles, 2>;
+  return nullptr;
 }
 #endif  // MXLITE_X86_64
 
@@ -193,8 +310,8 @@ MXLITE_TARGET_AVX512 void RowsAvx512(const DirectConvGeometry& g, const float* i
 bool DirectConvApplies(int64_t channels, int64_t groups, int64_t kernel_h, int64_t kernel_w,
                        int64_t stride_h, int64_t stride_w, int64_t dilate_h, int64_t dilate_w) {
 #if defined(MXLITE_X86_64)
-  static const bool avx512 = SelectedIsa() == Isa::kAvx512;
-  return avx512 && groups == 1 && channels >= 1 && channels <= 4 && kernel_h <= 11 &&
+  static const Isa isa = SelectedIsa();
+  return (isa == Isa::kAvx512 || isa == Isa::kAvx2) && groups == 1 && channels >= 1 && channels <= 4 && kernel_h <= 11 &&
          kernel_w <= 11 && stride_h == stride_w && (stride_h == 1 || stride_h == 2) &&
          dilate_h == 1 && dilate_w == 1;
 #else
@@ -215,15 +332,8 @@ void DirectConvRows(const DirectConvGeometry& g, const float* input, const float
                     const float* residual, float lower, float upper) {
   if (row_begin >= row_end) return;
 #if defined(MXLITE_X86_64)
-  static const bool avx512 = SelectedIsa() == Isa::kAvx512;
-  if (avx512 && (g.stride == 1 || g.stride == 2)) {
-    if (g.stride == 1) {
-      direct_conv_cc::RowsAvx512<1>(g, input, packed, bias, row_begin, row_end, output, residual,
-                                    lower, upper);
-    } else {
-      direct_conv_cc::RowsAvx512<2>(g, input, packed, bias, row_begin, row_end, output, residual,
-                                    lower, upper);
-    }
+  if (const direct_conv_cc::RowsFunction rows = direct_conv_cc::VectorRows(g.stride)) {
+    rows(g, input, packed, bias, row_begin, row_end, output, residual, lower, upper);
     return;
   }
 #endif

@@ -9,13 +9,16 @@
  * of output rows first copies the input rows it reads into zero-padded
  * lines, one per (channel, input row, column phase): for stride 2 the even
  * and the odd columns apart, so that tap (c, ky, kx) of output column ox is
- * element ox + kx / stride of one line: a plain vector load. A tile of 8 filters by up
- * to 48 output columns keeps 24 accumulators; each tap costs up to three
- * loads, eight broadcast weights and 24 FMAs, so the loop is FMA-bound.
+ * element ox + kx / stride of one line: a plain vector load. With AVX-512
+ * a tile of 8 filters by up to 48 output columns keeps 24 accumulators;
+ * each tap costs up to three loads, eight broadcast weights and 24 FMAs, so
+ * the loop is FMA-bound. AVX2's 16 registers hold 4 filters by up to 24
+ * columns (12 accumulators, 3 input vectors, a weight): per tap 3 loads, 4
+ * broadcasts and 12 FMAs, FMA-bound too.
  *
  * Taps are summed in im2col's row order (channel, ky, kx), one FMA chain per
  * output, then bias, residual and clamp as the GEMM's epilogue applies
- * them: the results are the im2col path's to the bit.
+ * them: the results are the im2col path's to the bit, on either path.
  */
 #ifndef MXLITE_KERNELS_DIRECT_CONV_H_
 #define MXLITE_KERNELS_DIRECT_CONV_H_
@@ -33,9 +36,9 @@ struct DirectConvGeometry {
   int64_t out_h, out_w;
 };
 
-// True when a layer takes the direct kernel: AVX-512, one group, 2-D,
-// dilation 1, equal strides of 1 or 2, at most 4 input channels and at most
-// 11x11 taps. (Without AVX-512 the layer stays on im2col + GEMM.)
+// True when a layer takes the direct kernel: AVX-512 or AVX2 with FMA, one
+// group, 2-D, dilation 1, equal strides of 1 or 2, at most 4 input channels
+// and at most 11x11 taps. (Elsewhere the layer stays on im2col + GEMM.)
 bool DirectConvApplies(int64_t channels, int64_t groups, int64_t kernel_h, int64_t kernel_w,
                        int64_t stride_h, int64_t stride_w, int64_t dilate_h, int64_t dilate_w);
 

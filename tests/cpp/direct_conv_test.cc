@@ -2,10 +2,12 @@
  * direct_conv_test: the direct (few-channel) convolution kernel against a
  * naive loop in double precision, over 1-4 input channels, square and
  * non-square kernels up to 7x7, strides 1 and 2, paddings 0-3 apart per
- * axis, output widths around the 16-column vectors and 48-column tiles,
- * filter counts that leave a partial group of 8, a residual and a clamp,
- * and the output rows split into bands of several sizes. The vector path is
- * whichever MXLITE_ISA allows (the portable loop below AVX-512).
+ * axis, output widths around the vectors and tiles of both vector paths
+ * (AVX-512: 16 and 48 columns; AVX2: 8 and 24, and the 2 + 2 split of
+ * four vectors), filter counts that leave a partial group of 8 and partial
+ * AVX2 tiles of 4 (1, 2 or 3 filters), taps up to 11x11, a residual and a
+ * clamp, and the output rows split into bands of several sizes. The vector
+ * path is whichever MXLITE_ISA allows (the portable loop below AVX2).
  */
 #include <algorithm>
 #include <cmath>
@@ -33,7 +35,11 @@ int main() {
   cases.push_back({3, 5, 1, 2, 2, 0, 1});
   cases.push_back({1, 2, 2, 2, 0, 0, 8});
   cases.push_back({4, 3, 3, 2, 3, 3, 5});
-  const int64_t widths[] = {1, 5, 15, 16, 17, 31, 33, 47, 48, 49, 64, 65, 97, 113};
+  cases.push_back({2, 3, 3, 1, 1, 1, 6});
+  cases.push_back({1, 11, 11, 2, 5, 5, 4});
+  // With the 3x3 stride-1 cases (out_w = in_w + 2): 8, 9, 24, 25, 32, 40.
+  const int64_t widths[] = {1, 5, 6, 7, 15, 16, 17, 22, 23, 30, 31, 33, 38,
+                            47, 48, 49, 64, 65, 97, 113};
   for (const Case& k : cases) {
     for (int64_t in_w : widths) {
       for (int64_t in_h : {int64_t{1}, int64_t{6}, int64_t{11}}) {
