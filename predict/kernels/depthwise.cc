@@ -650,43 +650,54 @@ DEPTHWISE_AVX2_INLINE void Transpose8x8Avx2(__m256 rows[8]) {
   }
 }
 
-// Input planes -> window, eight pixels at a time; kTail: the last, partial
-// step, loaded under a mask.
+// Input planes -> window, eight pixels at a time (kTail: the last,
+// partial step, loaded under a mask), each stored at `*to`, which walks
+// the window's rows. The AVX2 window has a slot for every input pixel (see
+// BlockAvx2), so no pixel needs a check. Reads `a` into locals first: a
+// store of a __m256 may alias anything, so fields read after one would be
+// loaded again.
 template <bool kTail>
-DEPTHWISE_AVX2_INLINE void GatherStepAvx2(const DepthwiseBlockArgs& a, const BlockWindow& win,
-                                          float* window, int64_t p0, int64_t pixels, int64_t* y,
+DEPTHWISE_AVX2_INLINE void GatherStepAvx2(const DepthwiseBlockArgs& a, int64_t p0,
+                                          int64_t pixels, int64_t row_skip, float** to,
                                           int64_t* x) {
+  const float* const input = a.input + p0;
+  const int64_t channels = a.channels, in_plane = a.in_plane, in_w = a.in_w;
   const __m256i lanes = LanesBelowAvx2(pixels - p0);
   __m256 v[kAvx2Lanes];
   MXLITE_UNROLL
   for (int c = 0; c < kAvx2Lanes; ++c) {
-    const float* from = a.input + c * a.in_plane + p0;
-    if (c < a.channels) PrefetchBytesAhead(from, kGatherBytesAhead);
-    v[c] = c >= a.channels ? _mm256_setzero_ps()
-           : kTail         ? _mm256_maskload_ps(from, lanes)
-                           : _mm256_loadu_ps(from);
+    const float* from = input + c * in_plane;
+    if (c < channels) PrefetchBytesAhead(from, kGatherBytesAhead);
+    v[c] = c >= channels ? _mm256_setzero_ps()
+           : kTail       ? _mm256_maskload_ps(from, lanes)
+                         : _mm256_loadu_ps(from);
   }
   Transpose8x8Avx2(v);
+  float* at = *to;
+  int64_t column = *x;
   MXLITE_UNROLL
   for (int j = 0; j < kAvx2Lanes; ++j) {
     if (!kTail || p0 + j < pixels) {
-      if (*y < win.rows && *x < win.cols) {
-        _mm256_store_ps(window + (*y * win.cols + *x) * kAvx2Lanes, v[j]);
-      }
-      if (++*x == a.pad_w + a.in_w) *x = a.pad_w, ++*y;
+      _mm256_store_ps(at, v[j]);
+      at += kAvx2Lanes;
+      if (++column == in_w) column = 0, at += row_skip;
     }
   }
+  *to = at;
+  *x = column;
 }
 
 MXLITE_TARGET_AVX2 void GatherWindowAvx2(const DepthwiseBlockArgs& a, const BlockWindow& win,
                                          float* window) {
   const int64_t pixels = a.in_h * a.in_w;
-  int64_t y = a.pad_h, x = a.pad_w;  // the next pixel's place in the window
+  const int64_t row_skip = (win.cols - a.in_w) * kAvx2Lanes;
+  float* to = window + (a.pad_h * win.cols + a.pad_w) * kAvx2Lanes;
+  int64_t x = 0;  // the next pixel's input column
   int64_t p0 = 0;
   for (; p0 + kAvx2Lanes <= pixels; p0 += kAvx2Lanes) {
-    GatherStepAvx2<false>(a, win, window, p0, pixels, &y, &x);
+    GatherStepAvx2<false>(a, p0, pixels, row_skip, &to, &x);
   }
-  if (p0 < pixels) GatherStepAvx2<true>(a, win, window, p0, pixels, &y, &x);
+  if (p0 < pixels) GatherStepAvx2<true>(a, p0, pixels, row_skip, &to, &x);
 }
 
 // Window -> output planes, kConvolveChunk output pixels at a time: first
@@ -737,11 +748,14 @@ DEPTHWISE_AVX2_INLINE void StoreStagedAvx2(const DepthwiseBlockArgs& a, const fl
   for (int j = 0; j < kAvx2Lanes; ++j) v[j] = _mm256_load_ps(staged + j * kAvx2Lanes);
   Transpose8x8Avx2(v);
   const __m256i lanes = LanesBelowAvx2(count);
+  float* const output = a.output + o0;
+  const float* const residuals = a.residual ? a.residual + o0 : nullptr;
+  const int64_t channels = a.channels, out_plane = a.out_plane;
   MXLITE_UNROLL
   for (int c = 0; c < kAvx2Lanes; ++c) {
-    if (c < a.channels) {
-      float* to = a.output + c * a.out_plane + o0;
-      const float* residual = a.residual ? a.residual + c * a.out_plane + o0 : nullptr;
+    if (c < channels) {
+      float* to = output + c * out_plane;
+      const float* residual = residuals ? residuals + c * out_plane : nullptr;
       PrefetchBytesAhead(to, kStoreBytesAhead);
       __m256 value = v[c];
       if (kTail) {
@@ -781,8 +795,10 @@ MXLITE_TARGET_AVX2 void ConvolveWindowAvx2(const DepthwiseBlockArgs& a, const Bl
 }
 
 MXLITE_TARGET_AVX2 void BlockAvx2(const DepthwiseBlockArgs& block) {
-  const BlockWindow win{(block.out_h - 1) * block.stride + 3,
-                        (block.out_w - 1) * block.stride + 3};
+  // The window the convolution reads, widened where it leaves out the last
+  // input row or column (stride 2), so that every input pixel has a slot.
+  const BlockWindow win{std::max((block.out_h - 1) * block.stride + 3, block.pad_h + block.in_h),
+                        std::max((block.out_w - 1) * block.stride + 3, block.pad_w + block.in_w)};
   float* window = BlockScratch<kAvx2Lanes>(block, win);
   for (int64_t first = 0; first < block.channels; first += kAvx2Lanes) {
     DepthwiseBlockArgs half = block;

@@ -5,16 +5,24 @@
  * rows with several whole vectors) and heights 1..9, with a residual and a
  * clamp. The vector path is whichever MXLITE_ISA allows.
  *
+ * With a vector path (AVX2 or AVX-512) every output must also equal, to
+ * the bit, the summation order the vector kernels share (depthwise.h):
+ * per kernel row w0*x0, + w1*x1, + w2*x2 fused, then (top + middle) +
+ * (bottom + bias), + residual, clamp. So the AVX2 kernels give the
+ * AVX-512 ones' bits, though one machine runs only one of them.
+ *
  * The channel-blocked kernel (DepthwiseConv3x3Block) runs the same
  * geometries on 1..16 channels whose planes lie apart by more than their
  * size; it must give the plane kernel's bits for every channel (the paths
  * sum in the same order) and leave the gaps between planes untouched.
  */
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <vector>
 
+#include "../../predict/kernels/cpu_features.h"
 #include "../../predict/kernels/depthwise.h"
 #include "test_random.h"
 
@@ -67,10 +75,29 @@ int CheckBlocked(const mxlite::DepthwisePlaneArgs& plane, int64_t channels, Rand
   return 0;
 }
 
+// One output in the vector kernels' order, padding read as zeros.
+float OrderedOutput(const mxlite::DepthwisePlaneArgs& a, int64_t y, int64_t x) {
+  float rows[3];
+  for (int64_t ky = 0; ky < 3; ++ky) {
+    float taps[3];
+    for (int64_t kx = 0; kx < 3; ++kx) {
+      const int64_t iy = y * a.stride - a.pad_h + ky, ix = x * a.stride - a.pad_w + kx;
+      taps[kx] = iy >= 0 && iy < a.in_h && ix >= 0 && ix < a.in_w ? a.input[iy * a.in_w + ix]
+                                                                  : 0.f;
+    }
+    const float* w = a.weights + 3 * ky;
+    rows[ky] = std::fma(w[2], taps[2], std::fma(w[1], taps[1], w[0] * taps[0]));
+  }
+  float value = (rows[0] + rows[1]) + (rows[2] + a.bias);
+  if (a.residual) value += a.residual[y * a.out_w + x];
+  return std::min(std::max(value, a.lower), a.upper);
+}
+
 int main() {
   using namespace mxlite;
   int checks = 0, failures = 0;
   TestRandom next(12345u);
+  const bool vector_path = mxlite::SelectedIsa() != mxlite::Isa::kGeneric;
   for (int64_t stride = 1; stride <= 2; ++stride) {
     for (int64_t pads = 0; pads <= 8; ++pads) {
       const int64_t pad = pads / 3, pad_w = pads % 3;
@@ -103,6 +130,16 @@ int main() {
                 }
               }
               const double want = std::min(std::max(sum, -0.5), 1.5);
+              const float ordered = OrderedOutput(args, y, x);
+              if (vector_path && std::memcmp(&out[y * ow + x], &ordered, sizeof(float)) != 0) {
+                ++failures;
+                std::printf("FAIL order: stride=%lld pad=%lld,%lld h=%lld w=%lld at (%lld,%lld): "
+                            "%.9g vs %.9g\n",
+                            (long long)stride, (long long)pad, (long long)pad_w, (long long)h,
+                            (long long)w, (long long)y, (long long)x, out[y * ow + x], ordered);
+                y = oh;
+                break;
+              }
               if (!(std::fabs(out[y * ow + x] - want) <= 1e-5)) {
                 ++failures;
                 std::printf("FAIL stride=%lld pad=%lld,%lld h=%lld w=%lld at (%lld,%lld): %g vs %g\n",
