@@ -8,16 +8,18 @@
  * 2), each input row loaded once for every output row of the group that
  * reads it (stride 1: three unaligned loads; stride 2: even/odd
  * deinterleaving permutes); loads at the row's ends are masked, so padding
- * reads as zeros without a padded copy. Other ISAs take the scalar loop,
- * which treats padding the same way.
+ * reads as zeros without a padded copy. With AVX2 + FMA the same, eight
+ * outputs at a time (edges through vmaskmovps). Other ISAs take the scalar
+ * loop, which treats padding the same way.
  *
  * Planes up to 64 columns wide (MobileNets' 56x56 to 7x7 layers) go faster
  * with the channels in the lanes instead: sixteen planes are transposed into a
  * zero-bordered scratch holding, per input pixel, one vector of sixteen
  * channels; then every output pixel is nine full-width FMAs on unaligned
  * loads (no masks, no shuffles, no idle lanes at row ends), and sixteen
- * outputs at a time are transposed back into the planes. All paths sum in
- * the same order, so they agree to the bit.
+ * outputs at a time are transposed back into the planes (with AVX2: the
+ * sixteen channels as two halves of eight, 8x8 transposes). All vector
+ * paths sum in the same order, so they agree to the bit, AVX2 with AVX-512.
  */
 #ifndef MXLITE_KERNELS_DEPTHWISE_H_
 #define MXLITE_KERNELS_DEPTHWISE_H_
@@ -47,12 +49,13 @@ bool DepthwiseConv3x3Supported(int64_t stride_h, int64_t stride_w, int64_t dilat
 
 void DepthwiseConv3x3Plane(const DepthwisePlaneArgs& args);
 
-// Channels per block on the channel-blocked path: one AVX-512 vector.
+// Channels per block on the channel-blocked path: one AVX-512 vector, two
+// AVX2 ones.
 constexpr int64_t kDepthwiseBlockChannels = 16;
 
 // Up to sixteen channels of one image at once, one channel per vector lane
-// (the channel-blocked path; without AVX-512 it runs the plane kernel on
-// each channel, and DepthwiseBlockedApplies keeps layers off it).
+// (the channel-blocked path; without AVX-512 or AVX2 it runs the plane
+// kernel on each channel, and DepthwiseBlockedApplies keeps layers off it).
 struct DepthwiseBlockArgs {
   const float* input;      // `channels` planes of in_h x in_w, in_plane apart
   int64_t channels;        // 1..16
@@ -68,9 +71,9 @@ struct DepthwiseBlockArgs {
 };
 
 // True when a layer of this geometry takes the channel-blocked path: the
-// CPU has AVX-512 and the planes are small enough that lanes spent on row
-// ends, shuffles and per-row start-up cost more than transposing sixteen
-// planes into channel-minor order and back (see depthwise.cc).
+// CPU has AVX-512 or AVX2 and the planes are small enough that lanes spent
+// on row ends, shuffles and per-row start-up cost more than transposing
+// the planes into channel-minor order and back (see depthwise.cc).
 bool DepthwiseBlockedApplies(int64_t in_w);
 
 // weights: channels x 9, bias: channels. Writes ceil(channels / 16) blocks
