@@ -651,15 +651,16 @@ DEPTHWISE_AVX2_INLINE void Transpose8x8Avx2(__m256 rows[8]) {
 }
 
 // Input planes -> window, eight pixels at a time (kTail: the last,
-// partial step, loaded under a mask), each stored at `*to`, which walks
-// the window's rows. The AVX2 window has a slot for every input pixel (see
+// partial step, loaded under a mask), each stored at window + `*at`, which
+// walks the window's rows (an offset, not a pointer: after the last pixel
+// it points past the window). The AVX2 window has a slot for every input pixel (see
 // BlockAvx2), so no pixel needs a check. Reads `a` into locals first: a
 // store of a __m256 may alias anything, so fields read after one would be
 // loaded again.
 template <bool kTail>
-DEPTHWISE_AVX2_INLINE void GatherStepAvx2(const DepthwiseBlockArgs& a, int64_t p0,
-                                          int64_t pixels, int64_t row_skip, float** to,
-                                          int64_t* x) {
+DEPTHWISE_AVX2_INLINE void GatherStepAvx2(const DepthwiseBlockArgs& a, float* window,
+                                          int64_t p0, int64_t pixels, int64_t row_skip,
+                                          int64_t* at, int64_t* x) {
   const float* const input = a.input + p0;
   const int64_t channels = a.channels, in_plane = a.in_plane, in_w = a.in_w;
   const __m256i lanes = LanesBelowAvx2(pixels - p0);
@@ -673,17 +674,16 @@ DEPTHWISE_AVX2_INLINE void GatherStepAvx2(const DepthwiseBlockArgs& a, int64_t p
                          : _mm256_loadu_ps(from);
   }
   Transpose8x8Avx2(v);
-  float* at = *to;
-  int64_t column = *x;
+  int64_t offset = *at, column = *x;
   MXLITE_UNROLL
   for (int j = 0; j < kAvx2Lanes; ++j) {
     if (!kTail || p0 + j < pixels) {
-      _mm256_store_ps(at, v[j]);
-      at += kAvx2Lanes;
-      if (++column == in_w) column = 0, at += row_skip;
+      _mm256_store_ps(window + offset, v[j]);
+      offset += kAvx2Lanes;
+      if (++column == in_w) column = 0, offset += row_skip;
     }
   }
-  *to = at;
+  *at = offset;
   *x = column;
 }
 
@@ -691,13 +691,13 @@ MXLITE_TARGET_AVX2 void GatherWindowAvx2(const DepthwiseBlockArgs& a, const Bloc
                                          float* window) {
   const int64_t pixels = a.in_h * a.in_w;
   const int64_t row_skip = (win.cols - a.in_w) * kAvx2Lanes;
-  float* to = window + (a.pad_h * win.cols + a.pad_w) * kAvx2Lanes;
+  int64_t at = (a.pad_h * win.cols + a.pad_w) * kAvx2Lanes;
   int64_t x = 0;  // the next pixel's input column
   int64_t p0 = 0;
   for (; p0 + kAvx2Lanes <= pixels; p0 += kAvx2Lanes) {
-    GatherStepAvx2<false>(a, p0, pixels, row_skip, &to, &x);
+    GatherStepAvx2<false>(a, window, p0, pixels, row_skip, &at, &x);
   }
-  if (p0 < pixels) GatherStepAvx2<true>(a, p0, pixels, row_skip, &to, &x);
+  if (p0 < pixels) GatherStepAvx2<true>(a, window, p0, pixels, row_skip, &at, &x);
 }
 
 // Window -> output planes, kConvolveChunk output pixels at a time: first
@@ -713,7 +713,7 @@ DEPTHWISE_AVX2_INLINE void ConvolvePixelsAvx2(const DepthwiseBlockArgs& a, const
                                               const float* window, const __m256* w, __m256 bias,
                                               int64_t count, int64_t* oy, int64_t* ox,
                                               float* staged) {
-  const int64_t row_step = win.cols * kAvx2Lanes;
+  const int64_t row_step = win.cols * kAvx2Lanes, out_w = a.out_w;
   const float* p = window + (*oy * row_step + *ox * kAvx2Lanes) * kStride;
   for (int64_t i = 0; i < count; ++i) {
     const float* q = p + row_step;
@@ -730,7 +730,7 @@ DEPTHWISE_AVX2_INLINE void ConvolvePixelsAvx2(const DepthwiseBlockArgs& a, const
     _mm256_store_ps(staged + i * kAvx2Lanes,
                     _mm256_add_ps(_mm256_add_ps(top, middle), _mm256_add_ps(bottom, bias)));
     p += kStride * kAvx2Lanes;
-    if (++*ox == a.out_w) {
+    if (++*ox == out_w) {
       *ox = 0, ++*oy;
       p = window + *oy * row_step * kStride;
     }
