@@ -22,10 +22,11 @@ constexpr int64_t kMinChannelsVector = 16;
 constexpr int64_t kMinTilesVectorWide = 16;
 constexpr int64_t kMinChannelsVectorWide = 128;
 
-// Whether the AVX-512 transforms (winograd_avx512.cc) run here.
+// Whether vector transforms (winograd_avx512.cc, winograd_avx2.cc) run here.
 inline bool VectorTransforms() {
 #if defined(__x86_64__) || defined(_M_X64)
-  static const bool available = SelectedIsa() == Isa::kAvx512;
+  static const bool available =
+      SelectedIsa() == Isa::kAvx512 || SelectedIsa() == Isa::kAvx2;
   return available;
 #else
   return false;
@@ -220,9 +221,16 @@ void WinogradConvolve(const WinogradGeometry& g, const std::vector<PackedMatrix>
                       float lower, float upper, float* output, float* workspace,
                       ThreadPool* pool) {
 #if defined(__x86_64__) || defined(_M_X64)
+  // The vector paths write V in the packed-B layout of the micro-kernel the
+  // weights were packed for: NR = 32 (AVX-512) or 16 (AVX2).
   if (winograd_cc::VectorTransforms() && !packed.empty() && packed[0].kernel().nr == 32) {
     winograd_avx512::Convolve(g, packed, input, bias, residual, lower, upper, output, workspace,
                               pool);
+    return;
+  }
+  if (winograd_cc::VectorTransforms() && !packed.empty() && packed[0].kernel().nr == 16) {
+    winograd_avx2::Convolve(g, packed, input, bias, residual, lower, upper, output, workspace,
+                            pool);
     return;
   }
 #endif

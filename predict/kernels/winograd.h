@@ -96,6 +96,13 @@ void Convolve(const WinogradGeometry& g, const std::vector<PackedMatrix>& packed
               const float* input, const float* bias, const float* residual, float lower,
               float upper, float* output, float* workspace, ThreadPool* pool);
 }  // namespace winograd_avx512
+namespace winograd_avx2 {
+// The same with AVX2 transforms (winograd_avx2.cc), for the AVX2 GEMM
+// micro-kernel (NR = 16).
+void Convolve(const WinogradGeometry& g, const std::vector<PackedMatrix>& packed,
+              const float* input, const float* bias, const float* residual, float lower,
+              float upper, float* output, float* workspace, ThreadPool* pool);
+}  // namespace winograd_avx2
 #endif
 
 }  // namespace mxlite

@@ -1,7 +1,7 @@
 /*
  * winograd_test: F(4x4, 3x3) convolution against a naive double-precision
  * direct convolution, on sizes that leave partial tiles on both edges
- * (1..13), paddings 0..2, several channel counts, chunked and unchunked,
+ * (1..13, and rows of 6, 9 and 15 tiles), paddings 0..2, several channel counts, chunked and unchunked,
  * with bias, residual and clamp, and with the bias alone. The GEMM inside
  * and the transforms are whichever MXLITE_ISA allows.
  */
@@ -22,9 +22,14 @@ int main() {
   for (const auto& cf : channel_cases) {
     for (int64_t pad = 0; pad <= 2; ++pad) {
       // 141 with 73 channels in and out needs more than one chunk of tiles;
-      // at 79 (400 tiles) the last chunk also takes a remainder of 16.
-      for (int64_t size = 3; size <= 141; size += size < 13 ? 2 : size == 13 ? 66 : 62) {
-        if (size > 13 && (cf[0] < 40 || pad != 1)) continue;
+      // at 79 (400 tiles) the last chunk also takes a remainder of 16. 23,
+      // 35 and 57 give rows of 6, 9 and 15 tiles: runs of eight tiles (the
+      // AVX2 lanes) that end short of the row, and tile rows that end inside
+      // a 16-column strip.
+      const int64_t sizes[] = {3, 5, 7, 9, 11, 13, 23, 35, 57, 79, 141};
+      for (int64_t size : sizes) {
+        if (size > 13 && size < 79 && cf[0] > 16) continue;
+        if (size >= 79 && (cf[0] < 40 || pad != 1)) continue;
         WinogradGeometry g;
         g.channels = cf[0];
         g.filters = cf[1];
