@@ -18,9 +18,12 @@ constexpr int64_t kMinChannels = 256;
 constexpr int64_t kMinTilesVector = 32;
 constexpr int64_t kMinChannelsVector = 16;
 // Fewer tiles (14x14 to 17x17 outputs) leave most GEMM columns empty; there
-// only wide layers gain.
+// only wide layers gain. The AVX2 micro-kernel's strips are half as wide
+// (NR 16 against 32), so sixteen tiles fill one, and layers gain from 32
+// channels in and out.
 constexpr int64_t kMinTilesVectorWide = 16;
 constexpr int64_t kMinChannelsVectorWide = 128;
+constexpr int64_t kMinChannelsVectorWideAvx2 = 32;
 
 // Whether vector transforms (winograd_avx512.cc, winograd_avx2.cc) run here.
 inline bool VectorTransforms() {
@@ -171,16 +174,21 @@ bool WinogradApplies(int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64
   // GEMM alone, without im2col: 0.4-0.6x the time from 64 channels, 0.8-0.9x
   // at 16-32), except where few tiles leave the GEMM columns empty: at 16-25
   // tiles 0.6-0.9x from 128 channels in and out, 1.0-1.3x below; at 4 tiles
-  // (7x7) 3-4x.
+  // (7x7) 3-4x. With the AVX2 transforms (Zen 3, against the shifted-view
+  // GEMM, one thread): 0.4-0.6x from 16 channels at 49-196 tiles; at 16-25
+  // tiles 0.45-0.75x from 32 channels (16->16: 0.8-0.95x); at 9 tiles
+  // 0.8-0.9x; at 4 tiles 1.3-1.55x.
   const int64_t tiles = ((out_h + 3) / 4) * ((out_w + 3) / 4);
   if (winograd_cc::VectorTransforms()) {
     if (tiles >= winograd_cc::kMinTilesVector) {
       return channels >= winograd_cc::kMinChannelsVector &&
              filters >= winograd_cc::kMinChannelsVector;
     }
-    return tiles >= winograd_cc::kMinTilesVectorWide &&
-           channels >= winograd_cc::kMinChannelsVectorWide &&
-           filters >= winograd_cc::kMinChannelsVectorWide;
+    const int64_t min_channels = SelectedIsa() == Isa::kAvx2
+                                     ? winograd_cc::kMinChannelsVectorWideAvx2
+                                     : winograd_cc::kMinChannelsVectorWide;
+    return tiles >= winograd_cc::kMinTilesVectorWide && channels >= min_channels &&
+           filters >= min_channels;
   }
   return tiles >= winograd_cc::kMinTiles && channels >= winograd_cc::kMinChannels &&
          filters >= winograd_cc::kMinChannels;

@@ -1,9 +1,10 @@
 /*
  * winograd_test: F(4x4, 3x3) convolution against a naive double-precision
  * direct convolution, on sizes that leave partial tiles on both edges
- * (1..13, and rows of 6, 9 and 15 tiles), paddings 0..2, several channel counts, chunked and unchunked,
- * with bias, residual and clamp, and with the bias alone. The GEMM inside
- * and the transforms are whichever MXLITE_ISA allows.
+ * (1..13, and rows of 6, 9 and 15 tiles), paddings 0..2, several channel
+ * counts, chunked and unchunked, with bias, residual and clamp, and with the
+ * bias alone. The GEMM inside and the transforms are whichever MXLITE_ISA
+ * allows.
  */
 #include <algorithm>
 #include <cmath>
