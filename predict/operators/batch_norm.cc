@@ -69,6 +69,55 @@ MXLITE_TARGET_AVX512 void PlaneAvx512(const float* src, float* dst, int64_t coun
                                           w, b, clamps, lo, hi));
   }
 }
+
+// The same in eight lanes for AVX2 machines: the operations of
+// NormalizeAvx512 in its order (no FMA), the clamp as ClampAvx512 (max and
+// min return their second operand, x, on NaN), so the same bits.
+#if defined(__GNUC__) || defined(__clang__)
+#define MXLITE_BATCH_NORM_AVX2_INLINE MXLITE_TARGET_AVX2 __attribute__((always_inline)) inline
+#else
+#define MXLITE_BATCH_NORM_AVX2_INLINE inline
+#endif
+
+MXLITE_BATCH_NORM_AVX2_INLINE __m256 NormalizeAvx2(__m256 x, __m256 mean, __m256 invstd,
+                                                   bool has_gamma, __m256 gamma, __m256 beta,
+                                                   bool clamps, __m256 lower, __m256 upper) {
+  __m256 v = _mm256_mul_ps(_mm256_sub_ps(x, mean), invstd);
+  if (has_gamma) v = _mm256_mul_ps(v, gamma);
+  v = _mm256_add_ps(v, beta);
+  return clamps ? _mm256_min_ps(upper, _mm256_max_ps(lower, v)) : v;
+}
+
+// One plane, four vectors a step (independent, so the loads overlap), then
+// single vectors, then the last 1-7 elements through masked loads and
+// stores (the vector operations again, not a scalar tail the compiler might
+// contract into FMAs in this FMA-enabled function).
+MXLITE_TARGET_AVX2 void PlaneAvx2(const float* src, float* dst, int64_t count, float mean,
+                                  float invstd, bool has_gamma, float gamma, float beta,
+                                  bool clamps, float lower, float upper) {
+  const __m256 m = _mm256_set1_ps(mean), s = _mm256_set1_ps(invstd);
+  const __m256 w = _mm256_set1_ps(gamma), b = _mm256_set1_ps(beta);
+  const __m256 lo = _mm256_set1_ps(lower), hi = _mm256_set1_ps(upper);
+  int64_t i = 0;
+  for (; i + 32 <= count; i += 32) {
+    MXLITE_UNROLL for (int64_t k = 0; k < 32; k += 8) {
+      _mm256_storeu_ps(dst + i + k, NormalizeAvx2(_mm256_loadu_ps(src + i + k), m, s, has_gamma,
+                                                  w, b, clamps, lo, hi));
+    }
+  }
+  for (; i + 8 <= count; i += 8) {
+    _mm256_storeu_ps(dst + i, NormalizeAvx2(_mm256_loadu_ps(src + i), m, s, has_gamma, w, b,
+                                            clamps, lo, hi));
+  }
+  if (i < count) {
+    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(count - i)),
+                                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    _mm256_maskstore_ps(dst + i, mask,
+                        NormalizeAvx2(_mm256_maskload_ps(src + i, mask), m, s, has_gamma, w, b,
+                                      clamps, lo, hi));
+  }
+}
+#undef MXLITE_BATCH_NORM_AVX2_INLINE
 #endif  // MXLITE_X86_64
 
 class BatchNorm : public Operator {
@@ -142,12 +191,18 @@ class BatchNorm : public Operator {
     const bool clamps = lower_ != -std::numeric_limits<float>::infinity() ||
                         upper_ != std::numeric_limits<float>::infinity();
 #if defined(MXLITE_X86_64)
-    static const bool avx512 = SelectedIsa() == Isa::kAvx512;
-    if (avx512) {
+    static const Isa isa = SelectedIsa();
+    if (isa == Isa::kAvx512 || isa == Isa::kAvx2) {
+      const bool avx2 = isa == Isa::kAvx2;
       ParallelFor(ctx.pool, outer * channels, [&](int64_t plane) {
         const int64_t c = plane % channels;
-        PlaneAvx512(x + plane * inner, y + plane * inner, inner, mean[c], invstd_[c],
+        if (avx2) {
+          PlaneAvx2(x + plane * inner, y + plane * inner, inner, mean[c], invstd_[c],
                     !fix_gamma_, gamma[c], beta[c], clamps, lower_, upper_);
+        } else {
+          PlaneAvx512(x + plane * inner, y + plane * inner, inner, mean[c], invstd_[c],
+                      !fix_gamma_, gamma[c], beta[c], clamps, lower_, upper_);
+        }
       });
       return CopyStatistics(in, out, channels);
     }

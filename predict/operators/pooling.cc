@@ -253,9 +253,10 @@ MXLITE_TARGET_AVX512_INLINE void RowMaxima(const float* row, int64_t first, int6
 // hardware prefetcher alone left both paths 2-4x slower than warm. So each
 // plane, or block of planes, fetches the next one's input and output, a few
 // lines per step of its own work.
-// (The hint's type: an enum in GCC's headers, int in clang's.)
+// (The hint's type: an enum in GCC's headers, int in clang's. No target
+// attribute: prefetching is baseline x86-64, and both ISAs' kernels call it.)
 template <decltype(_MM_HINT_T0) kHint>
-MXLITE_TARGET_AVX512_INLINE void PrefetchLines(const float* region, int64_t floats, int64_t first,
+inline void PrefetchLines(const float* region, int64_t floats, int64_t first,
                                                int64_t count) {
   const int64_t end = std::min((floats + 15) / 16, first + count);
   for (int64_t line = first; line < end; ++line) {
@@ -394,6 +395,28 @@ inline PaddedGrid PaddedGridOf(const Plane2d& p) {
           PaddedExtent(p.in_w, p.out_w, p.kernel_w, p.stride_w, p.pad_w)};
 }
 
+// For the `lanes` output pixels from (*oh, *ow) on (the last `pixels` <=
+// lanes of them real: lanes past the last pixel repeat it, in bounds and
+// never stored), the offset of each window's corner in the scratch of
+// `lanes` floats a pixel and, when `divisors_needed`, its divisor; then
+// steps (*oh, *ow) past them. Shared by both ISAs' blocked kernels.
+inline void WindowCorners(const Plane2d& p, const PaddedGrid& grid, int64_t lanes,
+                          int64_t pixels, bool divisors_needed, int64_t* oh, int64_t* ow,
+                          int64_t* corner, float* divisors) {
+  for (int64_t j = 0; j < lanes; ++j) {
+    corner[j] = (*oh * p.stride_h * grid.cols + *ow * p.stride_w) * lanes;
+    if (divisors_needed) divisors[j] = p.row_extent[*oh] * p.col_extent[*ow];
+    if (j + 1 < pixels && ++*ow == p.out_w) {
+      *ow = 0;
+      ++*oh;
+    }
+  }
+  if (++*ow == p.out_w) {  // step past the chunk's last pixel
+    *ow = 0;
+    ++*oh;
+  }
+}
+
 template <bool kMax>
 MXLITE_TARGET_AVX512 void PoolSixteenPlanes(const Plane2d& p, const PaddedGrid& grid,
                                             const float* src, int64_t count, float* window,
@@ -431,21 +454,10 @@ MXLITE_TARGET_AVX512 void PoolSixteenPlanes(const Plane2d& p, const PaddedGrid& 
   int64_t oh = 0, ow = 0;
   for (int64_t e = 0; e < out_pixels; e += 16) {
     const int64_t pixels = std::min<int64_t>(16, out_pixels - e);
-    // Lanes past the last pixel repeat it (in bounds; never stored).
     int64_t corner[16];
     float divisors[16];
-    for (int64_t j = 0; j < 16; ++j) {
-      corner[j] = (oh * p.stride_h * grid.cols + ow * p.stride_w) * kPoolBlockLanes;
-      if (!kMax && !predivide) divisors[j] = p.row_extent[oh] * p.col_extent[ow];
-      if (j + 1 < pixels && ++ow == p.out_w) {
-        ow = 0;
-        ++oh;
-      }
-    }
-    if (++ow == p.out_w) {  // step past the chunk's last pixel
-      ow = 0;
-      ++oh;
-    }
+    WindowCorners(p, grid, kPoolBlockLanes, pixels, !kMax && !predivide, &oh, &ow, corner,
+                  divisors);
     __m512 outputs[16];
     MXLITE_UNROLL for (int j = 0; j < 16; ++j) outputs[j] = start;
     for (int64_t kh = 0; kh < p.kernel_h; ++kh) {
@@ -475,28 +487,36 @@ MXLITE_TARGET_AVX512 void PoolSixteenPlanes(const Plane2d& p, const PaddedGrid& 
   }
 }
 
+// The blocked kernels' per-thread scratch of `lanes` floats a pixel over the
+// padded grid, aligned to `lanes` floats (so that no pixel's vector
+// straddles two cache lines), its border filled with the padding's value
+// once per thread and geometry: only the transposes write it, always inside
+// the border.
+inline float* BlockScratch(const Plane2d& p, const PaddedGrid& grid, int64_t lanes) {
+  thread_local std::vector<float> scratch;
+  const size_t floats = static_cast<size_t>(grid.rows * grid.cols * lanes);
+  if (scratch.size() < floats + static_cast<size_t>(lanes)) scratch.resize(floats + lanes);
+  float* window = scratch.data();
+  window += (lanes - reinterpret_cast<uintptr_t>(window) / sizeof(float) % lanes) % lanes;
+  thread_local const float* filled_window = nullptr;
+  thread_local int64_t filled_geometry[8] = {};
+  const int64_t geometry[8] = {grid.rows, grid.cols, p.pad_h, p.pad_w,
+                               p.in_h,    p.in_w,    p.max,   lanes};
+  if (filled_window != window || !std::equal(geometry, geometry + 8, filled_geometry)) {
+    std::fill(window, window + floats, p.max ? -FLT_MAX : 0.f);
+    filled_window = window;
+    std::copy(geometry, geometry + 8, filled_geometry);
+  }
+  return window;
+}
+
 // Pools planes [0, count) (count <= 16) of src into dst through a per-thread
 // scratch whose border is filled once per thread and geometry; the next
 // next_count planes (0 if none) follow them in src and dst.
 MXLITE_TARGET_AVX512 void PoolPlaneBlockAvx512(const Plane2d& p, const float* src,
                                                int64_t count, float* dst, int64_t next_count) {
   const PaddedGrid grid = PaddedGridOf(p);
-  thread_local std::vector<float> scratch;
-  const size_t floats = static_cast<size_t>(grid.rows * grid.cols * kPoolBlockLanes);
-  if (scratch.size() < floats + kPoolBlockLanes) scratch.resize(floats + kPoolBlockLanes);
-  // Aligned to a cache line, so that no pixel's vector straddles two.
-  float* window = scratch.data();
-  window += (kPoolBlockLanes - reinterpret_cast<uintptr_t>(window) / sizeof(float) %
-                                   kPoolBlockLanes) % kPoolBlockLanes;
-  // Only the transpose writes the scratch, always inside the border.
-  thread_local const float* filled_window = nullptr;
-  thread_local int64_t filled_geometry[7] = {};
-  const int64_t geometry[7] = {grid.rows, grid.cols, p.pad_h, p.pad_w, p.in_h, p.in_w, p.max};
-  if (filled_window != window || !std::equal(geometry, geometry + 7, filled_geometry)) {
-    std::fill(window, window + floats, p.max ? -FLT_MAX : 0.f);
-    filled_window = window;
-    std::copy(geometry, geometry + 7, filled_geometry);
-  }
+  float* const window = BlockScratch(p, grid, kPoolBlockLanes);
   // The next block starts right after this one (next_count == 0: nothing
   // is prefetched, and the addresses are never formed).
   const float* next_src = next_count > 0 ? src + count * p.in_h * p.in_w : src;
@@ -540,6 +560,411 @@ MXLITE_TARGET_AVX512 void PoolPlane2dAvx512(const Plane2d& p, const float* src, 
     PoolPadded<PlaneOp::kAverage>(p, scratch.data(), scratch_w, dst);
   }
 }
+
+// ---------------------------------------------------------------------------
+// AVX2 + FMA versions of the kernels above, eight lanes, for machines
+// without AVX-512: the same algorithms (separable max pooling, the padded
+// average row path, the blocked planes, whole planes) with the same
+// operations per output in the same order, so the same bits. Without mask
+// registers a mask is a vector whose lanes are all ones or zeros
+// (_mm256_maskload_ps / _mm256_maskstore_ps read and write nothing in the
+// zero lanes); a max tap's masked-off lanes are blended to -FLT_MAX.
+#if defined(__GNUC__) || defined(__clang__)
+#define MXLITE_POOLING_AVX2_INLINE MXLITE_TARGET_AVX2 __attribute__((always_inline)) inline
+#else
+#define MXLITE_POOLING_AVX2_INLINE inline
+#endif
+
+// Eight lanes of ones, then eight of zeros: the eight ints at
+// kLeadingLanes + 8 - n are a mask of lanes [0, n).
+alignas(64) constexpr int32_t kLeadingLanes[16] = {-1, -1, -1, -1, -1, -1, -1, -1,
+                                                   0,  0,  0,  0,  0,  0,  0,  0};
+
+// Lanes [0, count) (count may be <= 0 or >= 8).
+MXLITE_POOLING_AVX2_INLINE __m256i LanesBelowAvx2(int64_t count) {
+  const int64_t lanes = std::min<int64_t>(8, std::max<int64_t>(0, count));
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kLeadingLanes + 8 - lanes));
+}
+
+// Lanes l with 0 <= first + l < width (as LanesInsideAvx512).
+MXLITE_POOLING_AVX2_INLINE __m256i LanesInsideAvx2(int64_t first, int64_t width) {
+  return _mm256_andnot_si256(LanesBelowAvx2(-first), LanesBelowAvx2(width - first));
+}
+
+MXLITE_POOLING_AVX2_INLINE bool AllLanesAvx2(__m256i lanes) {
+  return _mm256_movemask_ps(_mm256_castsi256_ps(lanes)) == 0xff;
+}
+
+// Masked loads and stores only at the edges: on Zen 3 a masked store costs
+// several times a plain one (it was a quarter of the blocked average pool's
+// time when every store was masked).
+MXLITE_POOLING_AVX2_INLINE __m256 LoadFirstAvx2(const float* at, int64_t count) {
+  return count >= 8 ? _mm256_loadu_ps(at) : _mm256_maskload_ps(at, LanesBelowAvx2(count));
+}
+
+MXLITE_POOLING_AVX2_INLINE void StoreFirstAvx2(float* at, int64_t count, __m256 v) {
+  if (count >= 8) {
+    _mm256_storeu_ps(at, v);
+  } else {
+    _mm256_maskstore_ps(at, LanesBelowAvx2(count), v);
+  }
+}
+
+// The eight floats at `at` in `lanes`, `fill` in the others (not read).
+MXLITE_POOLING_AVX2_INLINE __m256 LoadLanesOrAvx2(__m256 fill, __m256i lanes, const float* at) {
+  return _mm256_blendv_ps(fill, _mm256_maskload_ps(at, lanes), _mm256_castsi256_ps(lanes));
+}
+
+// Stride 2 in eight lanes: the even (odd) columns of the sixteen in `low`,
+// `high`, by one in-lane shuffle, which leaves them in the order 0 1 4 5
+// 2 3 6 7 ("paired order"). The kernels keep values in that order up to
+// the store, where SwapMiddlePairsAvx2 (its own inverse) restores it: one
+// cross-lane permute per eight outputs instead of one per tap.
+MXLITE_POOLING_AVX2_INLINE __m256 EvenColumnsAvx2(__m256 low, __m256 high) {
+  return _mm256_shuffle_ps(low, high, _MM_SHUFFLE(2, 0, 2, 0));
+}
+
+MXLITE_POOLING_AVX2_INLINE __m256 OddColumnsAvx2(__m256 low, __m256 high) {
+  return _mm256_shuffle_ps(low, high, _MM_SHUFFLE(3, 1, 3, 1));
+}
+
+MXLITE_POOLING_AVX2_INLINE __m256 SwapMiddlePairsAvx2(__m256 v) {
+  return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(v), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+
+// Transposes the 8x8 matrix whose rows are rows[0..7] in place.
+MXLITE_POOLING_AVX2_INLINE void Transpose8x8Avx2(__m256 rows[8]) {
+  __m256 pairs[8], quads[8];
+  MXLITE_UNROLL for (int i = 0; i < 8; i += 2) {
+    pairs[i] = _mm256_unpacklo_ps(rows[i], rows[i + 1]);
+    pairs[i + 1] = _mm256_unpackhi_ps(rows[i], rows[i + 1]);
+  }
+  // quads[4g + j], 128-bit lane c: rows 4g..4g+3, element 4c + j.
+  MXLITE_UNROLL for (int g = 0; g < 8; g += 4) {
+    quads[g] = _mm256_shuffle_ps(pairs[g], pairs[g + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    quads[g + 1] = _mm256_shuffle_ps(pairs[g], pairs[g + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    quads[g + 2] = _mm256_shuffle_ps(pairs[g + 1], pairs[g + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    quads[g + 3] = _mm256_shuffle_ps(pairs[g + 1], pairs[g + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  MXLITE_UNROLL for (int j = 0; j < 4; ++j) {
+    rows[j] = _mm256_permute2f128_ps(quads[j], quads[4 + j], 0x20);
+    rows[4 + j] = _mm256_permute2f128_ps(quads[j], quads[4 + j], 0x31);
+  }
+}
+
+// One tap's eight columns from row[at] on; kMasked: the lanes outside
+// `lanes` read as -FLT_MAX (`lowest`).
+template <bool kMasked>
+MXLITE_POOLING_AVX2_INLINE __m256 MaxTapAvx2(const float* row, int64_t at, __m256i lanes,
+                                             __m256 lowest) {
+  return kMasked ? LoadLanesOrAvx2(lowest, lanes, OffsetAddress(row, at))
+                 : _mm256_loadu_ps(row + at);
+}
+
+// RowMaximaBlock in eight lanes (stride 2: in paired order). The 3-wide
+// stride-2 window takes its taps 0 and 1 from the same two loads (even
+// and odd columns) and tap 2 from two loads two columns on.
+template <int kStride, bool kMasked, int kTaps>
+MXLITE_POOLING_AVX2_INLINE void RowMaximaBlockAvx2(const float* row, int64_t first, int64_t in_w,
+                                                   int64_t rows, int64_t kernel_w,
+                                                   const __m256i* low_lanes,
+                                                   const __m256i* high_lanes, float* maxima,
+                                                   int64_t maxima_stride) {
+  const __m256 lowest = _mm256_set1_ps(-FLT_MAX);
+  if (kStride == 2 && kTaps == 3) {
+    for (int64_t r = 0; r < rows; ++r, row += in_w, maxima += maxima_stride) {
+      const __m256 low = MaxTapAvx2<kMasked>(row, first, low_lanes[0], lowest);
+      const __m256 high = MaxTapAvx2<kMasked>(row, first + 8, high_lanes[0], lowest);
+      const __m256 low2 = MaxTapAvx2<kMasked>(row, first + 2, low_lanes[2], lowest);
+      const __m256 high2 = MaxTapAvx2<kMasked>(row, first + 10, high_lanes[2], lowest);
+      // max(v, acc) keeps acc when v is NaN or equal.
+      __m256 acc = _mm256_max_ps(EvenColumnsAvx2(low, high), lowest);
+      acc = _mm256_max_ps(OddColumnsAvx2(low, high), acc);
+      acc = _mm256_max_ps(EvenColumnsAvx2(low2, high2), acc);
+      _mm256_storeu_ps(maxima, acc);
+    }
+    return;
+  }
+  const int64_t taps = kTaps > 0 ? kTaps : kernel_w;
+  for (int64_t r = 0; r < rows; ++r, row += in_w, maxima += maxima_stride) {
+    __m256 acc = lowest;
+    MXLITE_UNROLL for (int64_t kw = 0; kw < taps; ++kw) {
+      __m256 v = MaxTapAvx2<kMasked>(row, first + kw, low_lanes[kw], lowest);
+      if (kStride == 2) {
+        v = EvenColumnsAvx2(v, MaxTapAvx2<kMasked>(row, first + kw + 8, high_lanes[kw], lowest));
+      }
+      acc = _mm256_max_ps(v, acc);
+    }
+    _mm256_storeu_ps(maxima, acc);
+  }
+}
+
+template <int kStride, bool kMasked>
+MXLITE_POOLING_AVX2_INLINE void RowMaximaAvx2(const float* row, int64_t first, int64_t in_w,
+                                              int64_t rows, int64_t kernel_w,
+                                              const __m256i* low_lanes,
+                                              const __m256i* high_lanes, float* maxima,
+                                              int64_t maxima_stride) {
+  if (kernel_w == 3) {
+    RowMaximaBlockAvx2<kStride, kMasked, 3>(row, first, in_w, rows, kernel_w, low_lanes,
+                                            high_lanes, maxima, maxima_stride);
+  } else if (kernel_w == 2) {
+    RowMaximaBlockAvx2<kStride, kMasked, 2>(row, first, in_w, rows, kernel_w, low_lanes,
+                                            high_lanes, maxima, maxima_stride);
+  } else {
+    RowMaximaBlockAvx2<kStride, kMasked, 0>(row, first, in_w, rows, kernel_w, low_lanes,
+                                            high_lanes, maxima, maxima_stride);
+  }
+}
+
+template <int kRows>
+MXLITE_POOLING_AVX2_INLINE __m256 ColumnMaximumAvx2(const float* maxima, int64_t stride,
+                                                    int64_t rows) {
+  __m256 acc = _mm256_set1_ps(-FLT_MAX);
+  const int64_t count = kRows > 0 ? kRows : rows;
+  MXLITE_UNROLL for (int64_t r = 0; r < count; ++r) {
+    acc = _mm256_max_ps(_mm256_loadu_ps(maxima + r * stride), acc);
+  }
+  return acc;
+}
+
+// MaxPoolPlaneSeparable in eight lanes.
+MXLITE_TARGET_AVX2 void MaxPoolPlaneSeparableAvx2(const Plane2d& p, const float* src,
+                                                  float* dst, bool next_plane) {
+  const int64_t row_maxima_w = (p.out_w + 7) / 8 * 8;
+  thread_local std::vector<float> row_maxima_buffer;
+  row_maxima_buffer.resize(static_cast<size_t>(p.in_h * row_maxima_w));
+  float* const row_maxima = row_maxima_buffer.data();
+  const int64_t in_w = p.in_w, stride_w = p.stride_w;
+  for (int64_t ow = 0; ow < p.out_w; ow += 8) {
+    const int64_t first_column = ow * stride_w - p.pad_w;
+    __m256i low_lanes[kMaxPoolSeparableTaps], high_lanes[kMaxPoolSeparableTaps];
+    bool inside = true;
+    for (int64_t kw = 0; kw < p.kernel_w; ++kw) {
+      low_lanes[kw] = LanesInsideAvx2(first_column + kw, in_w);
+      high_lanes[kw] = LanesInsideAvx2(first_column + kw + 8, in_w);
+      inside = inside && AllLanesAvx2(low_lanes[kw]) &&
+               (stride_w == 1 || AllLanesAvx2(high_lanes[kw]));
+    }
+    float* maxima = row_maxima + ow;
+    const int64_t rows = p.in_h, taps = p.kernel_w;
+    if (stride_w == 1 && inside) {
+      RowMaximaAvx2<1, false>(src, first_column, in_w, rows, taps, low_lanes, high_lanes, maxima,
+                              row_maxima_w);
+    } else if (stride_w == 1) {
+      RowMaximaAvx2<1, true>(src, first_column, in_w, rows, taps, low_lanes, high_lanes, maxima,
+                             row_maxima_w);
+    } else if (inside) {
+      RowMaximaAvx2<2, false>(src, first_column, in_w, rows, taps, low_lanes, high_lanes, maxima,
+                              row_maxima_w);
+    } else {
+      RowMaximaAvx2<2, true>(src, first_column, in_w, rows, taps, low_lanes, high_lanes, maxima,
+                             row_maxima_w);
+    }
+  }
+  const int64_t in_pixels = p.in_h * p.in_w, out_pixels = p.out_h * p.out_w;
+  const int64_t in_lines_per_row = next_plane ? (in_pixels / 16 + p.out_h) / p.out_h : 0;
+  const int64_t out_lines_per_row = next_plane ? (out_pixels / 16 + p.out_h) / p.out_h : 0;
+  for (int64_t oh = 0; oh < p.out_h; ++oh) {
+    const int64_t start = oh * p.stride_h - p.pad_h;
+    const int64_t first = std::max<int64_t>(start, 0);
+    const int64_t last = std::min(start + p.kernel_h, p.in_h);
+    float* out_row = dst + oh * p.out_w;
+    if (next_plane) {
+      PrefetchLines<_MM_HINT_T1>(src + in_pixels, in_pixels, oh * in_lines_per_row,
+                                 in_lines_per_row);
+      PrefetchLines<_MM_HINT_T1>(dst + out_pixels, out_pixels, oh * out_lines_per_row,
+                                 out_lines_per_row);
+    }
+    const float* window_maxima = row_maxima + first * row_maxima_w;
+    const bool three_rows = last - first == 3;
+    for (int64_t ow = 0; ow < p.out_w; ow += 8) {
+      __m256 acc = three_rows ? ColumnMaximumAvx2<3>(window_maxima + ow, row_maxima_w, 3)
+                              : ColumnMaximumAvx2<0>(window_maxima + ow, row_maxima_w,
+                                                     last - first);
+      if (stride_w == 2) acc = SwapMiddlePairsAvx2(acc);
+      StoreFirstAvx2(out_row + ow, p.out_w - ow, acc);
+    }
+  }
+}
+
+// PoolPadded in eight lanes (stride 2: the sums in paired order, the
+// divisors permuted to match).
+template <PlaneOp kOp>
+MXLITE_TARGET_AVX2 void PoolPaddedAvx2(const Plane2d& p, const float* scratch, int64_t scratch_w,
+                                       float* dst) {
+  const __m256 ones = _mm256_set1_ps(1.f);
+  for (int64_t oh = 0; oh < p.out_h; ++oh) {
+    const float* window = scratch + oh * p.stride_h * scratch_w;
+    float* out_row = dst + oh * p.out_w;
+    for (int64_t ow = 0; ow < p.out_w; ow += 8) {
+      const __m256i mask = LanesBelowAvx2(p.out_w - ow);
+      __m256 divisor = ones;
+      if (kOp == PlaneOp::kAverage) {
+        divisor = _mm256_mul_ps(_mm256_set1_ps(p.row_extent[oh]),
+                                LoadLanesOrAvx2(ones, mask, p.col_extent + ow));
+        if (p.stride_w == 2) divisor = SwapMiddlePairsAvx2(divisor);
+      }
+      __m256 acc = _mm256_setzero_ps();
+      for (int64_t kh = 0; kh < p.kernel_h; ++kh) {
+        const float* row = window + kh * scratch_w + ow * p.stride_w;
+        for (int64_t kw = 0; kw < p.kernel_w; ++kw) {
+          __m256 v = _mm256_loadu_ps(row + kw);
+          if (p.stride_w != 1) v = EvenColumnsAvx2(v, _mm256_loadu_ps(row + kw + 8));
+          if (kOp == PlaneOp::kAverage) v = _mm256_div_ps(v, divisor);
+          acc = _mm256_add_ps(acc, v);
+        }
+      }
+      if (p.stride_w != 1) acc = SwapMiddlePairsAvx2(acc);
+      StoreFirstAvx2(out_row + ow, p.out_w - ow, acc);
+    }
+  }
+}
+
+MXLITE_TARGET_AVX2 void PoolPlane2dAvx2(const Plane2d& p, const float* src, float* dst,
+                                        bool next_plane) {
+  if (p.max) {
+    MaxPoolPlaneSeparableAvx2(p, src, dst, next_plane);
+    return;
+  }
+  const PaddedGrid grid = PaddedGridOf(p);
+  const int64_t scratch_h = grid.rows;
+  // 32 columns of slack, as PoolPlane2dAvx512 (eight-lane reads need 16).
+  const int64_t scratch_w = grid.cols + 32;
+  thread_local std::vector<float> scratch;
+  scratch.resize(static_cast<size_t>(scratch_h * scratch_w));
+  CopyPadded(src, p.in_h, p.in_w, p.pad_h, p.pad_w, 0.f, scratch_h, scratch_w, scratch.data());
+  if (p.uniform_divisor > 0.f) {
+    // Divided once per element, as PoolPlane2dAvx512 does.
+    const __m256 divisor = _mm256_set1_ps(p.uniform_divisor);
+    float* values = scratch.data();
+    const int64_t total = scratch_h * scratch_w;
+    int64_t i = 0;
+    for (; i + 8 <= total; i += 8) {
+      _mm256_storeu_ps(values + i, _mm256_div_ps(_mm256_loadu_ps(values + i), divisor));
+    }
+    for (; i < total; ++i) values[i] /= p.uniform_divisor;
+    PoolPaddedAvx2<PlaneOp::kAveragePredivided>(p, scratch.data(), scratch_w, dst);
+  } else {
+    PoolPaddedAvx2<PlaneOp::kAverage>(p, scratch.data(), scratch_w, dst);
+  }
+}
+
+// PoolWholePlanesAvx512 for up to eight planes.
+MXLITE_TARGET_AVX2 void PoolWholePlanesAvx2(bool max, float divisor, const float* src,
+                                            int64_t count, int64_t size, float* dst) {
+  const __m256 divisors = _mm256_set1_ps(divisor);
+  __m256 acc = max ? _mm256_set1_ps(-FLT_MAX) : _mm256_setzero_ps();
+  for (int64_t e = 0; e < size; e += 8) {
+    const int64_t elements = std::min<int64_t>(8, size - e);
+    __m256 rows[8];
+    for (int64_t i = 0; i < 8; ++i) {
+      rows[i] = i < count ? LoadFirstAvx2(src + i * size + e, elements) : _mm256_setzero_ps();
+    }
+    Transpose8x8Avx2(rows);
+    for (int64_t j = 0; j < elements; ++j) {
+      if (max) {
+        acc = _mm256_max_ps(rows[j], acc);  // keeps acc when rows[j] is NaN
+      } else {
+        acc = _mm256_add_ps(acc, _mm256_div_ps(rows[j], divisors));
+      }
+    }
+  }
+  StoreFirstAvx2(dst, count, acc);
+}
+
+// PoolSixteenPlanes for eight planes: the scratch holds eight floats a
+// pixel, outputs go eight pixels at a time (eight independent chains).
+// kPredivide (average with a uniform divisor) is a template argument here:
+// tested at run time, its other branch's registers made GCC spill two of
+// the eight sums in the tap loop (16 YMM registers, not 32), which doubled
+// its time.
+constexpr int64_t kPoolBlockLanesAvx2 = 8;
+
+template <bool kMax, bool kPredivide>
+MXLITE_TARGET_AVX2 void PoolEightPlanesAvx2(const Plane2d& p, const PaddedGrid& grid,
+                                            const float* src, int64_t count, float* window,
+                                            float* dst, const float* next_src,
+                                            const float* next_dst, int64_t next_count) {
+  constexpr int64_t kLanes = kPoolBlockLanesAvx2;
+  const int64_t in_pixels = p.in_h * p.in_w, out_pixels = p.out_h * p.out_w;
+  constexpr bool predivide = kPredivide;
+  const int64_t in_w = p.in_w, pad_h = p.pad_h, pad_w = p.pad_w, cols = grid.cols;
+  const __m256 uniform_divisor = _mm256_set1_ps(predivide ? p.uniform_divisor : 1.f);
+  // Eight pixels of eight planes are four lines, so four lines per step.
+  for (int64_t e = 0; e < in_pixels; e += kLanes) {
+    const int64_t pixels = std::min<int64_t>(kLanes, in_pixels - e);
+    __m256 rows[kLanes];
+    for (int64_t i = 0; i < kLanes; ++i) {
+      rows[i] = i < count ? LoadFirstAvx2(src + i * in_pixels + e, pixels) : _mm256_setzero_ps();
+    }
+    PrefetchLines<_MM_HINT_T0>(next_src, next_count * in_pixels, e / 2, 4);
+    Transpose8x8Avx2(rows);
+    // A running pointer and local extents: the vector stores may alias
+    // anything, so reading p's fields per pixel reloaded them each time.
+    int64_t w = e % in_w;
+    float* at = window + ((e / in_w + pad_h) * cols + w + pad_w) * kLanes;
+    for (int64_t j = 0; j < pixels; ++j) {
+      __m256 v = rows[j];
+      if (predivide) v = _mm256_div_ps(v, uniform_divisor);
+      _mm256_store_ps(at, v);
+      at += kLanes;
+      if (++w == in_w) {
+        w = 0;
+        at += (cols - in_w) * kLanes;
+      }
+    }
+  }
+  const __m256 start = kMax ? _mm256_set1_ps(-FLT_MAX) : _mm256_setzero_ps();
+  int64_t oh = 0, ow = 0;
+  for (int64_t e = 0; e < out_pixels; e += kLanes) {
+    const int64_t pixels = std::min<int64_t>(kLanes, out_pixels - e);
+    int64_t corner[kLanes];
+    float divisors[kLanes];
+    WindowCorners(p, grid, kLanes, pixels, !kMax && !predivide, &oh, &ow, corner, divisors);
+    __m256 outputs[kLanes];
+    MXLITE_UNROLL for (int j = 0; j < kLanes; ++j) outputs[j] = start;
+    for (int64_t kh = 0; kh < p.kernel_h; ++kh) {
+      for (int64_t kw = 0; kw < p.kernel_w; ++kw) {
+        const float* tap = window + (kh * grid.cols + kw) * kLanes;
+        MXLITE_UNROLL for (int j = 0; j < kLanes; ++j) {
+          const __m256 v = _mm256_load_ps(tap + corner[j]);
+          if (kMax) {
+            outputs[j] = _mm256_max_ps(v, outputs[j]);  // keeps acc on NaN or equal
+          } else if (predivide) {
+            outputs[j] = _mm256_add_ps(outputs[j], v);
+          } else {
+            outputs[j] =
+                _mm256_add_ps(outputs[j], _mm256_div_ps(v, _mm256_set1_ps(divisors[j])));
+          }
+        }
+      }
+    }
+    PrefetchLines<_MM_HINT_T0>(next_dst, next_count * out_pixels, e / 2, 4);
+    Transpose8x8Avx2(outputs);
+    for (int64_t i = 0; i < count; ++i) StoreFirstAvx2(dst + i * out_pixels + e, pixels, outputs[i]);
+  }
+}
+
+// PoolPlaneBlockAvx512 for up to eight planes.
+MXLITE_TARGET_AVX2 void PoolPlaneBlockAvx2(const Plane2d& p, const float* src, int64_t count,
+                                           float* dst, int64_t next_count) {
+  const PaddedGrid grid = PaddedGridOf(p);
+  float* const window = BlockScratch(p, grid, kPoolBlockLanesAvx2);
+  const float* next_src = next_count > 0 ? src + count * p.in_h * p.in_w : src;
+  const float* next_dst = next_count > 0 ? dst + count * p.out_h * p.out_w : dst;
+  if (p.max) {
+    PoolEightPlanesAvx2<true, false>(p, grid, src, count, window, dst, next_src, next_dst,
+                                     next_count);
+  } else if (p.uniform_divisor > 0.f) {
+    PoolEightPlanesAvx2<false, true>(p, grid, src, count, window, dst, next_src, next_dst,
+                                     next_count);
+  } else {
+    PoolEightPlanesAvx2<false, false>(p, grid, src, count, window, dst, next_src, next_dst,
+                                      next_count);
+  }
+}
+#undef MXLITE_POOLING_AVX2_INLINE
 #endif  // MXLITE_X86_64
 
 class Pooling : public Operator {
@@ -636,7 +1061,9 @@ class Pooling : public Operator {
     // non-empty (an empty average would divide 0 by 0 there).
     vector_plane_ = false;
 #if defined(MXLITE_X86_64)
-    static const bool avx512 = SelectedIsa() == Isa::kAvx512;
+    static const Isa isa = SelectedIsa();
+    avx2_ = isa == Isa::kAvx2;
+    const bool vector_isa = isa == Isa::kAvx512 || avx2_;
     bool windows_nonempty = true;
     row_extent_.clear();
     col_extent_.clear();
@@ -665,11 +1092,11 @@ class Pooling : public Operator {
     for (int d = 0; d < 3; ++d) {
       whole_planes = whole_planes && g.out[d] == 1 && g.pad[d] == 0 && g.kernel[d] == g.in[d];
     }
-    whole_planes_ = avx512 && (type_ == kMax || type_ == kAvg) && whole_planes &&
+    whole_planes_ = vector_isa && (type_ == kMax || type_ == kAvg) && whole_planes &&
                     g.in[0] * g.in[1] * g.in[2] >= 1;
     const bool kind_supported =
         type_ == kAvg || (type_ == kMax && g.kernel[2] <= kMaxPoolSeparableTaps);
-    vector_plane_ = avx512 && kind_supported && g.in[0] == 1 && g.out[0] == 1 &&
+    vector_plane_ = vector_isa && kind_supported && g.in[0] == 1 && g.out[0] == 1 &&
                     g.kernel[0] == 1 && g.out[2] >= 4 && windows_nonempty &&
                     (g.stride[1] == 1 || g.stride[1] == 2) &&
                     (g.stride[2] == 1 || g.stride[2] == 2);
@@ -700,10 +1127,17 @@ class Pooling : public Operator {
     if (whole_planes_) {
       // The divisor as the scalar code's pool_size: the whole plane.
       const float divisor = static_cast<float>(in_plane);
-      ParallelFor(ctx.pool, (g.planes + 15) / 16, [&](int64_t group) {
-        const int64_t first = group * 16;
-        PoolWholePlanesAvx512(type_ == kMax, divisor, x + first * in_plane,
-                              std::min<int64_t>(16, g.planes - first), in_plane, y + first);
+      const int64_t lanes = avx2_ ? 8 : 16;
+      ParallelFor(ctx.pool, (g.planes + lanes - 1) / lanes, [&](int64_t group) {
+        const int64_t first = group * lanes;
+        const int64_t count = std::min(lanes, g.planes - first);
+        if (avx2_) {
+          PoolWholePlanesAvx2(type_ == kMax, divisor, x + first * in_plane, count, in_plane,
+                              y + first);
+        } else {
+          PoolWholePlanesAvx512(type_ == kMax, divisor, x + first * in_plane, count, in_plane,
+                                y + first);
+        }
       });
       return Status();
     }
@@ -724,19 +1158,28 @@ class Pooling : public Operator {
       p.col_extent = col_extent_.data();
       p.uniform_divisor = uniform_divisor_;
       if (blocked_planes_) {
-        ParallelFor(ctx.pool, (g.planes + kPoolBlockLanes - 1) / kPoolBlockLanes,
-                    [&](int64_t block) {
-                      const int64_t first = block * kPoolBlockLanes;
-                      const int64_t count = std::min(kPoolBlockLanes, g.planes - first);
-                      const int64_t next_count =
-                          std::min(kPoolBlockLanes, g.planes - first - count);
-                      PoolPlaneBlockAvx512(p, x + first * in_plane, count,
-                                           y + first * out_plane, next_count);
-                    });
+        const int64_t lanes = avx2_ ? kPoolBlockLanesAvx2 : kPoolBlockLanes;
+        ParallelFor(ctx.pool, (g.planes + lanes - 1) / lanes, [&](int64_t block) {
+          const int64_t first = block * lanes;
+          const int64_t count = std::min(lanes, g.planes - first);
+          const int64_t next_count = std::min(lanes, g.planes - first - count);
+          if (avx2_) {
+            PoolPlaneBlockAvx2(p, x + first * in_plane, count, y + first * out_plane,
+                               next_count);
+          } else {
+            PoolPlaneBlockAvx512(p, x + first * in_plane, count, y + first * out_plane,
+                                 next_count);
+          }
+        });
         return Status();
       }
       ParallelFor(ctx.pool, g.planes, [&](int64_t plane) {
-        PoolPlane2dAvx512(p, x + plane * in_plane, y + plane * out_plane, plane + 1 < g.planes);
+        const bool next_plane = plane + 1 < g.planes;
+        if (avx2_) {
+          PoolPlane2dAvx2(p, x + plane * in_plane, y + plane * out_plane, next_plane);
+        } else {
+          PoolPlane2dAvx512(p, x + plane * in_plane, y + plane * out_plane, next_plane);
+        }
       });
       return Status();
     }
@@ -808,12 +1251,13 @@ class Pooling : public Operator {
   int layout_rank_;  // spatial rank the layout attribute names, 0 when unset
   // Set by Prepare.
   Geometry geometry_;
-  bool vector_plane_ = false;  // PoolPlane2dAvx512 applies
+  bool vector_plane_ = false;  // PoolPlane2dAvx512 (or Avx2) applies
   std::vector<float> row_extent_, col_extent_;  // its divisor factors
 #if defined(MXLITE_X86_64)
   float uniform_divisor_ = 0.f;  // see Plane2d (only the x86-64 path reads it)
   bool whole_planes_ = false;    // PoolWholePlanesAvx512 applies
   bool blocked_planes_ = false;  // PoolPlaneBlockAvx512 applies
+  bool avx2_ = false;            // the AVX2 versions run instead of the AVX-512 ones
 #endif
   std::vector<Span> spans_[3];
   bool nan_on_empty_ = false;

@@ -436,6 +436,51 @@ void TestBatchNorm(const std::string& name, const std::vector<int64_t>& shape, i
   ExpectClose("bn " + name + " var (invstd)", run.outputs[2], invstd, 1e-6, 0);
 }
 
+// The vector paths against the scalar code's float expression, bit for
+// bit: planes of 1 to 77 elements (whole vectors, runs of four, tails),
+// NaN and -0 in the data, and the clamp of a fused activation
+// (_FusedBatchNorm, as the graph optimizer writes it).
+void TestBatchNormBitExact(const std::string& name, const std::vector<int64_t>& shape,
+                           bool fix_gamma, bool fused) {
+  const int64_t channels = shape[1];
+  const int64_t inner = Shape(shape).ProdRange(2, static_cast<int>(shape.size()));
+  std::vector<std::vector<float>> inputs(5);
+  inputs[0] = Random(Shape(shape).Size(), -3.f, 3.f);
+  for (size_t i = 0; i < inputs[0].size(); i += 13) inputs[0][i] = i % 2 ? NAN : -0.f;
+  inputs[1] = Random(channels, 0.5f, 1.5f);
+  inputs[2] = Random(channels);
+  inputs[3] = Random(channels);
+  inputs[4] = Random(channels, 0.1f, 2.f);
+  AttrMap attrs = {{"fix_gamma", fix_gamma ? "True" : "False"}, {"eps", "1e-3"}};
+  if (fused) {
+    attrs["clamp_min"] = "0";
+    attrs["clamp_max"] = "6";
+  }
+  Run run;
+  Status status =
+      Execute(fused ? "_FusedBatchNorm" : "BatchNorm", attrs, {Shape(shape)}, &inputs, &run);
+  ExpectOk("bn exact " + name, status);
+  if (!status.ok()) return;
+  const float eps = 1e-3f;
+  const std::vector<float>& got = run.outputs[0];
+  for (size_t i = 0; i < got.size(); ++i) {
+    const int64_t c = (static_cast<int64_t>(i) / inner) % channels;
+    const float invstd = static_cast<float>(1.0 / std::sqrt(inputs[4][c] + eps));
+    float want = (inputs[0][i] - inputs[3][c]) * invstd;
+    if (!fix_gamma) want = want * inputs[1][c];
+    want = want + inputs[2][c];
+    if (fused) want = std::min(std::max(want, 0.f), 6.f);
+    const bool same = std::isnan(got[i]) ? std::isnan(want)
+                                         : std::memcmp(&got[i], &want, sizeof(float)) == 0;
+    if (!same) {
+      Expect(false, "bn exact " + name + ": element " + std::to_string(i) + " is " +
+                        std::to_string(got[i]) + ", the scalar expression gives " +
+                        std::to_string(want));
+      return;
+    }
+  }
+}
+
 void TestFullyConnected(const std::string& name, const std::vector<int64_t>& shape,
                         int64_t hidden, bool flatten, bool no_bias) {
   AttrMap attrs = {{"num_hidden", std::to_string(hidden)}};
@@ -714,6 +759,20 @@ void PoolingBitExactTests() {
     // Planes too large for the blocked path's scratch keep the row path.
     TestPoolingBitExact("avg k3 s1 pad 1 70x70" + data,
                         {"avg", "valid", {1, 2, 70, 70}, {3, 3}, {1, 1}, {1, 1}}, ties);
+    // The row path's edges in eight-lane blocks (AVX2): rows of 42, 35 and
+    // 38 outputs (a partial block at the end), stride 2 with the average's
+    // divisors, two taps and a five-wide window (the generic tap loop).
+    for (int cip : {0, 1}) {
+      PoolConfig avg{"avg", "valid", {1, 2, 67, 83}, {3, 3}, {2, 2}, {1, 1}};
+      avg.count_include_pad = cip;
+      TestPoolingBitExact("avg k3 s2 pad 1 67x83 cip " + std::to_string(cip) + data, avg, ties);
+    }
+    TestPoolingBitExact("max k2 s2 29x71" + data,
+                        {"max", "valid", {2, 3, 29, 71}, {2, 2}, {2, 2}, {0, 0}}, ties);
+    TestPoolingBitExact("max k5 s2 pad 2 29x75" + data,
+                        {"max", "valid", {1, 3, 29, 75}, {5, 5}, {2, 2}, {2, 2}}, ties);
+    TestPoolingBitExact("max k3 s2 pad 1 full 30x61" + data,
+                        {"max", "full", {1, 3, 30, 61}, {3, 3}, {2, 2}, {1, 1}}, ties);
     PoolConfig global{"avg", "", {1, 37, 9, 11}, {}, {}, {}, true};
     TestPoolingBitExact("global avg 37 planes" + data, global, ties);
     global.type = "max";
@@ -807,6 +866,15 @@ void BatchNormTests() {
                  {"use_global_stats", "True"}, {"cudnn_off", "False"}},
                 false, 1e-3);
   TestBatchNorm("2d", {7, 13}, 1, {{"fix_gamma", "false"}}, false, 1e-3);
+  for (bool fused : {false, true}) {
+    for (bool fix_gamma : {false, true}) {
+      const std::string kind = std::string(fused ? "fused " : "") + (fix_gamma ? "fix_gamma" : "");
+      TestBatchNormBitExact("77 a plane " + kind, {2, 3, 7, 11}, fix_gamma, fused);
+      TestBatchNormBitExact("5 a plane " + kind, {1, 4, 5, 1}, fix_gamma, fused);
+      TestBatchNormBitExact("64 a plane " + kind, {1, 3, 8, 8}, fix_gamma, fused);
+      TestBatchNormBitExact("1 a plane " + kind, {3, 6}, fix_gamma, fused);
+    }
+  }
   std::unique_ptr<Operator> op;
   std::vector<Shape> in, out;
   ExpectOk("bn create", Create("BatchNorm", {}, &op));
