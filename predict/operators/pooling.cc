@@ -873,19 +873,21 @@ MXLITE_TARGET_AVX2 void PoolWholePlanesAvx2(bool max, float divisor, const float
   StoreFirstAvx2(dst, count, acc);
 }
 
-// PoolSixteenPlanes for eight planes: the scratch holds eight floats a
-// pixel, outputs go eight pixels at a time (eight independent chains).
-// kPredivide (average with a uniform divisor) is a template argument here:
-// tested at run time, its other branch's registers made GCC spill two of
-// the eight sums in the tap loop (16 YMM registers, not 32), which doubled
-// its time.
+// PoolSixteenPlanes for eight planes, average pooling only (with eight
+// lanes max pooling is faster on the row path at every width; see
+// Prepare): the scratch holds eight floats a pixel, outputs go eight pixels
+// at a time (eight independent chains). kPredivide (a uniform divisor) is
+// a template argument here: tested at run time, its other branch's
+// registers made GCC spill two of the eight sums in the tap loop (16 YMM
+// registers, not 32), which doubled its time.
 constexpr int64_t kPoolBlockLanesAvx2 = 8;
 
-template <bool kMax, bool kPredivide>
-MXLITE_TARGET_AVX2 void PoolEightPlanesAvx2(const Plane2d& p, const PaddedGrid& grid,
-                                            const float* src, int64_t count, float* window,
-                                            float* dst, const float* next_src,
-                                            const float* next_dst, int64_t next_count) {
+template <bool kPredivide>
+MXLITE_TARGET_AVX2 void AveragePoolEightPlanesAvx2(const Plane2d& p, const PaddedGrid& grid,
+                                                   const float* src, int64_t count,
+                                                   float* window, float* dst,
+                                                   const float* next_src, const float* next_dst,
+                                                   int64_t next_count) {
   constexpr int64_t kLanes = kPoolBlockLanesAvx2;
   const int64_t in_pixels = p.in_h * p.in_w, out_pixels = p.out_h * p.out_w;
   constexpr bool predivide = kPredivide;
@@ -915,23 +917,20 @@ MXLITE_TARGET_AVX2 void PoolEightPlanesAvx2(const Plane2d& p, const PaddedGrid& 
       }
     }
   }
-  const __m256 start = kMax ? _mm256_set1_ps(-FLT_MAX) : _mm256_setzero_ps();
   int64_t oh = 0, ow = 0;
   for (int64_t e = 0; e < out_pixels; e += kLanes) {
     const int64_t pixels = std::min<int64_t>(kLanes, out_pixels - e);
     int64_t corner[kLanes];
     float divisors[kLanes];
-    WindowCorners(p, grid, kLanes, pixels, !kMax && !predivide, &oh, &ow, corner, divisors);
+    WindowCorners(p, grid, kLanes, pixels, !predivide, &oh, &ow, corner, divisors);
     __m256 outputs[kLanes];
-    MXLITE_UNROLL for (int j = 0; j < kLanes; ++j) outputs[j] = start;
+    MXLITE_UNROLL for (int j = 0; j < kLanes; ++j) outputs[j] = _mm256_setzero_ps();
     for (int64_t kh = 0; kh < p.kernel_h; ++kh) {
       for (int64_t kw = 0; kw < p.kernel_w; ++kw) {
         const float* tap = window + (kh * grid.cols + kw) * kLanes;
         MXLITE_UNROLL for (int j = 0; j < kLanes; ++j) {
           const __m256 v = _mm256_load_ps(tap + corner[j]);
-          if (kMax) {
-            outputs[j] = _mm256_max_ps(v, outputs[j]);  // keeps acc on NaN or equal
-          } else if (predivide) {
+          if (predivide) {
             outputs[j] = _mm256_add_ps(outputs[j], v);
           } else {
             outputs[j] =
@@ -942,25 +941,25 @@ MXLITE_TARGET_AVX2 void PoolEightPlanesAvx2(const Plane2d& p, const PaddedGrid& 
     }
     PrefetchLines<_MM_HINT_T0>(next_dst, next_count * out_pixels, e / 2, 4);
     Transpose8x8Avx2(outputs);
-    for (int64_t i = 0; i < count; ++i) StoreFirstAvx2(dst + i * out_pixels + e, pixels, outputs[i]);
+    for (int64_t i = 0; i < count; ++i) {
+      StoreFirstAvx2(dst + i * out_pixels + e, pixels, outputs[i]);
+    }
   }
 }
 
-// PoolPlaneBlockAvx512 for up to eight planes.
-MXLITE_TARGET_AVX2 void PoolPlaneBlockAvx2(const Plane2d& p, const float* src, int64_t count,
-                                           float* dst, int64_t next_count) {
+// PoolPlaneBlockAvx512 for up to eight planes, average pooling only.
+MXLITE_TARGET_AVX2 void AveragePoolPlaneBlockAvx2(const Plane2d& p, const float* src,
+                                                  int64_t count, float* dst,
+                                                  int64_t next_count) {
   const PaddedGrid grid = PaddedGridOf(p);
   float* const window = BlockScratch(p, grid, kPoolBlockLanesAvx2);
   const float* next_src = next_count > 0 ? src + count * p.in_h * p.in_w : src;
   const float* next_dst = next_count > 0 ? dst + count * p.out_h * p.out_w : dst;
-  if (p.max) {
-    PoolEightPlanesAvx2<true, false>(p, grid, src, count, window, dst, next_src, next_dst,
-                                     next_count);
-  } else if (p.uniform_divisor > 0.f) {
-    PoolEightPlanesAvx2<false, true>(p, grid, src, count, window, dst, next_src, next_dst,
+  if (p.uniform_divisor > 0.f) {
+    AveragePoolEightPlanesAvx2<true>(p, grid, src, count, window, dst, next_src, next_dst,
                                      next_count);
   } else {
-    PoolEightPlanesAvx2<false, false>(p, grid, src, count, window, dst, next_src, next_dst,
+    AveragePoolEightPlanesAvx2<false>(p, grid, src, count, window, dst, next_src, next_dst,
                                       next_count);
   }
 }
@@ -1109,8 +1108,12 @@ class Pooling : public Operator {
     // path -> blocked: 3x3/2 on 128x55x55 67 -> 80 | 122 -> 109 us, on
     // 288x35x35 74 -> 72 | 128 -> 87, on 768x17x17 66 -> 43 | 194 -> 51;
     // the average pools 1.8x (35x35) to 4.2x (8x8) faster warm.
+    // With eight lanes the row path leaves fewer idle, and max pooling keeps
+    // it at every width: AVX2, one thread, warm, blocked -> row path: 3x3/2
+    // on 768x17x17 84 -> 60 us, 288x35x35 142 -> 123, 256x27x27 73 -> 55
+    // (the average pools stay blocked: 2-4x faster there).
     blocked_planes_ = vector_plane_ && padded_pixels <= kPoolBlockMaxPixels &&
-                      (type_ == kAvg || g.out[2] <= 24);
+                      (type_ == kAvg || (!avx2_ && g.out[2] <= 24));
 #endif
     return Status();
   }
@@ -1164,8 +1167,8 @@ class Pooling : public Operator {
           const int64_t count = std::min(lanes, g.planes - first);
           const int64_t next_count = std::min(lanes, g.planes - first - count);
           if (avx2_) {
-            PoolPlaneBlockAvx2(p, x + first * in_plane, count, y + first * out_plane,
-                               next_count);
+            AveragePoolPlaneBlockAvx2(p, x + first * in_plane, count, y + first * out_plane,
+                                      next_count);
           } else {
             PoolPlaneBlockAvx512(p, x + first * in_plane, count, y + first * out_plane,
                                  next_count);
