@@ -253,10 +253,9 @@ MXLITE_TARGET_AVX512_INLINE void RowMaxima(const float* row, int64_t first, int6
 // hardware prefetcher alone left both paths 2-4x slower than warm. So each
 // plane, or block of planes, fetches the next one's input and output, a few
 // lines per step of its own work.
-// (The hint's type: an enum in GCC's headers, int in clang's. No target
-// attribute: prefetching is baseline x86-64, and both ISAs' kernels call it.)
+// (The hint's type: an enum in GCC's headers, int in clang's.)
 template <decltype(_MM_HINT_T0) kHint>
-inline void PrefetchLines(const float* region, int64_t floats, int64_t first,
+MXLITE_TARGET_AVX512_INLINE void PrefetchLines(const float* region, int64_t floats, int64_t first,
                                                int64_t count) {
   const int64_t end = std::min((floats + 15) / 16, first + count);
   for (int64_t line = first; line < end; ++line) {
@@ -495,7 +494,8 @@ MXLITE_TARGET_AVX512 void PoolSixteenPlanes(const Plane2d& p, const PaddedGrid& 
 inline float* BlockScratch(const Plane2d& p, const PaddedGrid& grid, int64_t lanes) {
   thread_local std::vector<float> scratch;
   const size_t floats = static_cast<size_t>(grid.rows * grid.cols * lanes);
-  if (scratch.size() < floats + static_cast<size_t>(lanes)) scratch.resize(floats + lanes);
+  const size_t slack = static_cast<size_t>(lanes);  // room to align the start
+  if (scratch.size() < floats + slack) scratch.resize(floats + slack);
   float* window = scratch.data();
   window += (lanes - reinterpret_cast<uintptr_t>(window) / sizeof(float) % lanes) % lanes;
   thread_local const float* filled_window = nullptr;
