@@ -22,12 +22,15 @@
 #ifndef MXLITE_KERNELS_WINOGRAD_H_
 #define MXLITE_KERNELS_WINOGRAD_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "gemm.h"
+#include "padding.h"
 
 namespace mxlite {
 
@@ -76,6 +79,78 @@ inline void ClaimWorkspace(bool claim, float* region, int64_t count) {
 // V runs on one thread while the other waits, and half of the lines it
 // claims are then written from the other core.
 inline bool WinogradClaims(const ThreadPool* pool) { return !pool || pool->size() <= 1; }
+
+// Floats between the V (or M) matrices of two consecutive xi in the vector
+// paths. The 36 stores of one tile group go to the 36 matrices; were their
+// distance a multiple of 4 KiB, all would map to one L1 set and evict each
+// other, so the stride is padded by one cache line (WorkspaceBytes has room).
+inline int64_t WinogradXiStride(int64_t floats) { return floats + 16; }
+
+// The chunk loop of the vector paths (winograd_avx512.cc, winograd_avx2.cc),
+// over Transforms: kLanes tiles per vector, and the two transforms:
+//   Transforms::Input(g, tile0, count, scratch, scratch_w, lines, channels, strips, nr, c, v,
+//                     v_stride)
+//     writes channel c's V rows of the chunk's tiles into the packed-B layout;
+//   Transforms::Output(g, tile0, count, m, m_stride, line_stride, lines, f, bias, residual,
+//                      clamp, lower, upper, output)
+//     writes filter f's outputs of the chunk's tiles.
+// Per chunk: each channel's rows are copied into a zero-padded scratch and
+// transformed, the 36 GEMMs are split between threads (not each one), and
+// each filter's outputs are transformed back.
+template <class Transforms>
+void WinogradConvolveVector(const WinogradGeometry& g, const std::vector<PackedMatrix>& packed,
+                            const float* input, const float* bias, const float* residual,
+                            float lower, float upper, float* output, float* workspace,
+                            ThreadPool* pool) {
+  constexpr int64_t kLanes = Transforms::kLanes;
+  const int nr = packed[0].kernel().nr;
+  const int64_t tiles = g.Tiles(), tiles_w = g.TilesW();
+  // Room for the last kLanes-tile run of a row to read 4 * kLanes + 2 columns.
+  const int64_t scratch_w = (tiles_w + kLanes - 1) / kLanes * kLanes * 4 + kLanes;
+  const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
+  const bool clamp = lower != -std::numeric_limits<float>::infinity() ||
+                     upper != std::numeric_limits<float>::infinity();
+  const bool claim = WinogradClaims(pool);
+  for (int64_t tile0 = 0, count = 0; tile0 < tiles; tile0 += count) {
+    count = g.ChunkAt(tile0);
+    const int64_t strips = (count + nr - 1) / nr;
+    float* v = workspace;  // [36][strips][channels][nr]
+    const int64_t v_stride = WinogradXiStride(strips * nr * g.channels);
+    const int64_t m_stride = WinogradXiStride(g.filters * count);
+    float* m = workspace + 36 * v_stride;  // [36][filters][count]
+    const int64_t scratch_h = ((tile0 + count - 1) / tiles_w - tile0 / tiles_w) * 4 + 6;
+    // The chunk's tiles read input rows first_row ... (negative: padding
+    // above); scratch row 0 is first_row, column 0 is -pad_w.
+    const int64_t first_row = (tile0 / tiles_w) * 4 - g.pad_h;
+    const int64_t src_row = std::max<int64_t>(first_row, 0), top = src_row - first_row;
+    const int64_t rows = std::max<int64_t>(0, std::min(g.in_h - src_row, scratch_h - top));
+    // Lines of the transforms, with room for a kLanes-wide read past the
+    // chunk's last tile.
+    const int64_t line_stride = strips * nr + kLanes;
+    ClaimWorkspace(claim, v, 36 * v_stride);
+    ParallelFor(pool, g.channels, [&](int64_t c) {
+      thread_local std::vector<float> scratch, lines;
+      scratch.resize(static_cast<size_t>(scratch_h * scratch_w));
+      lines.resize(static_cast<size_t>(36 * line_stride));
+      CopyPadded(input + c * in_plane + src_row * g.in_w, rows, g.in_w, top, g.pad_w, 0.f,
+                 scratch_h, scratch_w, scratch.data());
+      Transforms::Input(g, tile0, count, scratch.data(), scratch_w, lines.data(), g.channels,
+                        strips, nr, c, v, v_stride);
+    });
+    ParallelFor(pool, 36, [&](int64_t xi) {
+      ClaimWorkspace(claim, m + xi * m_stride, g.filters * count);
+      GemmPrepackedB(packed[xi], v + xi * v_stride, count, m + xi * m_stride, count,
+                     GemmEpilogue(), nullptr);
+    });
+    ParallelFor(pool, g.filters, [&](int64_t f) {
+      thread_local std::vector<float> out_lines;
+      out_lines.resize(static_cast<size_t>(16 * line_stride));
+      Transforms::Output(g, tile0, count, m, m_stride, line_stride, out_lines.data(), f,
+                         bias ? bias[f] : 0.f, residual ? residual + f * out_plane : nullptr,
+                         clamp, lower, upper, output + f * out_plane);
+    });
+  }
+}
 
 // U[xi] = (G g G^T)[xi] for weights (filters, channels, 3, 3), packed.
 Status WinogradPackWeights(const float* weights, int64_t filters, int64_t channels,

@@ -36,10 +36,6 @@ namespace winograd_avx2 {
 
 constexpr int kLanes = 8;
 
-// Floats between the V (or M) matrices of two consecutive xi, padded by a
-// cache line so that the 36 stores of one tile group do not all map to one
-// L1 set (as in winograd_avx512.cc; WorkspaceBytes has room for it).
-inline int64_t XiStride(int64_t floats) { return floats + 16; }
 
 // Lanes [0, count) for maskload/maskstore, 0 < count <= 8.
 MXLITE_WINOGRAD_AVX2_INLINE __m256i LanesBelow(int64_t count) {
@@ -248,55 +244,18 @@ MXLITE_TARGET_AVX2 void TransformOutputFilter(const WinogradGeometry& g, int64_t
   }
 }
 
+// The transforms for WinogradConvolveVector (winograd.h).
+struct Transforms {
+  static constexpr int64_t kLanes = winograd_avx2::kLanes;
+  static constexpr auto Input = &TransformInputChannel;
+  static constexpr auto Output = &TransformOutputFilter;
+};
+
 void Convolve(const WinogradGeometry& g, const std::vector<PackedMatrix>& packed,
               const float* input, const float* bias, const float* residual, float lower,
               float upper, float* output, float* workspace, ThreadPool* pool) {
-  const int nr = packed[0].kernel().nr;
-  const int64_t tiles = g.Tiles(), tiles_w = g.TilesW();
-  // Room for the last eight-tile run of a row to read 36 columns.
-  const int64_t scratch_w = (tiles_w + kLanes - 1) / kLanes * kLanes * 4 + kLanes;
-  const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
-  const bool clamp = lower != -std::numeric_limits<float>::infinity() ||
-                     upper != std::numeric_limits<float>::infinity();
-  const bool claim = WinogradClaims(pool);
-  for (int64_t tile0 = 0, count = 0; tile0 < tiles; tile0 += count) {
-    count = g.ChunkAt(tile0);
-    const int64_t strips = (count + nr - 1) / nr;
-    float* v = workspace;                              // [36][strips][channels][nr]
-    const int64_t v_stride = XiStride(strips * nr * g.channels);
-    const int64_t m_stride = XiStride(g.filters * count);
-    float* m = workspace + 36 * v_stride;              // [36][filters][count]
-    const int64_t scratch_h = ((tile0 + count - 1) / tiles_w - tile0 / tiles_w) * 4 + 6;
-    // The chunk's tiles read input rows first_row ... (negative: padding
-    // above); scratch row 0 is first_row, column 0 is -pad_w.
-    const int64_t first_row = (tile0 / tiles_w) * 4 - g.pad_h;
-    const int64_t src_row = std::max<int64_t>(first_row, 0), top = src_row - first_row;
-    const int64_t rows = std::max<int64_t>(0, std::min(g.in_h - src_row, scratch_h - top));
-    ClaimWorkspace(claim, v, 36 * v_stride);
-    ParallelFor(pool, g.channels, [&](int64_t c) {
-      thread_local std::vector<float> scratch, lines;
-      scratch.resize(static_cast<size_t>(scratch_h * scratch_w));
-      lines.resize(static_cast<size_t>(36 * (strips * nr + kLanes)));
-      CopyPadded(input + c * in_plane + src_row * g.in_w, rows, g.in_w, top, g.pad_w, 0.f,
-                 scratch_h, scratch_w, scratch.data());
-      TransformInputChannel(g, tile0, count, scratch.data(), scratch_w, lines.data(), g.channels,
-                            strips, nr, c, v, v_stride);
-    });
-    ParallelFor(pool, 36, [&](int64_t xi) {
-      ClaimWorkspace(claim, m + xi * m_stride, g.filters * count);
-      GemmPrepackedB(packed[xi], v + xi * v_stride, count, m + xi * m_stride, count,
-                     GemmEpilogue(), nullptr);
-    });
-    ParallelFor(pool, g.filters, [&](int64_t f) {
-      // 16 lines of the tiles' outputs, with room for an eight-wide read
-      // from the last tile.
-      thread_local std::vector<float> out_lines;
-      out_lines.resize(static_cast<size_t>(16 * (strips * nr + kLanes)));
-      TransformOutputFilter(g, tile0, count, m, m_stride, strips * nr + kLanes, out_lines.data(),
-                            f, bias ? bias[f] : 0.f, residual ? residual + f * out_plane : nullptr,
-                            clamp, lower, upper, output + f * out_plane);
-    });
-  }
+  WinogradConvolveVector<Transforms>(g, packed, input, bias, residual, lower, upper, output,
+                                     workspace, pool);
 }
 
 }  // namespace winograd_avx2
