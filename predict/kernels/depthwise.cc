@@ -20,10 +20,8 @@ constexpr int kBlockLanes = static_cast<int>(kDepthwiseBlockChannels);
 // ones carry no target, so kernels of either ISA can inline them.
 #if defined(__GNUC__) || defined(__clang__)
 #define DEPTHWISE_ANY_ISA_INLINE __attribute__((always_inline)) inline
-#define DEPTHWISE_AVX2_INLINE MXLITE_TARGET_AVX2 __attribute__((always_inline)) inline
 #else
 #define DEPTHWISE_ANY_ISA_INLINE inline
-#define DEPTHWISE_AVX2_INLINE inline
 #endif
 
 // One output element, padding read as zero.
@@ -447,23 +445,6 @@ MXLITE_TARGET_AVX512 void BlockAvx512(const DepthwiseBlockArgs& a) {
 // permuted order and put back with one vpermpd before the store.
 constexpr int kAvx2Lanes = 8;
 
-// Lanes [0, count), as a vmaskmovps mask (count may be <= 0 or >= 8).
-DEPTHWISE_AVX2_INLINE __m256i LanesBelowAvx2(int64_t count) {
-  const int lanes = static_cast<int>(std::min<int64_t>(8, std::max<int64_t>(0, count)));
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(lanes), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
-// Lanes l with 0 <= first + l < width.
-DEPTHWISE_AVX2_INLINE __m256i LanesInsideAvx2(int64_t first, int64_t width) {
-  return _mm256_andnot_si256(LanesBelowAvx2(-first), LanesBelowAvx2(width - first));
-}
-
-DEPTHWISE_AVX2_INLINE __m256 ClampAvx2(__m256 lower, __m256 upper, __m256 x) {
-  // max/min return their second operand when either is NaN: a NaN in x
-  // passes through, as in ClampAvx512.
-  return _mm256_min_ps(upper, _mm256_max_ps(lower, x));
-}
-
 // An edge vector's load masks: stride 1 the taps at x, x + 1, x + 2;
 // stride 2 the columns from x, x + 8, x + 2, x + 10.
 struct EdgeVectorAvx2 {
@@ -479,7 +460,7 @@ struct PlaneColumnsAvx2 {
 };
 
 template <int kStride>
-DEPTHWISE_AVX2_INLINE PlaneColumnsAvx2 PlanColumnsAvx2(const DepthwisePlaneArgs& a) {
+MXLITE_TARGET_AVX2_INLINE PlaneColumnsAvx2 PlanColumnsAvx2(const DepthwisePlaneArgs& a) {
   // Whole: x >= 0, every load inside the row (the last column read is
   // x + 9 at stride 1, x + 17 at stride 2), all eight outputs inside the
   // output row. As with sixteen lanes, at most one edge vector comes
@@ -505,14 +486,14 @@ DEPTHWISE_AVX2_INLINE PlaneColumnsAvx2 PlanColumnsAvx2(const DepthwisePlaneArgs&
 }
 
 template <bool kEdge>
-DEPTHWISE_AVX2_INLINE __m256 LoadRowAvx2(const float* row, int64_t column,
+MXLITE_TARGET_AVX2_INLINE __m256 LoadRowAvx2(const float* row, int64_t column,
                                          const EdgeVectorAvx2& edge, int k) {
   return kEdge ? _mm256_maskload_ps(OffsetAddress(row, column), edge.loads[k])
                : _mm256_loadu_ps(row + column);
 }
 
 template <int kStride, bool kEdge>
-DEPTHWISE_AVX2_INLINE void LoadTapsAvx2(const float* row, int64_t x, const EdgeVectorAvx2& edge,
+MXLITE_TARGET_AVX2_INLINE void LoadTapsAvx2(const float* row, int64_t x, const EdgeVectorAvx2& edge,
                                         __m256 taps[3]) {
   if (kStride == 1) {
     MXLITE_UNROLL
@@ -532,7 +513,7 @@ DEPTHWISE_AVX2_INLINE void LoadTapsAvx2(const float* row, int64_t x, const EdgeV
 }
 
 template <int kStride, int kRows, bool kEdge>
-DEPTHWISE_AVX2_INLINE void VectorAvx2(const DepthwisePlaneArgs& a, const float* const* in_rows,
+MXLITE_TARGET_AVX2_INLINE void VectorAvx2(const DepthwisePlaneArgs& a, const float* const* in_rows,
                                       int64_t first_out, int64_t ox,
                                       const EdgeVectorAvx2& edge, const __m256* w, __m256 bias,
                                       __m256 lower, __m256 upper) {
@@ -576,7 +557,7 @@ DEPTHWISE_AVX2_INLINE void VectorAvx2(const DepthwisePlaneArgs& a, const float* 
 }
 
 template <int kStride, int kRows>
-DEPTHWISE_AVX2_INLINE void RowsAvx2(const DepthwisePlaneArgs& a, const float* const* in_rows,
+MXLITE_TARGET_AVX2_INLINE void RowsAvx2(const DepthwisePlaneArgs& a, const float* const* in_rows,
                                     int64_t first_out, const PlaneColumnsAvx2& columns,
                                     const __m256* w, __m256 bias, __m256 lower, __m256 upper) {
   for (int e = 0; e < columns.edge_count; ++e) {
@@ -626,30 +607,6 @@ MXLITE_TARGET_AVX2 void PlaneAvx2(const DepthwisePlaneArgs& a) {
 // both), convolved and transposed back. `a` describes one half: at most
 // eight channels, its weights and bias still kDepthwiseBlockChannels apart.
 
-// Transposes the 8x8 matrix whose rows are rows[0..7] in place.
-DEPTHWISE_AVX2_INLINE void Transpose8x8Avx2(__m256 rows[8]) {
-  __m256 pairs[8], quads[8];
-  MXLITE_UNROLL
-  for (int i = 0; i < 8; i += 2) {
-    pairs[i] = _mm256_unpacklo_ps(rows[i], rows[i + 1]);
-    pairs[i + 1] = _mm256_unpackhi_ps(rows[i], rows[i + 1]);
-  }
-  // quads[4g + j], each 128-bit half: rows 4g..4g+3, element j (low half)
-  // or 4 + j (high half).
-  MXLITE_UNROLL
-  for (int g = 0; g < 8; g += 4) {
-    quads[g] = _mm256_shuffle_ps(pairs[g], pairs[g + 2], 0x44);
-    quads[g + 1] = _mm256_shuffle_ps(pairs[g], pairs[g + 2], 0xee);
-    quads[g + 2] = _mm256_shuffle_ps(pairs[g + 1], pairs[g + 3], 0x44);
-    quads[g + 3] = _mm256_shuffle_ps(pairs[g + 1], pairs[g + 3], 0xee);
-  }
-  MXLITE_UNROLL
-  for (int j = 0; j < 4; ++j) {
-    rows[j] = _mm256_permute2f128_ps(quads[j], quads[4 + j], 0x20);
-    rows[4 + j] = _mm256_permute2f128_ps(quads[j], quads[4 + j], 0x31);
-  }
-}
-
 // The gather's prefetch distance in each plane: twelve lines, 24 steps of
 // eight pixels (AVX-512: six lines, six steps). 144 channels, 56x56,
 // stride 2, the input just written and the output cold, three alternating
@@ -665,7 +622,7 @@ constexpr int64_t kGatherBytesAheadAvx2 = 12 * 64;
 // store of a __m256 may alias anything, so fields read after one would be
 // loaded again.
 template <bool kTail>
-DEPTHWISE_AVX2_INLINE void GatherStepAvx2(const DepthwiseBlockArgs& a, float* window,
+MXLITE_TARGET_AVX2_INLINE void GatherStepAvx2(const DepthwiseBlockArgs& a, float* window,
                                           int64_t p0, int64_t pixels, int64_t row_skip,
                                           int64_t* at, int64_t* x) {
   const float* const input = a.input + p0;
@@ -716,7 +673,7 @@ MXLITE_TARGET_AVX2 void GatherWindowAvx2(const DepthwiseBlockArgs& a, const Bloc
 constexpr int64_t kConvolveChunk = 64;
 
 template <int kStride>
-DEPTHWISE_AVX2_INLINE void ConvolvePixelsAvx2(const DepthwiseBlockArgs& a, const BlockWindow& win,
+MXLITE_TARGET_AVX2_INLINE void ConvolvePixelsAvx2(const DepthwiseBlockArgs& a, const BlockWindow& win,
                                               const float* window, const __m256* w, __m256 bias,
                                               int64_t count, int64_t* oy, int64_t* ox,
                                               float* staged) {
@@ -747,7 +704,7 @@ DEPTHWISE_AVX2_INLINE void ConvolvePixelsAvx2(const DepthwiseBlockArgs& a, const
 // Staged pixels [0, 8) -> output pixels o0.. of every channel; kTail: the
 // last group, `count` < 8 pixels.
 template <bool kTail>
-DEPTHWISE_AVX2_INLINE void StoreStagedAvx2(const DepthwiseBlockArgs& a, const float* staged,
+MXLITE_TARGET_AVX2_INLINE void StoreStagedAvx2(const DepthwiseBlockArgs& a, const float* staged,
                                            int64_t o0, int64_t count, __m256 lower,
                                            __m256 upper) {
   __m256 v[kAvx2Lanes];

@@ -48,12 +48,6 @@ void RowScalar(const DirectConvGeometry& g, const float* input, const float* pac
 }
 
 #if defined(MXLITE_X86_64)
-#if defined(__GNUC__) || defined(__clang__)
-#define MXLITE_DIRECT_CONV_AVX2_INLINE MXLITE_TARGET_AVX2 __attribute__((always_inline)) inline
-#else
-#define MXLITE_DIRECT_CONV_AVX2_INLINE inline
-#endif
-
 // Floats per line: every column a whole-vector tile reads, so no load runs
 // past a line (lanes past out_w read zeros and are not stored). Rounded to
 // the 16-float vectors of AVX-512, which covers AVX2's 8 as well.
@@ -128,17 +122,6 @@ MXLITE_TARGET_AVX512 void TileAvx512(const float* lines, const int64_t* offsets,
 // 4 broadcasts and 12 FMAs: still FMA-bound. The taps are summed in the
 // same order as above, so the two paths agree to the bit.
 constexpr int kAvx2TileFilters = 4;
-
-// Lanes [0, count) of an 8-float vector as a maskload/maskstore mask.
-MXLITE_DIRECT_CONV_AVX2_INLINE __m256i LanesBelowAvx2(int64_t count) {
-  const int lanes = static_cast<int>(std::min<int64_t>(8, std::max<int64_t>(0, count)));
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(lanes), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
-// min(upper, max(lower, x)): a NaN in x passes through, as in RowScalar.
-MXLITE_DIRECT_CONV_AVX2_INLINE __m256 ClampAvx2(__m256 lower, __m256 upper, __m256 x) {
-  return _mm256_min_ps(upper, _mm256_max_ps(lower, x));
-}
 
 template <int kVecs>
 MXLITE_TARGET_AVX2 void TileAvx2(const float* lines, const int64_t* offsets, int64_t taps,

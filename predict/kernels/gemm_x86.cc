@@ -38,11 +38,6 @@ namespace gemm_avx2 {
 constexpr int kMr = 6;
 constexpr int kNr = 16;
 
-// Lanes [0, count) of a vector as a load/store mask (all lanes for count >= 8).
-MXLITE_TARGET_AVX2 inline __m256i LanesBelow(int count) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(count), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
 // A vector load or store, masked where the vector is the tile's last and
 // its columns end inside it. Masked-off lanes are neither read nor written,
 // so a tile may end at the end of a buffer. (A masked store costs several
@@ -78,7 +73,7 @@ MXLITE_TARGET_AVX2 void Tile(int64_t kc, const float* a, const float* b, int64_t
                              int64_t ldc, bool accumulate, int last_cols,
                              const TileEpilogue* ep) {
   constexpr int kLast = kVecs - 1;
-  const __m256i last_mask = LanesBelow(last_cols);
+  const __m256i last_mask = LanesBelowAvx2(last_cols);
   __m256 acc[kRows][kVecs];
   MXLITE_UNROLL for (int r = 0; r < kRows; ++r) {
     MXLITE_UNROLL for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm256_setzero_ps();

@@ -25,33 +25,20 @@
 #include <algorithm>
 #include <limits>
 
-#if defined(__GNUC__) || defined(__clang__)
-#define MXLITE_WINOGRAD_AVX2_INLINE MXLITE_TARGET_AVX2 __attribute__((always_inline)) inline
-#else
-#define MXLITE_WINOGRAD_AVX2_INLINE inline
-#endif
-
 namespace mxlite {
 namespace winograd_avx2 {
 
 constexpr int kLanes = 8;
 
 
-// Lanes [0, count) for maskload/maskstore, 0 < count <= 8.
-MXLITE_WINOGRAD_AVX2_INLINE __m256i LanesBelow(int64_t count) {
-  alignas(32) static const int32_t kTable[16] = {-1, -1, -1, -1, -1, -1, -1, -1,
-                                                 0,  0,  0,  0,  0,  0,  0,  0};
-  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kTable + kLanes - count));
-}
-
 // Tile i in the low half and tile i + 4 in the high half: four floats at
 // `at` and four at at + 16.
-MXLITE_WINOGRAD_AVX2_INLINE __m256 LoadPaired(const float* at) {
+MXLITE_TARGET_AVX2_INLINE __m256 LoadPaired(const float* at) {
   return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(at)), _mm_loadu_ps(at + 16), 1);
 }
 
 // The six outputs of B^T applied to six inputs (one row or column).
-MXLITE_WINOGRAD_AVX2_INLINE void InputTransform6(const __m256 d[6], __m256 t[6]) {
+MXLITE_TARGET_AVX2_INLINE void InputTransform6(const __m256 d[6], __m256 t[6]) {
   const __m256 four = _mm256_set1_ps(4.f), five = _mm256_set1_ps(5.f), two = _mm256_set1_ps(2.f);
   // t0 = 4 d0 - 5 d2 + d4;  t5 = 4 d1 - 5 d3 + d5
   t[0] = _mm256_fmadd_ps(four, d[0], _mm256_fnmadd_ps(five, d[2], d[4]));
@@ -67,7 +54,7 @@ MXLITE_WINOGRAD_AVX2_INLINE void InputTransform6(const __m256 d[6], __m256 t[6])
 }
 
 // The four outputs of A^T applied to six inputs.
-MXLITE_WINOGRAD_AVX2_INLINE void OutputTransform6(const __m256 m[6], __m256 y[4]) {
+MXLITE_TARGET_AVX2_INLINE void OutputTransform6(const __m256 m[6], __m256 y[4]) {
   const __m256 two = _mm256_set1_ps(2.f), four = _mm256_set1_ps(4.f), eight = _mm256_set1_ps(8.f);
   const __m256 s12 = _mm256_add_ps(m[1], m[2]), d12 = _mm256_sub_ps(m[1], m[2]);
   const __m256 s34 = _mm256_add_ps(m[3], m[4]), d34 = _mm256_sub_ps(m[3], m[4]);
@@ -79,7 +66,7 @@ MXLITE_WINOGRAD_AVX2_INLINE void OutputTransform6(const __m256 m[6], __m256 y[4]
 
 // Columns 0..5 of eight tiles whose windows start at row[0], row[4], ...,
 // row[28]: column k of tile i in lane i of columns[k].
-MXLITE_WINOGRAD_AVX2_INLINE void WindowColumns(const float* row, __m256 columns[6]) {
+MXLITE_TARGET_AVX2_INLINE void WindowColumns(const float* row, __m256 columns[6]) {
   // q[i]: tiles i and i + 4 (q[4]: tiles 4 and 8, whose first two columns
   // are columns 4 and 5 of tiles 3 and 7).
   __m256 q[5];
@@ -170,7 +157,7 @@ MXLITE_TARGET_AVX2 void TransformOutputFilter(const WinogradGeometry& g, int64_t
   const float* src = m + f * count;
   for (int64_t t0 = 0; t0 < count; t0 += kLanes) {
     const int64_t n = std::min<int64_t>(kLanes, count - t0);
-    const __m256i live = LanesBelow(n);
+    const __m256i live = LanesBelowAvx2(n);
     __m256 rows[6][4];  // A^T applied along each row of the 6x6 product
     for (int r = 0; r < 6; ++r) {
       __m256 values[6];
@@ -233,7 +220,7 @@ MXLITE_TARGET_AVX2 void TransformOutputFilter(const WinogradGeometry& g, int64_t
             if (clamp) value = _mm256_min_ps(hi, _mm256_max_ps(lo, value));
             _mm256_storeu_ps(out_row + x, value);
           } else {
-            const __m256i mask = LanesBelow(valid);
+            const __m256i mask = LanesBelowAvx2(valid);
             if (res_row) value = _mm256_add_ps(value, _mm256_maskload_ps(res_row + x, mask));
             if (clamp) value = _mm256_min_ps(hi, _mm256_max_ps(lo, value));
             _mm256_maskstore_ps(out_row + x, mask, value);

@@ -19,10 +19,12 @@
 #define MXLITE_TARGET_AVX2 __attribute__((target("avx2,fma")))
 #define MXLITE_TARGET_AVX512 __attribute__((target("avx512f,avx2,fma")))
 // GCC does not inline across a target attribute on its own judgement.
+#define MXLITE_TARGET_AVX2_INLINE MXLITE_TARGET_AVX2 __attribute__((always_inline)) inline
 #define MXLITE_TARGET_AVX512_INLINE MXLITE_TARGET_AVX512 __attribute__((always_inline)) inline
 #else
 #define MXLITE_TARGET_AVX2
 #define MXLITE_TARGET_AVX512
+#define MXLITE_TARGET_AVX2_INLINE inline
 #define MXLITE_TARGET_AVX512_INLINE inline
 #endif
 
@@ -92,6 +94,47 @@ MXLITE_TARGET_AVX512_INLINE void StrideTwoTapsAvx512(__m512 low, __m512 high, __
   taps[1] = _mm512_permutex2var_ps(low, odd, high);
   taps[2] = _mm512_castsi512_ps(_mm512_maskz_alignr_epi32(
       0xffff, _mm512_castps_si512(next), _mm512_castps_si512(taps[0]), 1));
+}
+
+// min(upper, max(lower, x)) per lane: a NaN in x passes through, as with
+// std::min(std::max(x, lower), upper) in the scalar code.
+MXLITE_TARGET_AVX2_INLINE __m256 ClampAvx2(__m256 lower, __m256 upper, __m256 x) {
+  return _mm256_min_ps(upper, _mm256_max_ps(lower, x));
+}
+
+// Transposes the 8x8 matrix whose rows are rows[0..7] in place.
+MXLITE_TARGET_AVX2_INLINE void Transpose8x8Avx2(__m256 rows[8]) {
+  __m256 pairs[8], quads[8];
+  MXLITE_UNROLL for (int i = 0; i < 8; i += 2) {
+    pairs[i] = _mm256_unpacklo_ps(rows[i], rows[i + 1]);
+    pairs[i + 1] = _mm256_unpackhi_ps(rows[i], rows[i + 1]);
+  }
+  // quads[4g + j], 128-bit lane c: rows 4g..4g+3, element 4c + j.
+  MXLITE_UNROLL for (int g = 0; g < 8; g += 4) {
+    quads[g] = _mm256_shuffle_ps(pairs[g], pairs[g + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    quads[g + 1] = _mm256_shuffle_ps(pairs[g], pairs[g + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    quads[g + 2] = _mm256_shuffle_ps(pairs[g + 1], pairs[g + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    quads[g + 3] = _mm256_shuffle_ps(pairs[g + 1], pairs[g + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  MXLITE_UNROLL for (int j = 0; j < 4; ++j) {
+    rows[j] = _mm256_permute2f128_ps(quads[j], quads[4 + j], 0x20);
+    rows[4 + j] = _mm256_permute2f128_ps(quads[j], quads[4 + j], 0x31);
+  }
+}
+
+// Lanes [0, count) of an 8-float vector as a _mm256_maskload_ps /
+// _mm256_maskstore_ps mask: none for count <= 0, all for count >= 8.
+// (Pass masks between functions that are not inlined as counts: a function
+// with a 256-bit argument returns without vzeroupper, and the SSE code after
+// it then ran at half speed on Zen 3.)
+MXLITE_TARGET_AVX2_INLINE __m256i LanesBelowAvx2(int64_t count) {
+  const int lanes = static_cast<int>(std::min<int64_t>(8, std::max<int64_t>(0, count)));
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(lanes), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// Lanes whose column first + lane lies in [0, width).
+MXLITE_TARGET_AVX2_INLINE __m256i LanesInsideAvx2(int64_t first, int64_t width) {
+  return _mm256_andnot_si256(LanesBelowAvx2(-first), LanesBelowAvx2(width - first));
 }
 
 // Lanes [0, count) (count may be <= 0 or >= 16). Clamped, not branched:

@@ -73,13 +73,7 @@ MXLITE_TARGET_AVX512 void PlaneAvx512(const float* src, float* dst, int64_t coun
 // The same in eight lanes for AVX2 machines: the operations of
 // NormalizeAvx512 in its order (no FMA), the clamp as ClampAvx512 (max and
 // min return their second operand, x, on NaN), so the same bits.
-#if defined(__GNUC__) || defined(__clang__)
-#define MXLITE_BATCH_NORM_AVX2_INLINE MXLITE_TARGET_AVX2 __attribute__((always_inline)) inline
-#else
-#define MXLITE_BATCH_NORM_AVX2_INLINE inline
-#endif
-
-MXLITE_BATCH_NORM_AVX2_INLINE __m256 NormalizeAvx2(__m256 x, __m256 mean, __m256 invstd,
+MXLITE_TARGET_AVX2_INLINE __m256 NormalizeAvx2(__m256 x, __m256 mean, __m256 invstd,
                                                    bool has_gamma, __m256 gamma, __m256 beta,
                                                    bool clamps, __m256 lower, __m256 upper) {
   __m256 v = _mm256_mul_ps(_mm256_sub_ps(x, mean), invstd);
@@ -117,7 +111,6 @@ MXLITE_TARGET_AVX2 void PlaneAvx2(const float* src, float* dst, int64_t count, f
                                       clamps, lo, hi));
   }
 }
-#undef MXLITE_BATCH_NORM_AVX2_INLINE
 #endif  // MXLITE_X86_64
 
 class BatchNorm : public Operator {

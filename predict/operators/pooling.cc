@@ -569,40 +569,19 @@ MXLITE_TARGET_AVX512 void PoolPlane2dAvx512(const Plane2d& p, const float* src, 
 // registers a mask is a vector whose lanes are all ones or zeros
 // (_mm256_maskload_ps / _mm256_maskstore_ps read and write nothing in the
 // zero lanes); a max tap's masked-off lanes are blended to -FLT_MAX.
-#if defined(__GNUC__) || defined(__clang__)
-#define MXLITE_POOLING_AVX2_INLINE MXLITE_TARGET_AVX2 __attribute__((always_inline)) inline
-#else
-#define MXLITE_POOLING_AVX2_INLINE inline
-#endif
 
-// Eight lanes of ones, then eight of zeros: the eight ints at
-// kLeadingLanes + 8 - n are a mask of lanes [0, n).
-alignas(64) constexpr int32_t kLeadingLanes[16] = {-1, -1, -1, -1, -1, -1, -1, -1,
-                                                   0,  0,  0,  0,  0,  0,  0,  0};
-
-// Lanes [0, count) (count may be <= 0 or >= 8).
-MXLITE_POOLING_AVX2_INLINE __m256i LanesBelowAvx2(int64_t count) {
-  const int64_t lanes = std::min<int64_t>(8, std::max<int64_t>(0, count));
-  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kLeadingLanes + 8 - lanes));
-}
-
-// Lanes l with 0 <= first + l < width (as LanesInsideAvx512).
-MXLITE_POOLING_AVX2_INLINE __m256i LanesInsideAvx2(int64_t first, int64_t width) {
-  return _mm256_andnot_si256(LanesBelowAvx2(-first), LanesBelowAvx2(width - first));
-}
-
-MXLITE_POOLING_AVX2_INLINE bool AllLanesAvx2(__m256i lanes) {
+MXLITE_TARGET_AVX2_INLINE bool AllLanesAvx2(__m256i lanes) {
   return _mm256_movemask_ps(_mm256_castsi256_ps(lanes)) == 0xff;
 }
 
 // Masked loads and stores only at the edges: on Zen 3 a masked store costs
 // several times a plain one (it was a quarter of the blocked average pool's
 // time when every store was masked).
-MXLITE_POOLING_AVX2_INLINE __m256 LoadFirstAvx2(const float* at, int64_t count) {
+MXLITE_TARGET_AVX2_INLINE __m256 LoadFirstAvx2(const float* at, int64_t count) {
   return count >= 8 ? _mm256_loadu_ps(at) : _mm256_maskload_ps(at, LanesBelowAvx2(count));
 }
 
-MXLITE_POOLING_AVX2_INLINE void StoreFirstAvx2(float* at, int64_t count, __m256 v) {
+MXLITE_TARGET_AVX2_INLINE void StoreFirstAvx2(float* at, int64_t count, __m256 v) {
   if (count >= 8) {
     _mm256_storeu_ps(at, v);
   } else {
@@ -611,7 +590,7 @@ MXLITE_POOLING_AVX2_INLINE void StoreFirstAvx2(float* at, int64_t count, __m256 
 }
 
 // The eight floats at `at` in `lanes`, `fill` in the others (not read).
-MXLITE_POOLING_AVX2_INLINE __m256 LoadLanesOrAvx2(__m256 fill, __m256i lanes, const float* at) {
+MXLITE_TARGET_AVX2_INLINE __m256 LoadLanesOrAvx2(__m256 fill, __m256i lanes, const float* at) {
   return _mm256_blendv_ps(fill, _mm256_maskload_ps(at, lanes), _mm256_castsi256_ps(lanes));
 }
 
@@ -620,42 +599,22 @@ MXLITE_POOLING_AVX2_INLINE __m256 LoadLanesOrAvx2(__m256 fill, __m256i lanes, co
 // 2 3 6 7 ("paired order"). The kernels keep values in that order up to
 // the store, where SwapMiddlePairsAvx2 (its own inverse) restores it: one
 // cross-lane permute per eight outputs instead of one per tap.
-MXLITE_POOLING_AVX2_INLINE __m256 EvenColumnsAvx2(__m256 low, __m256 high) {
+MXLITE_TARGET_AVX2_INLINE __m256 EvenColumnsAvx2(__m256 low, __m256 high) {
   return _mm256_shuffle_ps(low, high, _MM_SHUFFLE(2, 0, 2, 0));
 }
 
-MXLITE_POOLING_AVX2_INLINE __m256 OddColumnsAvx2(__m256 low, __m256 high) {
+MXLITE_TARGET_AVX2_INLINE __m256 OddColumnsAvx2(__m256 low, __m256 high) {
   return _mm256_shuffle_ps(low, high, _MM_SHUFFLE(3, 1, 3, 1));
 }
 
-MXLITE_POOLING_AVX2_INLINE __m256 SwapMiddlePairsAvx2(__m256 v) {
+MXLITE_TARGET_AVX2_INLINE __m256 SwapMiddlePairsAvx2(__m256 v) {
   return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(v), _MM_SHUFFLE(3, 1, 2, 0)));
-}
-
-// Transposes the 8x8 matrix whose rows are rows[0..7] in place.
-MXLITE_POOLING_AVX2_INLINE void Transpose8x8Avx2(__m256 rows[8]) {
-  __m256 pairs[8], quads[8];
-  MXLITE_UNROLL for (int i = 0; i < 8; i += 2) {
-    pairs[i] = _mm256_unpacklo_ps(rows[i], rows[i + 1]);
-    pairs[i + 1] = _mm256_unpackhi_ps(rows[i], rows[i + 1]);
-  }
-  // quads[4g + j], 128-bit lane c: rows 4g..4g+3, element 4c + j.
-  MXLITE_UNROLL for (int g = 0; g < 8; g += 4) {
-    quads[g] = _mm256_shuffle_ps(pairs[g], pairs[g + 2], _MM_SHUFFLE(1, 0, 1, 0));
-    quads[g + 1] = _mm256_shuffle_ps(pairs[g], pairs[g + 2], _MM_SHUFFLE(3, 2, 3, 2));
-    quads[g + 2] = _mm256_shuffle_ps(pairs[g + 1], pairs[g + 3], _MM_SHUFFLE(1, 0, 1, 0));
-    quads[g + 3] = _mm256_shuffle_ps(pairs[g + 1], pairs[g + 3], _MM_SHUFFLE(3, 2, 3, 2));
-  }
-  MXLITE_UNROLL for (int j = 0; j < 4; ++j) {
-    rows[j] = _mm256_permute2f128_ps(quads[j], quads[4 + j], 0x20);
-    rows[4 + j] = _mm256_permute2f128_ps(quads[j], quads[4 + j], 0x31);
-  }
 }
 
 // One tap's eight columns from row[at] on; kMasked: the lanes outside
 // `lanes` read as -FLT_MAX (`lowest`).
 template <bool kMasked>
-MXLITE_POOLING_AVX2_INLINE __m256 MaxTapAvx2(const float* row, int64_t at, __m256i lanes,
+MXLITE_TARGET_AVX2_INLINE __m256 MaxTapAvx2(const float* row, int64_t at, __m256i lanes,
                                              __m256 lowest) {
   return kMasked ? LoadLanesOrAvx2(lowest, lanes, OffsetAddress(row, at))
                  : _mm256_loadu_ps(row + at);
@@ -665,7 +624,7 @@ MXLITE_POOLING_AVX2_INLINE __m256 MaxTapAvx2(const float* row, int64_t at, __m25
 // stride-2 window takes its taps 0 and 1 from the same two loads (even
 // and odd columns) and tap 2 from two loads two columns on.
 template <int kStride, bool kMasked, int kTaps>
-MXLITE_POOLING_AVX2_INLINE void RowMaximaBlockAvx2(const float* row, int64_t first, int64_t in_w,
+MXLITE_TARGET_AVX2_INLINE void RowMaximaBlockAvx2(const float* row, int64_t first, int64_t in_w,
                                                    int64_t rows, int64_t kernel_w,
                                                    const __m256i* low_lanes,
                                                    const __m256i* high_lanes, float* maxima,
@@ -700,7 +659,7 @@ MXLITE_POOLING_AVX2_INLINE void RowMaximaBlockAvx2(const float* row, int64_t fir
 }
 
 template <int kStride, bool kMasked>
-MXLITE_POOLING_AVX2_INLINE void RowMaximaAvx2(const float* row, int64_t first, int64_t in_w,
+MXLITE_TARGET_AVX2_INLINE void RowMaximaAvx2(const float* row, int64_t first, int64_t in_w,
                                               int64_t rows, int64_t kernel_w,
                                               const __m256i* low_lanes,
                                               const __m256i* high_lanes, float* maxima,
@@ -718,7 +677,7 @@ MXLITE_POOLING_AVX2_INLINE void RowMaximaAvx2(const float* row, int64_t first, i
 }
 
 template <int kRows>
-MXLITE_POOLING_AVX2_INLINE __m256 ColumnMaximumAvx2(const float* maxima, int64_t stride,
+MXLITE_TARGET_AVX2_INLINE __m256 ColumnMaximumAvx2(const float* maxima, int64_t stride,
                                                     int64_t rows) {
   __m256 acc = _mm256_set1_ps(-FLT_MAX);
   const int64_t count = kRows > 0 ? kRows : rows;
@@ -949,7 +908,6 @@ MXLITE_TARGET_AVX2 void AveragePoolPlaneBlockAvx2(const Plane2d& p, const float*
     AveragePoolEightPlanesAvx2<false>(p, grid, src, count, window, dst);
   }
 }
-#undef MXLITE_POOLING_AVX2_INLINE
 #endif  // MXLITE_X86_64
 
 class Pooling : public Operator {
