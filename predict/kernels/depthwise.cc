@@ -487,14 +487,14 @@ MXLITE_TARGET_AVX2_INLINE PlaneColumnsAvx2 PlanColumnsAvx2(const DepthwisePlaneA
 
 template <bool kEdge>
 MXLITE_TARGET_AVX2_INLINE __m256 LoadRowAvx2(const float* row, int64_t column,
-                                         const EdgeVectorAvx2& edge, int k) {
+                                             const EdgeVectorAvx2& edge, int k) {
   return kEdge ? _mm256_maskload_ps(OffsetAddress(row, column), edge.loads[k])
                : _mm256_loadu_ps(row + column);
 }
 
 template <int kStride, bool kEdge>
 MXLITE_TARGET_AVX2_INLINE void LoadTapsAvx2(const float* row, int64_t x, const EdgeVectorAvx2& edge,
-                                        __m256 taps[3]) {
+                                            __m256 taps[3]) {
   if (kStride == 1) {
     MXLITE_UNROLL
     for (int k = 0; k < 3; ++k) {
@@ -514,9 +514,9 @@ MXLITE_TARGET_AVX2_INLINE void LoadTapsAvx2(const float* row, int64_t x, const E
 
 template <int kStride, int kRows, bool kEdge>
 MXLITE_TARGET_AVX2_INLINE void VectorAvx2(const DepthwisePlaneArgs& a, const float* const* in_rows,
-                                      int64_t first_out, int64_t ox,
-                                      const EdgeVectorAvx2& edge, const __m256* w, __m256 bias,
-                                      __m256 lower, __m256 upper) {
+                                          int64_t first_out, int64_t ox,
+                                          const EdgeVectorAvx2& edge, const __m256* w, __m256 bias,
+                                          __m256 lower, __m256 upper) {
   const int64_t x = kStride * ox - a.pad_w;
   float* const output = a.output;
   const float* const residual = a.residual;
@@ -558,8 +558,8 @@ MXLITE_TARGET_AVX2_INLINE void VectorAvx2(const DepthwisePlaneArgs& a, const flo
 
 template <int kStride, int kRows>
 MXLITE_TARGET_AVX2_INLINE void RowsAvx2(const DepthwisePlaneArgs& a, const float* const* in_rows,
-                                    int64_t first_out, const PlaneColumnsAvx2& columns,
-                                    const __m256* w, __m256 bias, __m256 lower, __m256 upper) {
+                                        int64_t first_out, const PlaneColumnsAvx2& columns,
+                                        const __m256* w, __m256 bias, __m256 lower, __m256 upper) {
   for (int e = 0; e < columns.edge_count; ++e) {
     const EdgeVectorAvx2& edge = columns.edges[e];
     VectorAvx2<kStride, kRows, true>(a, in_rows, first_out, edge.ox, edge, w, bias, lower, upper);
@@ -623,8 +623,8 @@ constexpr int64_t kGatherBytesAheadAvx2 = 12 * 64;
 // loaded again.
 template <bool kTail>
 MXLITE_TARGET_AVX2_INLINE void GatherStepAvx2(const DepthwiseBlockArgs& a, float* window,
-                                          int64_t p0, int64_t pixels, int64_t row_skip,
-                                          int64_t* at, int64_t* x) {
+                                              int64_t p0, int64_t pixels, int64_t row_skip,
+                                              int64_t* at, int64_t* x) {
   const float* const input = a.input + p0;
   const int64_t channels = a.channels, in_plane = a.in_plane, in_w = a.in_w;
   const __m256i lanes = LanesBelowAvx2(pixels - p0);
@@ -673,10 +673,10 @@ MXLITE_TARGET_AVX2 void GatherWindowAvx2(const DepthwiseBlockArgs& a, const Bloc
 constexpr int64_t kConvolveChunk = 64;
 
 template <int kStride>
-MXLITE_TARGET_AVX2_INLINE void ConvolvePixelsAvx2(const DepthwiseBlockArgs& a, const BlockWindow& win,
-                                              const float* window, const __m256* w, __m256 bias,
-                                              int64_t count, int64_t* oy, int64_t* ox,
-                                              float* staged) {
+MXLITE_TARGET_AVX2_INLINE void ConvolvePixelsAvx2(const DepthwiseBlockArgs& a,
+                                                  const BlockWindow& win, const float* window,
+                                                  const __m256* w, __m256 bias, int64_t count,
+                                                  int64_t* oy, int64_t* ox, float* staged) {
   const int64_t row_step = win.cols * kAvx2Lanes, out_w = a.out_w;
   const float* p = window + (*oy * row_step + *ox * kAvx2Lanes) * kStride;
   for (int64_t i = 0; i < count; ++i) {
@@ -705,8 +705,8 @@ MXLITE_TARGET_AVX2_INLINE void ConvolvePixelsAvx2(const DepthwiseBlockArgs& a, c
 // last group, `count` < 8 pixels.
 template <bool kTail>
 MXLITE_TARGET_AVX2_INLINE void StoreStagedAvx2(const DepthwiseBlockArgs& a, const float* staged,
-                                           int64_t o0, int64_t count, __m256 lower,
-                                           __m256 upper) {
+                                               int64_t o0, int64_t count, __m256 lower,
+                                               __m256 upper) {
   __m256 v[kAvx2Lanes];
   MXLITE_UNROLL
   for (int j = 0; j < kAvx2Lanes; ++j) v[j] = _mm256_load_ps(staged + j * kAvx2Lanes);

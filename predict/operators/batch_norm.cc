@@ -74,8 +74,8 @@ MXLITE_TARGET_AVX512 void PlaneAvx512(const float* src, float* dst, int64_t coun
 // NormalizeAvx512 in its order (no FMA), the clamp as ClampAvx512 (max and
 // min return their second operand, x, on NaN), so the same bits.
 MXLITE_TARGET_AVX2_INLINE __m256 NormalizeAvx2(__m256 x, __m256 mean, __m256 invstd,
-                                                   bool has_gamma, __m256 gamma, __m256 beta,
-                                                   bool clamps, __m256 lower, __m256 upper) {
+                                               bool has_gamma, __m256 gamma, __m256 beta,
+                                               bool clamps, __m256 lower, __m256 upper) {
   __m256 v = _mm256_mul_ps(_mm256_sub_ps(x, mean), invstd);
   if (has_gamma) v = _mm256_mul_ps(v, gamma);
   v = _mm256_add_ps(v, beta);

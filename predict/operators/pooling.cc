@@ -615,7 +615,7 @@ MXLITE_TARGET_AVX2_INLINE __m256 SwapMiddlePairsAvx2(__m256 v) {
 // `lanes` read as -FLT_MAX (`lowest`).
 template <bool kMasked>
 MXLITE_TARGET_AVX2_INLINE __m256 MaxTapAvx2(const float* row, int64_t at, __m256i lanes,
-                                             __m256 lowest) {
+                                            __m256 lowest) {
   return kMasked ? LoadLanesOrAvx2(lowest, lanes, OffsetAddress(row, at))
                  : _mm256_loadu_ps(row + at);
 }
@@ -625,10 +625,10 @@ MXLITE_TARGET_AVX2_INLINE __m256 MaxTapAvx2(const float* row, int64_t at, __m256
 // and odd columns) and tap 2 from two loads two columns on.
 template <int kStride, bool kMasked, int kTaps>
 MXLITE_TARGET_AVX2_INLINE void RowMaximaBlockAvx2(const float* row, int64_t first, int64_t in_w,
-                                                   int64_t rows, int64_t kernel_w,
-                                                   const __m256i* low_lanes,
-                                                   const __m256i* high_lanes, float* maxima,
-                                                   int64_t maxima_stride) {
+                                                  int64_t rows, int64_t kernel_w,
+                                                  const __m256i* low_lanes,
+                                                  const __m256i* high_lanes, float* maxima,
+                                                  int64_t maxima_stride) {
   const __m256 lowest = _mm256_set1_ps(-FLT_MAX);
   if (kStride == 2 && kTaps == 3) {
     for (int64_t r = 0; r < rows; ++r, row += in_w, maxima += maxima_stride) {
@@ -660,10 +660,10 @@ MXLITE_TARGET_AVX2_INLINE void RowMaximaBlockAvx2(const float* row, int64_t firs
 
 template <int kStride, bool kMasked>
 MXLITE_TARGET_AVX2_INLINE void RowMaximaAvx2(const float* row, int64_t first, int64_t in_w,
-                                              int64_t rows, int64_t kernel_w,
-                                              const __m256i* low_lanes,
-                                              const __m256i* high_lanes, float* maxima,
-                                              int64_t maxima_stride) {
+                                             int64_t rows, int64_t kernel_w,
+                                             const __m256i* low_lanes,
+                                             const __m256i* high_lanes, float* maxima,
+                                             int64_t maxima_stride) {
   if (kernel_w == 3) {
     RowMaximaBlockAvx2<kStride, kMasked, 3>(row, first, in_w, rows, kernel_w, low_lanes,
                                             high_lanes, maxima, maxima_stride);
@@ -678,7 +678,7 @@ MXLITE_TARGET_AVX2_INLINE void RowMaximaAvx2(const float* row, int64_t first, in
 
 template <int kRows>
 MXLITE_TARGET_AVX2_INLINE __m256 ColumnMaximumAvx2(const float* maxima, int64_t stride,
-                                                    int64_t rows) {
+                                                   int64_t rows) {
   __m256 acc = _mm256_set1_ps(-FLT_MAX);
   const int64_t count = kRows > 0 ? kRows : rows;
   MXLITE_UNROLL for (int64_t r = 0; r < count; ++r) {
