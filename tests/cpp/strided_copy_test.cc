@@ -1,8 +1,9 @@
 /*
  * strided_copy_test: GatherRowsZeroPadded against its definition for
  * strides 1-4, row widths 0-40, column starts from before the row to past
- * its end, output counts 0-40 (several 16-lane blocks and every tail) and
- * 300 (past the vector path's limit), and row ranges that start above the
+ * its end, output counts 0-40 (several 16-lane blocks and every tail), 113
+ * (a stem's line), 256 (the AVX2 path's longest) and 300 (past the vector
+ * paths' limits), and row ranges that start above the
  * plane, step by 1 or 2 and end below it. The plane is exactly its size on
  * the heap, so a read outside it shows under the sanitizers; nothing past
  * the last row's end may be written. The vector path is whichever
@@ -26,8 +27,8 @@ int main() {
       std::vector<float> plane(static_cast<size_t>(height * width));
       for (size_t i = 0; i < plane.size(); ++i) plane[i] = static_cast<float>(i) * 0.5f + 1.f;
       for (int64_t first = -5; first <= width + 3; ++first) {
-        for (int64_t count = 0; count <= 41; ++count) {
-          const int64_t outputs = count == 41 ? 300 : count;
+        for (int64_t count = 0; count <= 43; ++count) {
+          const int64_t outputs = count == 41 ? 113 : count == 42 ? 256 : count == 43 ? 300 : count;
           for (const RowRange& range : ranges) {
             const int64_t written = range.rows * outputs;
             std::vector<float> dst(static_cast<size_t>(written + 20), -7.f);
