@@ -182,13 +182,6 @@ MXLITE_TARGET_AVX512 void GatherRowsAvx512(const float* plane, int64_t height, i
 // overlapping the one before it. Shorter rows store eight floats, the
 // spill into the next row rewritten by it, and only dst's last eight
 // floats take a masked store.
-#if defined(__GNUC__) || defined(__clang__)
-#define MXLITE_STRIDED_COPY_AVX2_INLINE \
-  MXLITE_TARGET_AVX2 __attribute__((always_inline)) inline
-#else
-#define MXLITE_STRIDED_COPY_AVX2_INLINE inline
-#endif
-
 constexpr int64_t kMaxBlocksAvx2 = 32;  // rows of up to 256 outputs take the AVX2 path
 
 struct BlockAvx2 {
@@ -198,43 +191,31 @@ struct BlockAvx2 {
   __m256i low, high;  // lanes of the loads at offset and offset + 8 inside the row
 };
 
-// Lanes l with 0 <= first + l < width, as a maskload mask.
-MXLITE_STRIDED_COPY_AVX2_INLINE __m256i LanesInsideAvx2(int64_t first, int64_t width) {
-  alignas(32) static const int32_t kOnesThenZeros[16] = {-1, -1, -1, -1, -1, -1, -1, -1,
-                                                         0,  0,  0,  0,  0,  0,  0,  0};
-  const auto zeros = [](int64_t n) { return 8 - std::min<int64_t>(8, std::max<int64_t>(0, n)); };
-  const __m256i inside = _mm256_loadu_si256(
-      reinterpret_cast<const __m256i*>(kOnesThenZeros + zeros(width - first)));
-  const __m256i before = _mm256_loadu_si256(
-      reinterpret_cast<const __m256i*>(kOnesThenZeros + zeros(-first)));
-  return _mm256_andnot_si256(before, inside);
-}
-
 // Columns 0, 2, ..., 14 of low (0-7) and high (8-15): the even lanes of
 // each 128-bit half, then the halves' pairs put in order.
-MXLITE_STRIDED_COPY_AVX2_INLINE __m256 EvenLanesAvx2(__m256 low, __m256 high) {
+MXLITE_TARGET_AVX2_INLINE __m256 EvenLanesAvx2(__m256 low, __m256 high) {
   const __m256 evens = _mm256_shuffle_ps(low, high, 0x88);
   return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(evens), 0xd8));
 }
 
 template <int kStride>
-MXLITE_STRIDED_COPY_AVX2_INLINE __m256 GatherWholeBlockAvx2(const float* at) {
+MXLITE_TARGET_AVX2_INLINE __m256 GatherWholeBlockAvx2(const float* at) {
   if (kStride == 1) return _mm256_loadu_ps(at);
   return EvenLanesAvx2(_mm256_loadu_ps(at), _mm256_loadu_ps(at + 8));
 }
 
 // A block whose loads reach past the row (or lie wholly outside it).
 template <int kStride>
-MXLITE_STRIDED_COPY_AVX2_INLINE __m256 GatherEdgeBlockAvx2(const float* row,
-                                                           const BlockAvx2& block) {
+MXLITE_TARGET_AVX2_INLINE __m256 GatherEdgeBlockAvx2(const float* row,
+                                                     const BlockAvx2& block) {
   if (block.empty) return _mm256_setzero_ps();
   const __m256 low = _mm256_maskload_ps(OffsetAddress(row, block.offset), block.low);
   if (kStride == 1) return low;
   return EvenLanesAvx2(low, _mm256_maskload_ps(OffsetAddress(row, block.offset + 8), block.high));
 }
 
-MXLITE_STRIDED_COPY_AVX2_INLINE void StoreBlockAvx2(float* dst, bool whole, __m256i tail,
-                                                    __m256 v) {
+MXLITE_TARGET_AVX2_INLINE void StoreBlockAvx2(float* dst, bool whole, __m256i tail,
+                                              __m256 v) {
   if (whole) {
     _mm256_storeu_ps(dst, v);
   } else {
