@@ -9,7 +9,10 @@
  * window starts in the left padding or the stride is 2) and one masked
  * store, the masks and permutes worked out once per call, the padding
  * coming from the masks. (A memcpy and two fills per row, as before, took
- * 5 ns a row: half of such a layer's time.)
+ * 5 ns a row: half of such a layer's time.) AVX2 does the same in blocks
+ * of eight for stride 2 and for stride-1 rows of under 64 outputs, masked
+ * loads only at a row's edges and no masked stores where a row has eight
+ * outputs or more (longer stride-1 rows keep memcpy, as fast there).
  */
 #ifndef MXLITE_KERNELS_STRIDED_COPY_H_
 #define MXLITE_KERNELS_STRIDED_COPY_H_
@@ -25,7 +28,7 @@ namespace mxlite {
 // stride >= 1; first_row and first may be negative. Reads nothing outside
 // the plane and writes nothing past dst[rows * count).
 //
-// prefetch_bytes != 0 asks the AVX-512 paths to also prefetch each input
+// prefetch_bytes != 0 asks the vector paths to also prefetch each input
 // row it reads, prefetch_bytes further on: a caller that gathers plane
 // after plane passes the distance to a later plane, so that plane's rows
 // come from memory while this one is copied (a prefetch never faults, so
