@@ -15,15 +15,6 @@ namespace depthwise_cc {
 
 constexpr int kBlockLanes = static_cast<int>(kDepthwiseBlockChannels);
 
-// Helpers of the vector kernels are forced inline: GCC does not inline
-// across target attributes on its own judgement. DEPTHWISE_ANY_ISA_INLINE
-// ones carry no target, so kernels of either ISA can inline them.
-#if defined(__GNUC__) || defined(__clang__)
-#define DEPTHWISE_ANY_ISA_INLINE __attribute__((always_inline)) inline
-#else
-#define DEPTHWISE_ANY_ISA_INLINE inline
-#endif
-
 // One output element, padding read as zero.
 inline float Window(const DepthwisePlaneArgs& a, int64_t oy, int64_t ox) {
   float sum = 0.f;
@@ -223,26 +214,19 @@ MXLITE_TARGET_AVX512_INLINE void RowsAvx512(const DepthwisePlaneArgs& a,
   }
 }
 
-// PrefetchAhead (x86_simd.h) without its AVX-512 target attribute, so that
-// both ISAs' kernels inline it (and PrefetchRowsAhead below).
-DEPTHWISE_ANY_ISA_INLINE void PrefetchBytesAhead(const float* at, int64_t bytes) {
-  const uintptr_t address = reinterpret_cast<uintptr_t>(at) + static_cast<uintptr_t>(bytes);
-  _mm_prefetch(reinterpret_cast<const char*>(address), _MM_HINT_T0);
-}
-
 // The input rows output rows [oy, oy + rows) move past, and those output
 // rows, further on (see kPrefetchRowsAhead).
 template <int kStride>
-DEPTHWISE_ANY_ISA_INLINE void PrefetchRowsAhead(const DepthwisePlaneArgs& a, int64_t oy,
-                                                int64_t rows) {
+MXLITE_ANY_ISA_INLINE void PrefetchRowsAhead(const DepthwisePlaneArgs& a, int64_t oy,
+                                             int64_t rows) {
   const int64_t in_bytes = a.in_w * int64_t{sizeof(float)};
   const int64_t in_ahead = (oy * kStride + kPrefetchRowsAhead) * in_bytes;
   for (int64_t b = 0; b < kStride * rows * in_bytes; b += 64) {
-    PrefetchBytesAhead(a.input, in_ahead + b);
+    PrefetchAhead(a.input, in_ahead + b);
   }
   const int64_t out_bytes = a.out_w * int64_t{sizeof(float)};
   const int64_t out_ahead = (oy + kPrefetchOutputRowsAhead) * out_bytes;
-  for (int64_t b = 0; b < rows * out_bytes; b += 64) PrefetchBytesAhead(a.output, out_ahead + b);
+  for (int64_t b = 0; b < rows * out_bytes; b += 64) PrefetchAhead(a.output, out_ahead + b);
 }
 
 template <int kStride>
@@ -632,7 +616,7 @@ MXLITE_TARGET_AVX2_INLINE void GatherStepAvx2(const DepthwiseBlockArgs& a, float
   MXLITE_UNROLL
   for (int c = 0; c < kAvx2Lanes; ++c) {
     const float* from = input + c * in_plane;
-    if (c < channels) PrefetchBytesAhead(from, kGatherBytesAheadAvx2);
+    if (c < channels) PrefetchAhead(from, kGatherBytesAheadAvx2);
     v[c] = c >= channels ? _mm256_setzero_ps()
            : kTail       ? _mm256_maskload_ps(from, lanes)
                          : _mm256_loadu_ps(from);
@@ -720,7 +704,7 @@ MXLITE_TARGET_AVX2_INLINE void StoreStagedAvx2(const DepthwiseBlockArgs& a, cons
     if (c < channels) {
       float* to = output + c * out_plane;
       const float* residual = residuals ? residuals + c * out_plane : nullptr;
-      PrefetchBytesAhead(to, kStoreBytesAhead);
+      PrefetchAhead(to, kStoreBytesAhead);
       __m256 value = v[c];
       if (kTail) {
         if (residual) value = _mm256_add_ps(value, _mm256_maskload_ps(residual, lanes));

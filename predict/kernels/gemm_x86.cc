@@ -116,9 +116,7 @@ MXLITE_TARGET_AVX2 void Tile(int64_t kc, const float* a, const float* b, int64_t
       if (ep->clamp) {
         // max(lower, x) and min(upper, x) return x when x is NaN.
         const __m256 lo = _mm256_set1_ps(ep->lower), hi = _mm256_set1_ps(ep->upper);
-        MXLITE_UNROLL for (int v = 0; v < kVecs; ++v) {
-          acc[r][v] = _mm256_min_ps(hi, _mm256_max_ps(lo, acc[r][v]));
-        }
+        MXLITE_UNROLL for (int v = 0; v < kVecs; ++v) acc[r][v] = ClampAvx2(lo, hi, acc[r][v]);
       }
     }
     MXLITE_UNROLL for (int v = 0; v < kLast; ++v) _mm256_storeu_ps(row + 8 * v, acc[r][v]);

@@ -146,13 +146,7 @@ MXLITE_TARGET_AVX512 void GatherRowsAvx512(const float* plane, int64_t height, i
       continue;
     }
     const float* row = plane + y * width;
-    if (prefetch_bytes != 0) {
-      // Every line the row's floats touch, from the one holding its first.
-      const int64_t misalign = static_cast<int64_t>(reinterpret_cast<uintptr_t>(row) % 64);
-      for (int64_t b = -misalign; b < width * int64_t{sizeof(float)}; b += 64) {
-        PrefetchAhead(row, prefetch_bytes + b);
-      }
-    }
+    if (prefetch_bytes != 0) PrefetchRowAhead(row, width, prefetch_bytes);
     for (int64_t b = 0; b < block_count; ++b) {
       const Block& block = blocks[b];
       __m512 v = zero;
@@ -263,16 +257,7 @@ MXLITE_TARGET_AVX2 void GatherRowsAvx2(const float* plane, int64_t height, int64
       continue;
     }
     const float* row = plane + y * width;
-    if (prefetch_bytes != 0) {
-      // Every line the row's floats touch, from the one holding its first
-      // (the address as an integer: it may lie past the buffer).
-      const uintptr_t start = reinterpret_cast<uintptr_t>(row);
-      const uintptr_t at = start + static_cast<uintptr_t>(prefetch_bytes);
-      const int64_t misalign = static_cast<int64_t>(start % 64);
-      for (int64_t b = -misalign; b < width * int64_t{sizeof(float)}; b += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(at + static_cast<uintptr_t>(b)), _MM_HINT_T0);
-      }
-    }
+    if (prefetch_bytes != 0) PrefetchRowAhead(row, width, prefetch_bytes);
     for (int64_t b = 0; b < whole_begin; ++b) {
       StoreBlockAvx2(dst + blocks[b].output, whole, tail,
                      GatherEdgeBlockAvx2<kStride>(row, blocks[b]));

@@ -217,12 +217,12 @@ MXLITE_TARGET_AVX2 void TransformOutputFilter(const WinogradGeometry& g, int64_t
           if (valid == kLanes) {
             if (res_row) value = _mm256_add_ps(value, _mm256_loadu_ps(res_row + x));
             // max(lower, x), then min(upper, .): a NaN in x passes through.
-            if (clamp) value = _mm256_min_ps(hi, _mm256_max_ps(lo, value));
+            if (clamp) value = ClampAvx2(lo, hi, value);
             _mm256_storeu_ps(out_row + x, value);
           } else {
             const __m256i mask = LanesBelowAvx2(valid);
             if (res_row) value = _mm256_add_ps(value, _mm256_maskload_ps(res_row + x, mask));
-            if (clamp) value = _mm256_min_ps(hi, _mm256_max_ps(lo, value));
+            if (clamp) value = ClampAvx2(lo, hi, value);
             _mm256_maskstore_ps(out_row + x, mask, value);
           }
         }

@@ -21,11 +21,13 @@
 // GCC does not inline across a target attribute on its own judgement.
 #define MXLITE_TARGET_AVX2_INLINE MXLITE_TARGET_AVX2 __attribute__((always_inline)) inline
 #define MXLITE_TARGET_AVX512_INLINE MXLITE_TARGET_AVX512 __attribute__((always_inline)) inline
+#define MXLITE_ANY_ISA_INLINE __attribute__((always_inline)) inline
 #else
 #define MXLITE_TARGET_AVX2
 #define MXLITE_TARGET_AVX512
 #define MXLITE_TARGET_AVX2_INLINE inline
 #define MXLITE_TARGET_AVX512_INLINE inline
+#define MXLITE_ANY_ISA_INLINE inline
 #endif
 
 // Full unrolling of a loop over an array of vectors (the GEMM tile's rows)
@@ -73,9 +75,21 @@ inline const float* OffsetAddress(const float* row, int64_t offset) {
 // (a prefetch never faults; there it just fetches nothing useful). Kernels
 // that walk planes in order use it to fetch the same place a plane or a
 // few lines further on without checking for the last plane.
-MXLITE_TARGET_AVX512_INLINE void PrefetchAhead(const float* at, int64_t bytes) {
+// (No target attribute: prefetching is SSE, in every x86-64, so kernels of
+// either ISA inline it.)
+MXLITE_ANY_ISA_INLINE void PrefetchAhead(const float* at, int64_t bytes) {
   const uintptr_t address = reinterpret_cast<uintptr_t>(at) + static_cast<uintptr_t>(bytes);
   _mm_prefetch(reinterpret_cast<const char*>(address), _MM_HINT_T0);
+}
+
+// Prefetches, `bytes` further on, every line that the `width` floats from
+// `row` touch, from the line holding the first: what a gather that walks
+// plane after plane fetches of the next plane's row.
+MXLITE_ANY_ISA_INLINE void PrefetchRowAhead(const float* row, int64_t width, int64_t bytes) {
+  const int64_t misalign = static_cast<int64_t>(reinterpret_cast<uintptr_t>(row) % 64);
+  for (int64_t b = -misalign; b < width * int64_t{sizeof(float)}; b += 64) {
+    PrefetchAhead(row, bytes + b);
+  }
 }
 
 // The three taps of a 3-wide, stride-2 window for sixteen outputs, from
