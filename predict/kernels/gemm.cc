@@ -126,6 +126,10 @@ void GemmRange(const PackedMatrix& a, const float* b, const float* const* b_segm
   const bool pack_b = !b_packed && !b_in_place;
   thread_local std::vector<float> panel;
   if (pack_b) panel.resize(static_cast<size_t>(kKc * CeilDiv(kNc, nr) * nr));
+  // Taken once: in a shared library every use of a thread_local is a call
+  // to __tls_get_addr, and the loops below would make one per tile (1% of
+  // MobileNet's time).
+  float* const panel_data = panel.data();
   float tile[16 * 64];  // MR x NR scratch for edge tiles (largest kernel: 12 x 32)
 
   for (int64_t j0 = col_begin; j0 < col_end; j0 += kNc) {
@@ -143,9 +147,9 @@ void GemmRange(const PackedMatrix& a, const float* b, const float* const* b_segm
       }
       if (pack_b) {
         if (b_transposed) {
-          PackB(b, ldb, true, p0, kc, j0, nc, nr, panel.data());
+          PackB(b, ldb, true, p0, kc, j0, nc, nr, panel_data);
         } else {
-          PackB(b_rows, ldb, false, 0, kc, j0, nc, nr, panel.data());
+          PackB(b_rows, ldb, false, 0, kc, j0, nc, nr, panel_data);
         }
       }
       const bool first = block == 0 && !ep.accumulate;
@@ -161,7 +165,7 @@ void GemmRange(const PackedMatrix& a, const float* b, const float* const* b_segm
           float* c_tile = c + i0 * ldc + j0 + jr;
           const float* b_strip = b_packed     ? b_packed + ((j0 + jr) / nr) * depth * nr + p0 * nr
                                  : b_in_place ? b_rows + j0 + jr
-                                              : panel.data() + jr * kc;
+                                              : panel_data + jr * kc;
           if (kernel.run_tile) {
             const TileEpilogue tile_ep = TileEpilogueAt(ep, i0, j0 + jr);
             kernel.run_tile(kc, a_strip, b_strip, b_in_place ? ldb : nr, c_tile, ldc, !first,
@@ -397,11 +401,15 @@ void SgemvRows(int64_t n, int64_t k, const float* w, const float* x, float* y, T
   const int threads = pool ? pool->size() : 1;
   const int64_t chunk = std::max<int64_t>(1, (n + threads - 1) / threads);
 #if defined(__x86_64__) || defined(_M_X64)
-  static const bool avx512 = SelectedIsa() == Isa::kAvx512;
-  if (avx512) {
+  using GemvRowsFn = void (*)(int64_t rows, int64_t k, const float* w, const float* x,
+                              float* y);
+  static const GemvRowsFn gemv_rows = SelectedIsa() == Isa::kAvx512 ? &gemm_avx512::GemvRows
+                                      : SelectedIsa() == Isa::kAvx2 ? &gemm_avx2::GemvRows
+                                                                     : nullptr;
+  if (gemv_rows) {
     ParallelFor(pool, (n + chunk - 1) / chunk, [&](int64_t task) {
       const int64_t begin = task * chunk, end = std::min(n, begin + chunk);
-      gemm_avx512::GemvRows(end - begin, k, w + begin * k, x, y + begin);
+      gemv_rows(end - begin, k, w + begin * k, x, y + begin);
     });
     return;
   }

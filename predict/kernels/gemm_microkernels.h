@@ -84,6 +84,7 @@ extern const MicroKernel kKernel;
 #if defined(__x86_64__) || defined(_M_X64)
 namespace gemm_avx2 {
 extern const MicroKernel kKernel;
+void GemvRows(int64_t rows, int64_t k, const float* w, const float* x, float* y);
 }
 namespace gemm_avx512 {
 extern const MicroKernel kKernel;
