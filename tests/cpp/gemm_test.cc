@@ -36,7 +36,11 @@ void Compare(const std::vector<float>& got, const std::vector<double>& want, dou
              const char* what, int64_t m, int64_t n, int64_t k) {
   ++g_checks;
   double worst = 0;
-  for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
+  for (size_t i = 0; i < got.size(); ++i) {
+    // A NaN is the worst error; std::max would pass over it.
+    const double error = std::fabs(got[i] - want[i]);
+    worst = std::max(worst, std::isnan(error) ? INFINITY : error);
+  }
   // float accumulation over k terms of magnitude <= scale
   if (!(worst <= 1e-5 * scale * std::sqrt(static_cast<double>(k) + 1) + 1e-6)) {
     ++g_failures;
