@@ -165,6 +165,18 @@ void GemmRange(const PackedMatrix& a, const float* b, const float* const* b_segm
       }
       const bool first = block == 0 && !ep.accumulate;
       const bool last = block == blocks - 1;
+      // The panel's columns from jr on, in B.
+      const auto b_strip_at = [&](int64_t jr) {
+        return b_packed     ? b_packed + ((j0 + jr) / nr) * depth * nr + p0 * nr
+               : b_in_place ? b_rows + j0 + jr
+                            : panel_data + jr * kc;
+      };
+      // A last tile of at most tail_max_cols columns is left to run_tail,
+      // for all the full row strips at once (see MicroKernel).
+      const int64_t tail_cols = nc % nr;
+      const bool tail = kernel.run_tail && !b_in_place && tail_cols > 0 &&
+                        tail_cols <= kernel.tail_max_cols;
+      const int64_t tail_jr = nc - tail_cols;
       for (int64_t i0 = row_begin; i0 < row_end; i0 += mr) {
         const int64_t rows = std::min<int64_t>(mr, row_end - i0);
         const float* a_strip = a.Strip(block, i0 / mr);
@@ -173,10 +185,9 @@ void GemmRange(const PackedMatrix& a, const float* b, const float* const* b_segm
           const bool wide = b_in_place && remaining >= kernel.wide_min_cols &&
                             remaining <= kernel.wide_max_cols;
           cols = wide ? remaining : std::min<int64_t>(nr, remaining);
+          if (tail && jr == tail_jr && rows == mr) continue;
           float* c_tile = c + i0 * ldc + j0 + jr;
-          const float* b_strip = b_packed     ? b_packed + ((j0 + jr) / nr) * depth * nr + p0 * nr
-                                 : b_in_place ? b_rows + j0 + jr
-                                              : panel_data + jr * kc;
+          const float* b_strip = b_strip_at(jr);
           if (kernel.run_tile) {
             const TileEpilogue tile_ep = TileEpilogueAt(ep, i0, j0 + jr);
             kernel.run_tile(kc, a_strip, b_strip, b_in_place ? ldb : nr, c_tile, ldc, !first,
@@ -206,6 +217,13 @@ void GemmRange(const PackedMatrix& a, const float* b, const float* const* b_segm
           }
           if (last) ApplyGemmEpilogue(ep, i0, j0 + jr, rows, cols, c_tile, ldc);
         }
+      }
+      const int64_t full_strips = (row_end - row_begin) / mr;
+      if (tail && full_strips > 0) {
+        const TileEpilogue tail_ep = TileEpilogueAt(ep, row_begin, j0 + tail_jr);
+        kernel.run_tail(kc, a.Strip(block, row_begin / mr), int64_t{mr} * kc,
+                        b_strip_at(tail_jr), nr, c + row_begin * ldc + j0 + tail_jr, ldc, !first,
+                        full_strips, static_cast<int>(tail_cols), last ? &tail_ep : nullptr);
       }
     }
   }

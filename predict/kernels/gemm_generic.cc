@@ -67,7 +67,8 @@ void Run(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool
 }
 #endif  // vector extensions
 
-const MicroKernel kKernel = {"generic-6x8", kMr, kNr, &Run, nullptr, nullptr, 0, 0, false};
+const MicroKernel kKernel = {"generic-6x8", kMr, kNr, &Run, nullptr, nullptr,
+                             0, 0, false, nullptr, 0};
 
 }  // namespace gemm_generic
 }  // namespace mxlite

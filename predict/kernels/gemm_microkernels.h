@@ -43,6 +43,13 @@ using MicroKernelTileFn = void (*)(int64_t kc, const float* a, const float* b, i
                                    float* c, int64_t ldc, bool accumulate, int rows, int cols,
                                    const TileEpilogue* ep);
 
+// The last `cols` columns of a panel for `strips` full strips of packed A
+// (a_stride floats apart), their rows consecutive in C; ep (if not null) is
+// the first strip's epilogue.
+using MicroKernelTailFn = void (*)(int64_t kc, const float* a, int64_t a_stride, const float* b,
+                                   int64_t ldb, float* c, int64_t ldc, bool accumulate,
+                                   int64_t strips, int cols, const TileEpilogue* ep);
+
 // Floats readable past the end of a packed A matrix (zeros), so a kernel
 // may load one whole vector at any step of a strip.
 constexpr int kPackedSlack = 16;
@@ -68,6 +75,11 @@ struct MicroKernel {
   // Whether run_tile reads a plain B in place, at its row stride, rather
   // than from packed strips (see GemmRange).
   bool reads_b_in_place;
+  // A panel's last tile for `strips` full row strips at once, where it has
+  // at most tail_max_cols columns (null, 0: none; the driver then runs those
+  // tiles one by one).
+  MicroKernelTailFn run_tail;
+  int tail_max_cols;
 };
 
 // The micro-kernel for `isa`, or the best one at most as wide.

@@ -64,7 +64,8 @@ void Run(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool
   }
 }
 
-const MicroKernel kKernel = {"neon-8x12", kMr, kNr, &Run, nullptr, nullptr, 0, 0, false};
+const MicroKernel kKernel = {"neon-8x12", kMr, kNr, &Run, nullptr, nullptr,
+                             0, 0, false, nullptr, 0};
 
 #else  // armv7 NEON
 constexpr int kMr = 4;
@@ -98,7 +99,8 @@ void Run(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool
   }
 }
 
-const MicroKernel kKernel = {"neon-4x8", kMr, kNr, &Run, nullptr, nullptr, 0, 0, false};
+const MicroKernel kKernel = {"neon-4x8", kMr, kNr, &Run, nullptr, nullptr,
+                             0, 0, false, nullptr, 0};
 #endif  // aarch64 / armv7
 
 }  // namespace gemm_neon

@@ -135,80 +135,105 @@ const TileFn kTiles[kMr][2][2] = {MXLITE_TILE_ROWS(1), MXLITE_TILE_ROWS(2),
                                   MXLITE_TILE_ROWS(5), MXLITE_TILE_ROWS(6)};
 #undef MXLITE_TILE_ROWS
 
-// Most columns a full-height tile hands to TailTile.
+// Most columns a panel's last tile may have for TailStrips to take it.
 constexpr int kMaxTail = 4;
 
-// A full-height tile of kTail (1..kMaxTail) columns, the product turned
-// around: one accumulator per column holds its 6 rows (lanes 0-5), fed by
-// one load of A's strip times one element of B, so a column costs one FMA
-// per depth step where a masked vector costs six. A 1x1 convolution on a
-// 1x1 map (MobileNetV2's classifier: 1000 x 1280 x 1) is such a product:
-// 313 -> 285 us on Zen 3.
-// Each column keeps kSplit accumulators that take turns by depth step, so
-// kTail * kSplit FMA chains are in flight: with one chain per column a
-// step waited for the previous FMA (4 cycles on Zen 3), and the one-column
-// tail of a 7x7 map (49 = 3 x 16 + 1) cost two thirds of a 16-column tile:
-// 512 x 4608 x 49 ran at 74 GFLOP/s. The partial sums are added pairwise
-// at the end.
-// The lanes past the strip's 6 rows read the next step's values (or the
+// The last tile of a panel, where only 1..kMaxTail columns remain, for
+// several full row strips at once: the product turned around, one
+// accumulator per strip and column holds the strip's 6 rows (lanes 0-5),
+// fed by one load of A's strip times one broadcast element of B (shared by
+// the strips), so a column costs one FMA per strip and depth step where a
+// masked vector costs six. A 1x1 convolution on a 1x1 map (MobileNetV2's
+// classifier: 1000 x 1280 x 1) and the one-column tail of a 7x7 map (49 =
+// 3 x 16 + 1) are such tiles. kStrips strips go together so that kStrips *
+// kTail FMA chains are in flight: one strip at a time, a one-column tail
+// waited on its previous FMA every depth step (4 cycles on Zen 3) and cost
+// two thirds of a 16-column tile. Each output is still the plain sum over
+// the depth in order, as in Tile, so results do not depend on how columns
+// fall into tiles (thread counts, bands, chunks).
+// The lanes past a strip's 6 rows read the next step's values (or the
 // packed matrix's slack) and are never stored. The epilogue runs in scalar
 // code: the same operations, in the same order, as Tile's.
-template <int kTail>
-MXLITE_TARGET_AVX2 void TailTile(int64_t kc, const float* a, const float* b, int64_t ldb,
-                                 float* c, int64_t ldc, bool accumulate,
-                                 const TileEpilogue* ep) {
-  constexpr int kSplit = kTail == 1 ? 4 : 2;
-  __m256 tail[kSplit][kTail];
-  MXLITE_UNROLL for (int s = 0; s < kSplit; ++s) {
-    MXLITE_UNROLL for (int t = 0; t < kTail; ++t) tail[s][t] = _mm256_setzero_ps();
+template <int kTail, int kStrips>
+MXLITE_TARGET_AVX2 void TailStrips(int64_t kc, const float* a, int64_t a_stride, const float* b,
+                                   int64_t ldb, float* c, int64_t ldc, bool accumulate,
+                                   const TileEpilogue* ep) {
+  __m256 acc[kStrips][kTail];
+  MXLITE_UNROLL for (int s = 0; s < kStrips; ++s) {
+    MXLITE_UNROLL for (int t = 0; t < kTail; ++t) acc[s][t] = _mm256_setzero_ps();
   }
-  int64_t p = 0;
-  for (; p + kSplit <= kc; p += kSplit, a += kSplit * kMr, b += kSplit * ldb) {
-    MXLITE_UNROLL for (int s = 0; s < kSplit; ++s) {
-      const __m256 a_column = _mm256_loadu_ps(a + s * kMr);
+  for (int64_t p = 0; p < kc; ++p, a += kMr, b += ldb) {
+    __m256 column[kTail];
+    MXLITE_UNROLL for (int t = 0; t < kTail; ++t) column[t] = _mm256_broadcast_ss(b + t);
+    MXLITE_UNROLL for (int s = 0; s < kStrips; ++s) {
+      const __m256 a_rows = _mm256_loadu_ps(a + s * a_stride);
       MXLITE_UNROLL for (int t = 0; t < kTail; ++t) {
-        tail[s][t] = _mm256_fmadd_ps(a_column, _mm256_broadcast_ss(b + s * ldb + t), tail[s][t]);
+        acc[s][t] = _mm256_fmadd_ps(a_rows, column[t], acc[s][t]);
       }
-    }
-  }
-  for (; p < kc; ++p, a += kMr, b += ldb) {
-    const __m256 a_column = _mm256_loadu_ps(a);
-    MXLITE_UNROLL for (int t = 0; t < kTail; ++t) {
-      tail[0][t] = _mm256_fmadd_ps(a_column, _mm256_broadcast_ss(b + t), tail[0][t]);
-    }
-  }
-  MXLITE_UNROLL for (int t = 0; t < kTail; ++t) {
-    if (kSplit == 4) {
-      tail[0][t] = _mm256_add_ps(_mm256_add_ps(tail[0][t], tail[1 % kSplit][t]),
-                                 _mm256_add_ps(tail[2 % kSplit][t], tail[3 % kSplit][t]));
-    } else {
-      tail[0][t] = _mm256_add_ps(tail[0][t], tail[1 % kSplit][t]);
     }
   }
   alignas(32) float columns[kTail][8];
-  MXLITE_UNROLL for (int t = 0; t < kTail; ++t) _mm256_store_ps(columns[t], tail[0][t]);
-  for (int r = 0; r < kMr; ++r) {
-    float* out = c + r * ldc;
-    for (int t = 0; t < kTail; ++t) {
-      float value = columns[t][r];
-      if (accumulate) value += out[t];
-      if (ep) {
-        if (ep->bias) value += ep->bias[r];
-        if (ep->residual) value += ep->residual[r * ep->residual_stride + t];
-        // The vector clamp's order of operands: a NaN passes through.
-        if (ep->clamp) value = std::min(std::max(value, ep->lower), ep->upper);
+  for (int s = 0; s < kStrips; ++s) {
+    MXLITE_UNROLL for (int t = 0; t < kTail; ++t) _mm256_store_ps(columns[t], acc[s][t]);
+    for (int r = 0; r < kMr; ++r) {
+      const int64_t row = s * kMr + r;
+      float* out = c + row * ldc;
+      for (int t = 0; t < kTail; ++t) {
+        float value = columns[t][r];
+        if (accumulate) value += out[t];
+        if (ep) {
+          if (ep->bias) value += ep->bias[row];
+          if (ep->residual) value += ep->residual[row * ep->residual_stride + t];
+          // The vector clamp's order of operands: a NaN passes through.
+          if (ep->clamp) value = std::min(std::max(value, ep->lower), ep->upper);
+        }
+        out[t] = value;
       }
-      out[t] = value;
     }
   }
 }
 
-using TailTileFn = void (*)(int64_t kc, const float* a, const float* b, int64_t ldb, float* c,
-                            int64_t ldc, bool accumulate, const TileEpilogue* ep);
+using TailStripsFn = void (*)(int64_t kc, const float* a, int64_t a_stride, const float* b,
+                              int64_t ldb, float* c, int64_t ldc, bool accumulate,
+                              const TileEpilogue* ep);
 
-// [columns - 1]
-const TailTileFn kTailTiles[kMaxTail] = {&TailTile<1>, &TailTile<2>, &TailTile<3>,
-                                         &TailTile<4>};
+// Strips per call, by columns: at least 8 FMA chains, and the accumulators,
+// the broadcast columns and A's vector within the 16 YMM registers.
+constexpr int kTailStrips[kMaxTail] = {8, 4, 4, 2};
+
+// [columns - 1][strips - 1]; entries past kTailStrips are never called (they
+// hold the one-strip kernel).
+#define MXLITE_TAIL(T, S) &TailStrips<T, (S <= kTailStrips[T - 1] ? S : 1)>
+#define MXLITE_TAIL_ROW(T)                                                                   \
+  {                                                                                          \
+    MXLITE_TAIL(T, 1), MXLITE_TAIL(T, 2), MXLITE_TAIL(T, 3), MXLITE_TAIL(T, 4),              \
+        MXLITE_TAIL(T, 5), MXLITE_TAIL(T, 6), MXLITE_TAIL(T, 7), MXLITE_TAIL(T, 8)           \
+  }
+const TailStripsFn kTails[kMaxTail][8] = {MXLITE_TAIL_ROW(1), MXLITE_TAIL_ROW(2),
+                                          MXLITE_TAIL_ROW(3), MXLITE_TAIL_ROW(4)};
+#undef MXLITE_TAIL_ROW
+#undef MXLITE_TAIL
+
+// `strips` full row strips (a_stride floats apart in packed A) times the
+// last `cols` (1..kMaxTail) columns of a panel, in groups of up to
+// kTailStrips strips.
+MXLITE_TARGET_AVX2 void RunTail(int64_t kc, const float* a, int64_t a_stride, const float* b,
+                                int64_t ldb, float* c, int64_t ldc, bool accumulate,
+                                int64_t strips, int cols, const TileEpilogue* ep) {
+  const int group = kTailStrips[cols - 1];
+  for (int64_t s = 0; s < strips; s += group) {
+    const int count = static_cast<int>(std::min<int64_t>(group, strips - s));
+    TileEpilogue group_ep = {};
+    if (ep) {
+      group_ep = *ep;
+      if (ep->bias) group_ep.bias = ep->bias + s * kMr;
+      if (ep->residual) group_ep.residual = ep->residual + s * kMr * ep->residual_stride;
+      if (ep->residual) PrefetchResidual(group_ep, count * kMr, cols);
+    }
+    kTails[cols - 1][count - 1](kc, a + s * a_stride, a_stride, b, ldb, c + s * kMr * ldc, ldc,
+                                accumulate, ep ? &group_ep : nullptr);
+  }
+}
 
 // Any tile at its own size: a partial tile needs no scratch copy and
 // computes no rows it does not store.
@@ -216,10 +241,6 @@ MXLITE_TARGET_AVX2 void RunTile(int64_t kc, const float* a, const float* b, int6
                                 float* c, int64_t ldc, bool accumulate, int rows, int cols,
                                 const TileEpilogue* ep) {
   if (ep && ep->residual) PrefetchResidual(*ep, rows, cols);
-  if (rows == kMr && cols <= kMaxTail) {
-    kTailTiles[cols - 1](kc, a, b, ldb, c, ldc, accumulate, ep);
-    return;
-  }
   const int vectors = cols > 8 ? 2 : 1;
   const int last_cols = cols - 8 * (vectors - 1);
   kTiles[rows - 1][vectors - 1][last_cols < 8](kc, a, b, ldb, c, ldc, accumulate, last_cols,
@@ -230,7 +251,8 @@ MXLITE_TARGET_AVX2 void RunTile(int64_t kc, const float* a, const float* b, int6
 // entries. B is packed: read in place on Zen 3 (one thread, min of 3 runs)
 // 384 x 256 x 3136 took 9.6 ms against 7.5 packed, 64 x 576 x 3136 3.8
 // against 3.2, and no shape from the zoo's 1x1 layers ran faster.
-const MicroKernel kKernel = {"avx2-6x16", kMr, kNr, nullptr, nullptr, &RunTile, 0, 0, false};
+const MicroKernel kKernel = {"avx2-6x16", kMr, kNr, nullptr, nullptr, &RunTile, 0, 0, false,
+                             &RunTail, kMaxTail};
 
 MXLITE_TARGET_AVX2_INLINE float HorizontalSumAvx2(__m256 v) {
   __m128 sum = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -602,7 +624,7 @@ MXLITE_TARGET_AVX512 void RunTile(int64_t kc, const float* a, const float* b, in
 
 // Every tile goes through RunTile, so the kernel has no separate whole-tile entries.
 const MicroKernel kKernel = {"avx512-12x32", kMr, kNr, nullptr, nullptr, &RunTile,
-                             kWideMinCols, kWideMaxCols, true};
+                             kWideMinCols, kWideMaxCols, true, nullptr, 0};
 
 // Sum of the 16 lanes. (Not _mm512_reduce_add_ps: GCC 12 warns about an
 // undefined operand inside it.)

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "../../predict/kernels/thread_pool.h"
 #include "../../predict/operators/operator.h"
 
 namespace op_smoke_test {
@@ -85,7 +86,8 @@ Status Infer(Operator* op, std::vector<Shape> given, std::vector<Shape>* in,
 // Creates, infers, prepares and runs; `inputs[i]` empty means random data.
 // With `inplace`, output 0 shares input 0's buffer.
 Status Execute(const std::string& op_name, const AttrMap& attrs, const std::vector<Shape>& shapes,
-               std::vector<std::vector<float>>* inputs, Run* run, bool inplace = false) {
+               std::vector<std::vector<float>>* inputs, Run* run, bool inplace = false,
+               ThreadPool* pool = nullptr) {
   MXL_RETURN_IF_ERROR(Create(op_name, attrs, &run->op));
   MXL_RETURN_IF_ERROR(Infer(run->op.get(), shapes, &run->in_shapes, &run->out_shapes));
   for (const Shape& s : run->in_shapes) {
@@ -119,6 +121,7 @@ Status Execute(const std::string& op_name, const AttrMap& attrs, const std::vect
   OpContext ctx;
   ctx.workspace = workspace_bytes ? workspace.data() : nullptr;
   ctx.workspace_bytes = workspace_bytes;
+  ctx.pool = pool;
   MXL_RETURN_IF_ERROR(run->op->Forward(ctx, in, out));
   run->outputs.clear();
   for (const NDArray& array : out) {
@@ -242,7 +245,8 @@ std::vector<float> NaiveConv(const ConvConfig& cfg, const std::vector<float>& x,
 // A non-empty `kernel_name` is the method the layer must take (unless
 // MXLITE_SHIFTED_GEMM=0 turns the shifted views off).
 void TestConvolution(const std::string& name, const ConvConfig& cfg,
-                     const std::string& kernel_name = "", bool residual_relu = false) {
+                     const std::string& kernel_name = "", bool residual_relu = false,
+                     double atol = 1e-5) {
   AttrMap attrs = {{"kernel", Dims(cfg.kernel)}, {"num_filter", std::to_string(cfg.f)}};
   if (residual_relu) {
     attrs["with_residual"] = "True";
@@ -287,7 +291,17 @@ void TestConvolution(const std::string& name, const ConvConfig& cfg,
     const std::vector<float>& residual = inputs.back();
     for (size_t i = 0; i < want.size(); ++i) want[i] = std::max(want[i] + residual[i], 0.f);
   }
-  ExpectClose("conv " + name, run.outputs[0], want, 1e-4, 1e-5);
+  ExpectClose("conv " + name, run.outputs[0], want, 1e-4, atol);
+  // Threads split the work, never a sum: two threads give the same bits.
+  static ThreadPool two_threads(2);
+  Run threaded;
+  status = Execute(residual_relu ? "_FusedConvolution" : "Convolution", attrs, {Shape(dshape)},
+                   &inputs, &threaded, false, &two_threads);
+  ExpectOk("conv " + name + " (2 threads)", status);
+  Expect(status.ok() && threaded.outputs[0].size() == run.outputs[0].size() &&
+             std::memcmp(threaded.outputs[0].data(), run.outputs[0].data(),
+                         run.outputs[0].size() * sizeof(float)) == 0,
+         "conv " + name + ": 2 threads changed the result");
 }
 
 struct PoolConfig {
@@ -576,6 +590,21 @@ void ConvolutionTests() {
                   views, true);
   TestConvolution("views s2 residual relu", {2, 6, 5, 1, {9, 8}, {3, 3}, {2, 2}, {1, 1}, {}, true},
                   views, true);
+  // Large enough that two threads take rows of their own (ForwardShifted):
+  // groups, stride 2 with residual + relu, a 1x7 (plain views) and a 5x5.
+  TestConvolution("views group threads", {1, 12, 6, 3, {40, 36}, {3, 3}, {}, {1, 1}, {}, false},
+                  views);
+  TestConvolution("views s2 residual relu threads",
+                  {1, 16, 8, 1, {30, 34}, {3, 3}, {2, 2}, {1, 1}, {}, false}, views, true);
+  TestConvolution("views 1x7 threads", {1, 8, 6, 1, {19, 17}, {1, 7}, {}, {0, 3}, {}, false},
+                  views);
+  TestConvolution("views 5x5 threads", {1, 8, 6, 1, {35, 35}, {5, 5}, {}, {2, 2}, {}, false},
+                  views);
+  // Winograd with vector transforms (AVX2, AVX-512), where two threads take
+  // tiles of their own; elsewhere shifted views. Winograd's error grows with
+  // the terms summed, as winograd_test's bound: 2e-5 per channel and tap.
+  TestConvolution("3x3 32->32 at 64x64", {1, 32, 32, 1, {64, 64}, {3, 3}, {}, {1, 1}, {}, true},
+                  "", true, 2e-5 * 32 * 9);
   TestConvolution("kernel = input", {2, 3, 5, 1, {7, 7}, {7, 7}, {}, {}, {}, false});
   TestConvolution("pad > kernel", {1, 2, 3, 1, {5, 5}, {2, 2}, {3, 3}, {3, 3}, {}, false});
   TestConvolution("1d", {2, 3, 5, 1, {13}, {3}, {2}, {1}, {2}, false});
