@@ -86,15 +86,7 @@ inline bool WinogradClaims(const ThreadPool* pool) { return !pool || pool->size(
 // other, so the stride is padded by one cache line (WorkspaceBytes has room).
 inline int64_t WinogradXiStride(int64_t floats) { return floats + 16; }
 
-// Floats of workspace that a chunk of `count` tiles takes in the vector
-// paths: V in the GEMM's packed layout (whole nr-column strips), then M,
-// each xi padded as WinogradXiStride says.
-inline int64_t WinogradChunkFloats(const WinogradGeometry& g, int64_t count, int nr) {
-  const int64_t strips = (count + nr - 1) / nr;
-  return 36 * (WinogradXiStride(strips * nr * g.channels) + WinogradXiStride(g.filters * count));
-}
-
-// One chunk of the vector paths (winograd_avx512.cc, winograd_avx2.cc),
+// The chunk loop of the vector paths (winograd_avx512.cc, winograd_avx2.cc),
 // over Transforms: kLanes tiles per vector, and the two transforms:
 //   Transforms::Input(g, tile0, count, scratch, scratch_w, lines, channels, strips, nr, c, v,
 //                     v_stride)
@@ -102,113 +94,61 @@ inline int64_t WinogradChunkFloats(const WinogradGeometry& g, int64_t count, int
 //   Transforms::Output(g, tile0, count, m, m_stride, line_stride, lines, f, bias, residual,
 //                      clamp, lower, upper, output)
 //     writes filter f's outputs of the chunk's tiles.
-// Each channel's rows are copied into a zero-padded scratch and transformed,
-// the 36 GEMMs are split between the pool's threads (not each one), and each
-// filter's outputs are transformed back. With a null pool the calling thread
-// does it all.
-template <class Transforms>
-void WinogradConvolveChunk(const WinogradGeometry& g, const std::vector<PackedMatrix>& packed,
-                           const float* input, const float* bias, const float* residual,
-                           float lower, float upper, float* output, int64_t tile0,
-                           int64_t count, float* workspace, bool claim, ThreadPool* pool) {
-  constexpr int64_t kLanes = Transforms::kLanes;
-  const int nr = packed[0].kernel().nr;
-  const int64_t tiles_w = g.TilesW();
-  // Room for the last kLanes-tile run of a row to read 4 * kLanes + 2 columns.
-  const int64_t scratch_w = (tiles_w + kLanes - 1) / kLanes * kLanes * 4 + kLanes;
-  const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
-  const bool clamp = lower != -std::numeric_limits<float>::infinity() ||
-                     upper != std::numeric_limits<float>::infinity();
-  const int64_t strips = (count + nr - 1) / nr;
-  float* v = workspace;  // [36][strips][channels][nr]
-  const int64_t v_stride = WinogradXiStride(strips * nr * g.channels);
-  const int64_t m_stride = WinogradXiStride(g.filters * count);
-  float* m = workspace + 36 * v_stride;  // [36][filters][count]
-  const int64_t scratch_h = ((tile0 + count - 1) / tiles_w - tile0 / tiles_w) * 4 + 6;
-  // The chunk's tiles read input rows first_row ... (negative: padding
-  // above); scratch row 0 is first_row, column 0 is -pad_w.
-  const int64_t first_row = (tile0 / tiles_w) * 4 - g.pad_h;
-  const int64_t src_row = std::max<int64_t>(first_row, 0), top = src_row - first_row;
-  const int64_t rows = std::max<int64_t>(0, std::min(g.in_h - src_row, scratch_h - top));
-  // Lines of the transforms, with room for a kLanes-wide read past the
-  // chunk's last tile.
-  const int64_t line_stride = strips * nr + kLanes;
-  ClaimWorkspace(claim, v, 36 * v_stride);
-  ParallelFor(pool, g.channels, [&](int64_t c) {
-    thread_local std::vector<float> scratch, lines;
-    scratch.resize(static_cast<size_t>(scratch_h * scratch_w));
-    lines.resize(static_cast<size_t>(36 * line_stride));
-    CopyPadded(input + c * in_plane + src_row * g.in_w, rows, g.in_w, top, g.pad_w, 0.f,
-               scratch_h, scratch_w, scratch.data());
-    Transforms::Input(g, tile0, count, scratch.data(), scratch_w, lines.data(), g.channels,
-                      strips, nr, c, v, v_stride);
-  });
-  ParallelFor(pool, 36, [&](int64_t xi) {
-    ClaimWorkspace(claim, m + xi * m_stride, g.filters * count);
-    GemmPrepackedB(packed[xi], v + xi * v_stride, count, m + xi * m_stride, count,
-                   GemmEpilogue(), nullptr);
-  });
-  ParallelFor(pool, g.filters, [&](int64_t f) {
-    thread_local std::vector<float> out_lines;
-    out_lines.resize(static_cast<size_t>(16 * line_stride));
-    Transforms::Output(g, tile0, count, m, m_stride, line_stride, out_lines.data(), f,
-                       bias ? bias[f] : 0.f, residual ? residual + f * out_plane : nullptr,
-                       clamp, lower, upper, output + f * out_plane);
-  });
-}
-
-// Fewest tiles per chunk for which WinogradConvolveVector gives each thread
-// tiles of its own (see there).
-constexpr int64_t kWinogradMinThreadChunk = 64;
-
-// The chunk loop of the vector paths. Chunk by chunk, each phase split
-// between the threads; or, where the map has enough tiles, each thread
-// takes a contiguous share of the tiles and runs its chunks alone, in its
-// share of the workspace, with no barrier between the phases: with the
-// phases split, every chunk waited three times for the slower thread, and
-// each core's GEMMs read V that the other core had written. inceptionv3's
-// 147x147 layers ran only 1.2-1.4x faster on two threads than on one.
+// Per chunk: each channel's rows are copied into a zero-padded scratch and
+// transformed, the 36 GEMMs are split between threads (not each one), and
+// each filter's outputs are transformed back.
 template <class Transforms>
 void WinogradConvolveVector(const WinogradGeometry& g, const std::vector<PackedMatrix>& packed,
                             const float* input, const float* bias, const float* residual,
                             float lower, float upper, float* output, float* workspace,
                             ThreadPool* pool) {
+  constexpr int64_t kLanes = Transforms::kLanes;
   const int nr = packed[0].kernel().nr;
-  const int64_t tiles = g.Tiles();
-  const int threads = pool ? pool->size() : 1;
-  if (threads > 1) {
-    // Each thread's tiles and chunks are whole nr-column strips, as the
-    // chunks of the phase-split loop are, and its share of the workspace is
-    // whole cache lines.
-    const int64_t share =
-        static_cast<int64_t>(g.WorkspaceBytes() / sizeof(float)) / threads / 16 * 16;
-    const int64_t per_thread = ((tiles + threads - 1) / threads + nr - 1) / nr * nr;
-    int64_t chunk = per_thread;  // the largest that fits the share
-    while (chunk > nr && WinogradChunkFloats(g, chunk, nr) > share) chunk -= nr;
-    if (chunk >= kWinogradMinThreadChunk && WinogradChunkFloats(g, chunk, nr) <= share) {
-      ParallelFor(pool, threads, [&](int64_t t) {
-        const int64_t begin = std::min(tiles, t * per_thread);
-        const int64_t end = std::min(tiles, begin + per_thread);
-        // Chunks of equal size (in strips), rather than full ones and a
-        // small last one that would re-read all 36 weight matrices for few
-        // tiles.
-        const int64_t chunks = (end - begin + chunk - 1) / chunk;
-        const int64_t strips = (end - begin + nr - 1) / nr;
-        const int64_t even = chunks > 0 ? (strips + chunks - 1) / chunks * nr : 0;
-        for (int64_t tile0 = begin; tile0 < end; tile0 += even) {
-          WinogradConvolveChunk<Transforms>(g, packed, input, bias, residual, lower, upper,
-                                            output, tile0, std::min(even, end - tile0),
-                                            workspace + t * share, true, nullptr);
-        }
-      });
-      return;
-    }
-  }
+  const int64_t tiles = g.Tiles(), tiles_w = g.TilesW();
+  // Room for the last kLanes-tile run of a row to read 4 * kLanes + 2 columns.
+  const int64_t scratch_w = (tiles_w + kLanes - 1) / kLanes * kLanes * 4 + kLanes;
+  const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
+  const bool clamp = lower != -std::numeric_limits<float>::infinity() ||
+                     upper != std::numeric_limits<float>::infinity();
   const bool claim = WinogradClaims(pool);
   for (int64_t tile0 = 0, count = 0; tile0 < tiles; tile0 += count) {
     count = g.ChunkAt(tile0);
-    WinogradConvolveChunk<Transforms>(g, packed, input, bias, residual, lower, upper, output,
-                                      tile0, count, workspace, claim, pool);
+    const int64_t strips = (count + nr - 1) / nr;
+    float* v = workspace;  // [36][strips][channels][nr]
+    const int64_t v_stride = WinogradXiStride(strips * nr * g.channels);
+    const int64_t m_stride = WinogradXiStride(g.filters * count);
+    float* m = workspace + 36 * v_stride;  // [36][filters][count]
+    const int64_t scratch_h = ((tile0 + count - 1) / tiles_w - tile0 / tiles_w) * 4 + 6;
+    // The chunk's tiles read input rows first_row ... (negative: padding
+    // above); scratch row 0 is first_row, column 0 is -pad_w.
+    const int64_t first_row = (tile0 / tiles_w) * 4 - g.pad_h;
+    const int64_t src_row = std::max<int64_t>(first_row, 0), top = src_row - first_row;
+    const int64_t rows = std::max<int64_t>(0, std::min(g.in_h - src_row, scratch_h - top));
+    // Lines of the transforms, with room for a kLanes-wide read past the
+    // chunk's last tile.
+    const int64_t line_stride = strips * nr + kLanes;
+    ClaimWorkspace(claim, v, 36 * v_stride);
+    ParallelFor(pool, g.channels, [&](int64_t c) {
+      thread_local std::vector<float> scratch, lines;
+      scratch.resize(static_cast<size_t>(scratch_h * scratch_w));
+      lines.resize(static_cast<size_t>(36 * line_stride));
+      CopyPadded(input + c * in_plane + src_row * g.in_w, rows, g.in_w, top, g.pad_w, 0.f,
+                 scratch_h, scratch_w, scratch.data());
+      Transforms::Input(g, tile0, count, scratch.data(), scratch_w, lines.data(), g.channels,
+                        strips, nr, c, v, v_stride);
+    });
+    ParallelFor(pool, 36, [&](int64_t xi) {
+      ClaimWorkspace(claim, m + xi * m_stride, g.filters * count);
+      GemmPrepackedB(packed[xi], v + xi * v_stride, count, m + xi * m_stride, count,
+                     GemmEpilogue(), nullptr);
+    });
+    ParallelFor(pool, g.filters, [&](int64_t f) {
+      thread_local std::vector<float> out_lines;
+      out_lines.resize(static_cast<size_t>(16 * line_stride));
+      Transforms::Output(g, tile0, count, m, m_stride, line_stride, out_lines.data(), f,
+                         bias ? bias[f] : 0.f, residual ? residual + f * out_plane : nullptr,
+                         clamp, lower, upper, output + f * out_plane);
+    });
   }
 }
 

@@ -222,19 +222,6 @@ inline void SplitTap(int64_t k, int64_t dilate, int64_t pad, int64_t stride, int
   *phase = a - *shift * stride;
 }
 
-// Floats from one stored view to the next for bands of band_rows output
-// rows. Rows a multiple of 8 KiB apart would fall into few cache sets (and
-// the GEMM would then pack B instead of reading it in place).
-inline int64_t ShiftedPlane(int64_t band_rows, int64_t span_h, int64_t out_w) {
-  const int64_t plane = (band_rows + span_h) * out_w;
-  return plane % 2048 == 0 ? plane + 16 : plane;
-}
-
-// Fewest output columns (rows x width) per thread for which a shifted layer
-// gives each thread rows of its own (see ForwardShifted); a band then has at
-// least half as many.
-constexpr int64_t kShiftedMinThreadColumns = 128;
-
 // Plans shifted views for a 2-D geometry (false for 3-D: those use im2col).
 bool PlanShifted(const Geometry& g, int64_t column_bytes, ShiftedGeometry* plan) {
   if (g.in[0] != 1 || g.kernel[0] != 1) return false;
@@ -276,7 +263,10 @@ bool PlanShifted(const Geometry& g, int64_t column_bytes, ShiftedGeometry* plan)
   const int64_t band_row_bytes =
       std::max<int64_t>(1, p.views * g.channels * g.out[2] * int64_t{sizeof(float)});
   p.rows_per_band = std::max<int64_t>(1, std::min(g.out[1], column_bytes / band_row_bytes));
-  p.plane = ShiftedPlane(p.rows_per_band, p.span_h, g.out[2]);
+  p.plane = (p.rows_per_band + p.span_h) * g.out[2];
+  // Rows a multiple of 8 KiB apart would fall into few cache sets (and the
+  // GEMM would then pack B instead of reading it in place).
+  if (p.plane % 2048 == 0) p.plane += 16;
   return true;
 }
 
@@ -646,55 +636,10 @@ class Convolution : public Operator {
     args->upper = fusion_.upper;
   }
 
-  // One image. On several threads, where each thread's share of the output
-  // rows is wide enough, each thread gathers the views of its own rows into
-  // its share of the workspace and runs its GEMMs alone: with the gather
-  // and the GEMM each split between the threads, every band waited twice for
-  // the slower thread and each core's GEMM packed views the other core had
-  // gathered (inceptionv3's shifted layers ran 1.5-1.7x faster on two
-  // threads than on one). Otherwise the phases are split between threads.
+  // One image: per band of output rows, the views, then per group one
+  // segmented GEMM writing the band's output rows.
   void ForwardShifted(const float* data, const float* residual, float* output, float* views,
                       ThreadPool* pool) const {
-    const Geometry& g = geometry_;
-    const ShiftedGeometry& p = shifted_;
-    const int64_t threads = pool ? pool->size() : 1;
-    if (threads > 1) {
-      const int64_t ow_count = g.out[2];
-      const int64_t per_thread = (g.out[1] + threads - 1) / threads;
-      // Each thread's share of the workspace, in whole cache lines.
-      const int64_t share =
-          static_cast<int64_t>(p.WorkspaceBytes(g.channels) / sizeof(float)) / threads / 16 * 16;
-      const int64_t view_floats = p.views * g.channels;
-      int64_t band = per_thread, plane = 0;
-      for (; band > 0; --band) {
-        plane = ShiftedPlane(band, p.span_h, ow_count);
-        if (view_floats * plane <= share) break;
-      }
-      // Bands of equal height, rather than full ones and a thin last one.
-      if (band > 0) {
-        const int64_t bands = (per_thread + band - 1) / band;
-        band = (per_thread + bands - 1) / bands;
-        plane = ShiftedPlane(band, p.span_h, ow_count);
-      }
-      if (per_thread * ow_count >= kShiftedMinThreadColumns &&
-          band * ow_count >= kShiftedMinThreadColumns / 2 && band > p.span_h) {
-        ParallelFor(pool, threads, [&](int64_t t) {
-          const int64_t first = std::min(g.out[1], t * per_thread);
-          ShiftedRows(data, residual, output, views + t * share, first,
-                      std::min(g.out[1], first + per_thread), band, plane, nullptr);
-        });
-        return;
-      }
-    }
-    ShiftedRows(data, residual, output, views, 0, g.out[1], p.rows_per_band, p.plane, pool);
-  }
-
-  // Output rows [row_begin, row_end) of one image: per band of band_rows
-  // output rows, the views (each plane_stride floats apart), then per group
-  // one segmented GEMM writing the band's output rows.
-  void ShiftedRows(const float* data, const float* residual, float* output, float* views,
-                   int64_t row_begin, int64_t row_end, int64_t band_rows, int64_t plane_stride,
-                   ThreadPool* pool) const {
     const Geometry& g = geometry_;
     const ShiftedGeometry& p = shifted_;
     const int64_t in_plane = g.InSpatial(), out_plane = g.OutSpatial();
@@ -702,8 +647,8 @@ class Convolution : public Operator {
     const int64_t group_in = g.channels / g.groups, group_out = g.filters / g.groups;
     const int64_t taps = static_cast<int64_t>(p.tap_view.size());
     std::vector<const float*> segments(static_cast<size_t>(taps));
-    for (int64_t row = row_begin; row < row_end; row += band_rows) {
-      const int64_t rows = std::min(band_rows, row_end - row);
+    for (int64_t row = 0; row < g.out[1]; row += p.rows_per_band) {
+      const int64_t rows = std::min(p.rows_per_band, g.out[1] - row);
       // A channel's views one after another, while its input rows are in L1
       // (view-major tasks read each plane `views` times from L2: 1x7 layers
       // at 17x17 took 5% longer).
@@ -713,17 +658,17 @@ class Convolution : public Operator {
         GatherRowsZeroPadded(data + c * in_plane, g.in[1], g.in[2],
                              p.first_row[view] + row * g.stride[1], g.stride[1],
                              rows + p.span_h, p.first_col[view], g.stride[2], ow_count,
-                             views + (view * g.channels + c) * plane_stride,
+                             views + (view * g.channels + c) * p.plane,
                              prefetch ? p.prefetch_planes * in_plane * int64_t{sizeof(float)} : 0);
       });
       for (int64_t grp = 0; grp < g.groups; ++grp) {
         for (int64_t t = 0; t < taps; ++t) {
-          segments[t] = views + (p.tap_view[t] * g.channels + grp * group_in) * plane_stride +
+          segments[t] = views + (p.tap_view[t] * g.channels + grp * group_in) * p.plane +
                         p.tap_row[t] * ow_count;
         }
         const int64_t at = grp * group_out * out_plane + row * ow_count;
-        GemmSegmentedB(packed_[grp], segments.data(), plane_stride, rows * ow_count,
-                       output + at, out_plane,
+        GemmSegmentedB(packed_[grp], segments.data(), p.plane, rows * ow_count, output + at,
+                       out_plane,
                        Epilogue(bias_.data() + grp * group_out,
                                 residual ? residual + at : nullptr, out_plane),
                        pool);

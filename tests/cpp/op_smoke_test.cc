@@ -590,8 +590,8 @@ void ConvolutionTests() {
                   views, true);
   TestConvolution("views s2 residual relu", {2, 6, 5, 1, {9, 8}, {3, 3}, {2, 2}, {1, 1}, {}, true},
                   views, true);
-  // Large enough that two threads take rows of their own (ForwardShifted):
-  // groups, stride 2 with residual + relu, a 1x7 (plain views) and a 5x5.
+  // Larger views, where two threads split every GEMM: groups, stride 2 with
+  // residual + relu, a 1x7 (plain views) and a 5x5.
   TestConvolution("views group threads", {1, 12, 6, 3, {40, 36}, {3, 3}, {}, {1, 1}, {}, false},
                   views);
   TestConvolution("views s2 residual relu threads",
@@ -600,9 +600,9 @@ void ConvolutionTests() {
                   views);
   TestConvolution("views 5x5 threads", {1, 8, 6, 1, {35, 35}, {5, 5}, {}, {2, 2}, {}, false},
                   views);
-  // Winograd with vector transforms (AVX2, AVX-512), where two threads take
-  // tiles of their own; elsewhere shifted views. Winograd's error grows with
-  // the terms summed, as winograd_test's bound: 2e-5 per channel and tap.
+  // Winograd with vector transforms (AVX2, AVX-512), elsewhere shifted views.
+  // Winograd's error grows with the terms summed, as winograd_test's bound:
+  // 2e-5 per channel and tap.
   TestConvolution("3x3 32->32 at 64x64", {1, 32, 32, 1, {64, 64}, {3, 3}, {}, {1, 1}, {}, true},
                   "", true, 2e-5 * 32 * 9);
   TestConvolution("kernel = input", {2, 3, 5, 1, {7, 7}, {7, 7}, {}, {}, {}, false});
