@@ -367,7 +367,8 @@ Status PackedMatrix::Pack(const float* a, int64_t lda, int64_t rows, int64_t dep
   // the right size from an earlier call is reused as it is: no clearing, no
   // fresh pages to fault in.
   // kPackedSlack zeros after the last strip: a micro-kernel may load a whole
-  // vector where a strip step holds fewer floats (see TailTile).
+  // vector where a strip step holds fewer floats (see the tail kernels in
+  // gemm_x86.cc).
   data_.resize(static_cast<size_t>(offset + kPackedSlack));
   std::fill(data_.end() - kPackedSlack, data_.end(), 0.f);
   ParallelFor(pool, blocks * strips_, [&](int64_t task) {

@@ -3,7 +3,8 @@
  * 1 and 3 threads) and the GEMV against a naive double-precision product,
  * on awkward sizes that exercise every edge tile (and the AVX-512 kernel's
  * single-column tails) and depth block, with B read in place and packed, and
- * B in scattered depth segments (GemmSegmentedB). The
+ * B in scattered depth segments (GemmSegmentedB); and the vector GEMVs'
+ * order of summation, bit for bit. The
  * micro-kernel is the one MXLITE_ISA allows, so running this under
  * MXLITE_ISA=scalar / avx2 / unset covers every variant.
  */
@@ -11,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -134,6 +136,31 @@ void TestGemv(int64_t n, int64_t k, ThreadPool* pool) {
   Compare(y, want, 1.0, "SgemvRows", n, 1, k);
 }
 
+// The vector GEMVs (AVX2 and AVX-512) give the same bits: each row is 16
+// partial sums, lane l taking the FMA chain over columns l, l + 16, ..., in
+// order (the last, partial group masked to zero), added up in lane order.
+// Emulated here with std::fma.
+void TestGemvOrder(int64_t n, int64_t k) {
+  std::vector<float> w = Random(n * k, 11), x = Random(k, 12), y(static_cast<size_t>(n));
+  SgemvRows(n, k, w.data(), x.data(), y.data(), nullptr);
+  ++g_checks;
+  for (int64_t i = 0; i < n; ++i) {
+    float lanes[16] = {};
+    for (int64_t p = 0; p < (k + 15) / 16 * 16; ++p) {
+      const float product_w = p < k ? w[i * k + p] : 0.f, product_x = p < k ? x[p] : 0.f;
+      lanes[p % 16] = std::fma(product_w, product_x, lanes[p % 16]);
+    }
+    float want = 0.f;
+    for (float lane : lanes) want += lane;
+    if (std::memcmp(&want, &y[i], sizeof(float)) != 0) {
+      ++g_failures;
+      std::printf("FAIL SgemvRows order n=%lld k=%lld row %lld: %.9g, want %.9g\n",
+                  (long long)n, (long long)k, (long long)i, y[i], want);
+      return;
+    }
+  }
+}
+
 }  // namespace gemm_test
 
 int main() {
@@ -164,6 +191,9 @@ int main() {
       }
       TestSgemm(false, false, s[0], s[1], s[2], 0.5f, pool);
       TestGemv(s[0], s[2], pool);
+      if (SelectedIsa() == Isa::kAvx2 || SelectedIsa() == Isa::kAvx512) {
+        TestGemvOrder(s[0], s[2]);
+      }
     }
     // Segments of one depth block, of two (300 = 2 x 150) and of three
     // uneven ones (520 = 173 + 173 + 174).
