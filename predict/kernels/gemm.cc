@@ -25,7 +25,9 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // before has, at 56x56 and larger). Zen 3, one thread, median of 40
 // interleaved runs, GFLOP/s: 64 x 32 x 12544 60 -> 64, 80 x 64 x 5329 57 ->
 // 62, 128 x 128 x 3136 73 -> 75, 384 x 256 x 3136 65 -> 67.
+#if defined(MXLITE_X86_64)
 constexpr int64_t kPackPrefetchBytes = 256;
+#endif
 
 // Copies kc rows of NR floats (row stride ldb) into a packed strip; NR is a
 // compile-time constant so each row copy is a few inlined vector moves, not
