@@ -676,67 +676,125 @@ MXLITE_TARGET_AVX2_INLINE void RowMaximaAvx2(const float* row, int64_t first, in
   }
 }
 
-template <int kRows>
-MXLITE_TARGET_AVX2_INLINE __m256 ColumnMaximumAvx2(const float* maxima, int64_t stride,
-                                                   int64_t rows) {
-  __m256 acc = _mm256_set1_ps(-FLT_MAX);
-  const int64_t count = kRows > 0 ? kRows : rows;
-  MXLITE_UNROLL for (int64_t r = 0; r < count; ++r) {
-    acc = _mm256_max_ps(_mm256_loadu_ps(maxima + r * stride), acc);
+// Per column block of eight outputs, how MaxPoolPlaneRowsAvx2 loads its
+// taps: rows [0, unmasked_rows) with plain loads, the rest with the masks.
+// A block whose windows use only columns inside the row loads plainly even
+// where its loads run past the row's end (the lanes there feed only odd
+// columns of stride 2 or outputs past out_w, never stored), as long as they
+// stay inside the plane: on 17- and 35-wide planes every block reaches past
+// the row, and masking them all made 3x3/2 on 768x17x17 twice as slow.
+struct MaxBlockLoads {
+  int64_t unmasked_rows;
+  int32_t low_lanes[kMaxPoolSeparableTaps][8], high_lanes[kMaxPoolSeparableTaps][8];
+};
+
+// Fills blocks[(out_w + 7) / 8] for p (stride_w 1 or 2); once per Prepare.
+MXLITE_TARGET_AVX2 void PlanMaxBlockLoadsAvx2(const Plane2d& p, MaxBlockLoads* blocks) {
+  const int64_t kStride = p.stride_w;
+  // A block's last load ends at column first + reach.
+  const int64_t reach = (kStride == 2 ? 15 : 7) + p.kernel_w - 1;
+  const int64_t in_pixels = p.in_h * p.in_w;
+  for (int64_t ow = 0; ow < p.out_w; ow += 8) {
+    MaxBlockLoads& block = blocks[ow / 8];
+    const int64_t first_column = ow * kStride - p.pad_w;
+    const int64_t last_used = (std::min<int64_t>(ow + 8, p.out_w) - 1) * kStride - p.pad_w +
+                              p.kernel_w - 1;
+    block.unmasked_rows = 0;
+    if (first_column >= 0 && last_used < p.in_w) {
+      // Rows r whose loads end inside the plane: r * in_w + first + reach < in_pixels.
+      const int64_t room = in_pixels - 1 - first_column - reach;
+      block.unmasked_rows = room < 0 ? 0 : std::min(p.in_h, room / p.in_w + 1);
+    }
+    for (int64_t kw = 0; kw < p.kernel_w; ++kw) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(block.low_lanes[kw]),
+                          LanesInsideAvx2(first_column + kw, p.in_w));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(block.high_lanes[kw]),
+                          LanesInsideAvx2(first_column + kw + 8, p.in_w));
+    }
   }
-  return acc;
 }
 
-// MaxPoolPlaneSeparable in eight lanes, without its software prefetch: on
-// Zen 3 the hardware prefetcher does better alone. One thread, input in L3
-// (a 4 MB sweep between runs), prefetch -> none: 3x3/2 on 64x112x112 279 ->
-// 233 us (with DRAM-cold input 640 -> 542), 192x71x71 378 -> 290, 768x17x17
-// 191 -> 108.
-MXLITE_TARGET_AVX2 void MaxPoolPlaneSeparableAvx2(const Plane2d& p, const float* src,
-                                                  float* dst) {
-  const int64_t row_maxima_w = (p.out_w + 7) / 8 * 8;
-  thread_local std::vector<float> row_maxima_buffer;
-  row_maxima_buffer.resize(static_cast<size_t>(p.in_h * row_maxima_w));
-  float* const row_maxima = row_maxima_buffer.data();
-  const int64_t in_w = p.in_w, stride_w = p.stride_w;
+// The row maxima of input row r for every column block (stride 2: in
+// paired order).
+template <int kStride>
+MXLITE_TARGET_AVX2_INLINE void RowMaximaOfRowAvx2(const Plane2d& p, const float* src, int64_t r,
+                                                  const MaxBlockLoads* blocks, float* maxima) {
+  const float* row = src + r * p.in_w;
+  const int64_t in_w = p.in_w, taps = p.kernel_w;
+  __m256i low_lanes[kMaxPoolSeparableTaps], high_lanes[kMaxPoolSeparableTaps];
   for (int64_t ow = 0; ow < p.out_w; ow += 8) {
-    const int64_t first_column = ow * stride_w - p.pad_w;
-    __m256i low_lanes[kMaxPoolSeparableTaps], high_lanes[kMaxPoolSeparableTaps];
-    bool inside = true;
-    for (int64_t kw = 0; kw < p.kernel_w; ++kw) {
-      low_lanes[kw] = LanesInsideAvx2(first_column + kw, in_w);
-      high_lanes[kw] = LanesInsideAvx2(first_column + kw + 8, in_w);
-      inside = inside && AllLanesAvx2(low_lanes[kw]) &&
-               (stride_w == 1 || AllLanesAvx2(high_lanes[kw]));
+    const MaxBlockLoads& block = blocks[ow / 8];
+    const int64_t first_column = ow * kStride - p.pad_w;
+    if (r < block.unmasked_rows) {
+      RowMaximaAvx2<kStride, false>(row, first_column, in_w, 1, taps, low_lanes, high_lanes,
+                                    maxima + ow, 0);
+      continue;
     }
-    float* maxima = row_maxima + ow;
-    const int64_t rows = p.in_h, taps = p.kernel_w;
-    if (stride_w == 1 && inside) {
-      RowMaximaAvx2<1, false>(src, first_column, in_w, rows, taps, low_lanes, high_lanes, maxima,
-                              row_maxima_w);
-    } else if (stride_w == 1) {
-      RowMaximaAvx2<1, true>(src, first_column, in_w, rows, taps, low_lanes, high_lanes, maxima,
-                             row_maxima_w);
-    } else if (inside) {
-      RowMaximaAvx2<2, false>(src, first_column, in_w, rows, taps, low_lanes, high_lanes, maxima,
-                              row_maxima_w);
-    } else {
-      RowMaximaAvx2<2, true>(src, first_column, in_w, rows, taps, low_lanes, high_lanes, maxima,
-                             row_maxima_w);
+    for (int64_t kw = 0; kw < taps; ++kw) {
+      low_lanes[kw] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.low_lanes[kw]));
+      high_lanes[kw] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.high_lanes[kw]));
     }
+    RowMaximaAvx2<kStride, true>(row, first_column, in_w, 1, taps, low_lanes, high_lanes,
+                                 maxima + ow, 0);
   }
+}
+
+// MaxPoolPlaneSeparable in eight lanes, without its software prefetch (on
+// Zen 3 the hardware prefetcher does better alone: one thread, input in L3,
+// prefetch -> none: 3x3/2 on 64x112x112 279 -> 233 us, 192x71x71 378 ->
+// 290, 768x17x17 191 -> 108), and output row by output row: each input
+// row's maxima are made when the first window that needs them comes, into
+// a ring of kernel_h rows that stays in L1, and the plane is read once in
+// memory order. (Making the whole plane's row maxima first, column block by
+// column block, walked the plane's rows once per block and sent 47 KB of
+// row maxima through L2 on 147x147. One thread, 8 MB swept between runs,
+// median of 20 interleaved, three runs: 3x3/2 on 64x147x147 955-1385 ->
+// 575-720 us, 192x71x71 0.71-0.77x, 64x111x111 0.59-0.73x; 768x17x17 0.82x
+// with the plain loads past the row's end, 1.4x without.)
+template <int kStride>
+MXLITE_TARGET_AVX2 void MaxPoolPlaneRowsAvx2(const Plane2d& p, const MaxBlockLoads* blocks,
+                                             const float* src, float* dst) {
+  const int64_t row_maxima_w = (p.out_w + 7) / 8 * 8;
+  // Row r's maxima at slot r & ring_mask (a power of two: a division per
+  // row to find its slot cost more than the row on 17-wide planes).
+  int64_t ring_rows = 1;
+  while (ring_rows < p.kernel_h) ring_rows *= 2;
+  const int64_t ring_mask = ring_rows - 1;
+  thread_local std::vector<float> ring_buffer;
+  if (ring_buffer.size() < static_cast<size_t>(ring_rows * row_maxima_w)) {
+    ring_buffer.resize(static_cast<size_t>(ring_rows * row_maxima_w));
+  }
+  float* const ring = ring_buffer.data();
+  int64_t next_row = 0;  // the first input row whose maxima are not in the ring
   for (int64_t oh = 0; oh < p.out_h; ++oh) {
     const int64_t start = oh * p.stride_h - p.pad_h;
     const int64_t first = std::max<int64_t>(start, 0);
     const int64_t last = std::min(start + p.kernel_h, p.in_h);
+    for (int64_t r = std::max(next_row, first); r < last; ++r) {
+      RowMaximaOfRowAvx2<kStride>(p, src, r, blocks, ring + (r & ring_mask) * row_maxima_w);
+    }
+    next_row = std::max(next_row, last);
     float* out_row = dst + oh * p.out_w;
-    const float* window_maxima = row_maxima + first * row_maxima_w;
-    const bool three_rows = last - first == 3;
+    if (last - first == 3) {  // the usual 3x3 window, unclipped
+      const float* row0 = ring + (first & ring_mask) * row_maxima_w;
+      const float* row1 = ring + ((first + 1) & ring_mask) * row_maxima_w;
+      const float* row2 = ring + ((first + 2) & ring_mask) * row_maxima_w;
+      for (int64_t ow = 0; ow < p.out_w; ow += 8) {
+        // max(v, acc) keeps acc when v is NaN or equal.
+        __m256 acc = _mm256_max_ps(_mm256_loadu_ps(row0 + ow), _mm256_set1_ps(-FLT_MAX));
+        acc = _mm256_max_ps(_mm256_loadu_ps(row1 + ow), acc);
+        acc = _mm256_max_ps(_mm256_loadu_ps(row2 + ow), acc);
+        if (kStride == 2) acc = SwapMiddlePairsAvx2(acc);
+        StoreFirstAvx2(out_row + ow, p.out_w - ow, acc);
+      }
+      continue;
+    }
     for (int64_t ow = 0; ow < p.out_w; ow += 8) {
-      __m256 acc = three_rows ? ColumnMaximumAvx2<3>(window_maxima + ow, row_maxima_w, 3)
-                              : ColumnMaximumAvx2<0>(window_maxima + ow, row_maxima_w,
-                                                     last - first);
-      if (stride_w == 2) acc = SwapMiddlePairsAvx2(acc);
+      __m256 acc = _mm256_set1_ps(-FLT_MAX);
+      for (int64_t r = first; r < last; ++r) {
+        acc = _mm256_max_ps(_mm256_loadu_ps(ring + (r & ring_mask) * row_maxima_w + ow), acc);
+      }
+      if (kStride == 2) acc = SwapMiddlePairsAvx2(acc);
       StoreFirstAvx2(out_row + ow, p.out_w - ow, acc);
     }
   }
@@ -775,9 +833,15 @@ MXLITE_TARGET_AVX2 void PoolPaddedAvx2(const Plane2d& p, const float* scratch, i
   }
 }
 
-MXLITE_TARGET_AVX2 void PoolPlane2dAvx2(const Plane2d& p, const float* src, float* dst) {
+// `max_blocks`: PlanMaxBlockLoadsAvx2's plan, for max pooling.
+MXLITE_TARGET_AVX2 void PoolPlane2dAvx2(const Plane2d& p, const MaxBlockLoads* max_blocks,
+                                        const float* src, float* dst) {
   if (p.max) {
-    MaxPoolPlaneSeparableAvx2(p, src, dst);
+    if (p.stride_w == 1) {
+      MaxPoolPlaneRowsAvx2<1>(p, max_blocks, src, dst);
+    } else {
+      MaxPoolPlaneRowsAvx2<2>(p, max_blocks, src, dst);
+    }
     return;
   }
   const PaddedGrid grid = PaddedGridOf(p);
@@ -1058,6 +1122,11 @@ class Pooling : public Operator {
     // (the average pools stay blocked: 2-4x faster there).
     blocked_planes_ = vector_plane_ && padded_pixels <= kPoolBlockMaxPixels &&
                       (type_ == kAvg || (!avx2_ && g.out[2] <= 24));
+    max_block_loads_.clear();
+    if (vector_plane_ && avx2_ && type_ == kMax) {
+      max_block_loads_.resize(static_cast<size_t>((g.out[2] + 7) / 8));
+      PlanMaxBlockLoadsAvx2(PlaneOf(), max_block_loads_.data());
+    }
 #endif
     return Status();
   }
@@ -1089,21 +1158,7 @@ class Pooling : public Operator {
       return Status();
     }
     if (vector_plane_) {
-      Plane2d p;
-      p.in_h = g.in[1];
-      p.in_w = g.in[2];
-      p.out_h = g.out[1];
-      p.out_w = g.out[2];
-      p.kernel_h = g.kernel[1];
-      p.kernel_w = g.kernel[2];
-      p.stride_h = g.stride[1];
-      p.stride_w = g.stride[2];
-      p.pad_h = g.pad[1];
-      p.pad_w = g.pad[2];
-      p.max = type_ == kMax;
-      p.row_extent = row_extent_.data();
-      p.col_extent = col_extent_.data();
-      p.uniform_divisor = uniform_divisor_;
+      const Plane2d p = PlaneOf();
       if (blocked_planes_) {
         const int64_t lanes = avx2_ ? kPoolBlockLanesAvx2 : kPoolBlockLanes;
         ParallelFor(ctx.pool, (g.planes + lanes - 1) / lanes, [&](int64_t block) {
@@ -1122,7 +1177,8 @@ class Pooling : public Operator {
       ParallelFor(ctx.pool, g.planes, [&](int64_t plane) {
         const bool next_plane = plane + 1 < g.planes;
         if (avx2_) {
-          PoolPlane2dAvx2(p, x + plane * in_plane, y + plane * out_plane);
+          PoolPlane2dAvx2(p, max_block_loads_.data(), x + plane * in_plane,
+                          y + plane * out_plane);
         } else {
           PoolPlane2dAvx512(p, x + plane * in_plane, y + plane * out_plane, next_plane);
         }
@@ -1149,6 +1205,29 @@ class Pooling : public Operator {
   }
 
  private:
+#if defined(MXLITE_X86_64)
+  // The vector paths' view of the geometry (2-D, in g.in[1..2]).
+  Plane2d PlaneOf() const {
+    const Geometry& g = geometry_;
+    Plane2d p;
+    p.in_h = g.in[1];
+    p.in_w = g.in[2];
+    p.out_h = g.out[1];
+    p.out_w = g.out[2];
+    p.kernel_h = g.kernel[1];
+    p.kernel_w = g.kernel[2];
+    p.stride_h = g.stride[1];
+    p.stride_w = g.stride[2];
+    p.pad_h = g.pad[1];
+    p.pad_w = g.pad[2];
+    p.max = type_ == kMax;
+    p.row_extent = row_extent_.data();
+    p.col_extent = col_extent_.data();
+    p.uniform_divisor = uniform_divisor_;
+    return p;
+  }
+#endif
+
   float Window(const float* src, const Geometry& g, const Span& sd, const Span& sh,
                const Span& sw) const {
     if (type_ == kMax) {
@@ -1204,6 +1283,7 @@ class Pooling : public Operator {
   bool whole_planes_ = false;    // PoolWholePlanesAvx512 applies
   bool blocked_planes_ = false;  // PoolPlaneBlockAvx512 applies
   bool avx2_ = false;            // the AVX2 versions run instead of the AVX-512 ones
+  std::vector<MaxBlockLoads> max_block_loads_;  // AVX2 max pooling's plan, per column block
 #endif
   std::vector<Span> spans_[3];
   bool nan_on_empty_ = false;

@@ -802,6 +802,19 @@ void PoolingBitExactTests() {
                         {"max", "valid", {1, 3, 29, 75}, {5, 5}, {2, 2}, {2, 2}}, ties);
     TestPoolingBitExact("max k3 s2 pad 1 full 30x61" + data,
                         {"max", "full", {1, 3, 30, 61}, {3, 3}, {2, 2}, {1, 1}}, ties);
+    // The AVX2 max row path: blocks that load past the row's end (odd
+    // widths, the last row of the last plane masked), a ring of kernel_h
+    // rows (4 and 5 rows: slots wrap), windows clipped by pad and 'full'.
+    TestPoolingBitExact("max k3 s2 9x9 full pad 1" + data,
+                        {"max", "full", {1, 5, 9, 9}, {3, 3}, {2, 2}, {1, 1}}, ties);
+    TestPoolingBitExact("max k3 s2 11x19" + data,
+                        {"max", "valid", {2, 3, 11, 19}, {3, 3}, {2, 2}, {0, 0}}, ties);
+    TestPoolingBitExact("max k4x3 s1 13x37 full pad 1" + data,
+                        {"max", "full", {1, 3, 13, 37}, {4, 3}, {1, 1}, {1, 1}}, ties);
+    TestPoolingBitExact("max k1x3 s2 7x23" + data,
+                        {"max", "valid", {1, 3, 7, 23}, {1, 3}, {2, 2}, {0, 0}}, ties);
+    TestPoolingBitExact("max k5x2 s2 pad 2 full 14x9" + data,
+                        {"max", "full", {1, 4, 14, 9}, {5, 2}, {2, 2}, {2, 1}}, ties);
     PoolConfig global{"avg", "", {1, 37, 9, 11}, {}, {}, {}, true};
     TestPoolingBitExact("global avg 37 planes" + data, global, ties);
     global.type = "max";
