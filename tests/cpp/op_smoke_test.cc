@@ -815,6 +815,19 @@ void PoolingBitExactTests() {
                         {"max", "valid", {1, 3, 7, 23}, {1, 3}, {2, 2}, {0, 0}}, ties);
     TestPoolingBitExact("max k5x2 s2 pad 2 full 14x9" + data,
                         {"max", "full", {1, 4, 14, 9}, {5, 2}, {2, 2}, {2, 1}}, ties);
+    // The AVX2 average row path (uniform divisors): row tails, a ring of
+    // 8 rows wrapping (kernel 5), stride 2 with 2- and 1-wide windows, odd
+    // row counts (the last pair of output rows is a single one).
+    TestPoolingBitExact("avg k3 s1 pad 1 9x9" + data,
+                        {"avg", "valid", {1, 5, 9, 9}, {3, 3}, {1, 1}, {1, 1}}, ties);
+    TestPoolingBitExact("avg k5 s1 pad 2 11x21" + data,
+                        {"avg", "valid", {1, 3, 11, 21}, {5, 5}, {1, 1}, {2, 2}}, ties);
+    TestPoolingBitExact("avg k2 s2 13x29" + data,
+                        {"avg", "valid", {2, 3, 13, 29}, {2, 2}, {2, 2}, {0, 0}}, ties);
+    TestPoolingBitExact("avg k1 s2 9x19" + data,
+                        {"avg", "valid", {1, 3, 9, 19}, {1, 1}, {2, 2}, {0, 0}}, ties);
+    TestPoolingBitExact("avg k3x2 s2x1 pad 1 full 15x33" + data,
+                        {"avg", "full", {1, 3, 15, 33}, {3, 2}, {2, 1}, {1, 0}}, ties);
     PoolConfig global{"avg", "", {1, 37, 9, 11}, {}, {}, {}, true};
     TestPoolingBitExact("global avg 37 planes" + data, global, ties);
     global.type = "max";
