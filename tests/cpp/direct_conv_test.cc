@@ -6,8 +6,9 @@
  * (AVX-512: 16 and 48 columns; AVX2: 8 and 24, and the 2 + 2 split of
  * four vectors), filter counts that leave a partial group of 8 and partial
  * AVX2 tiles of 4 (1, 2 or 3 filters), taps up to 11x11, a residual and a
- * clamp, and the output rows split into bands of several sizes. The vector
- * path is whichever MXLITE_ISA allows (the portable loop below AVX2).
+ * clamp, and the output rows split into bands of several sizes (which the
+ * AVX2 path runs filter group by filter group). The vector path is
+ * whichever MXLITE_ISA allows (the portable loop below AVX2).
  */
 #include <algorithm>
 #include <cmath>
@@ -38,8 +39,10 @@ int main() {
   cases.push_back({2, 3, 3, 1, 1, 1, 6});
   cases.push_back({1, 11, 11, 2, 5, 5, 4});
   // With the 3x3 stride-1 cases (out_w = in_w + 2): 8, 9, 24, 25, 32, 40.
+  // 224 and 225: rows of a stem's width, where AVX2's stride-2 gather reads
+  // most blocks whole and only the edges with masks.
   const int64_t widths[] = {1, 5, 6, 7, 15, 16, 17, 22, 23, 30, 31, 33, 38,
-                            47, 48, 49, 64, 65, 97, 113};
+                            47, 48, 49, 64, 65, 97, 113, 224, 225};
   for (const Case& k : cases) {
     for (int64_t in_w : widths) {
       for (int64_t in_h : {int64_t{1}, int64_t{6}, int64_t{11}}) {
