@@ -196,14 +196,13 @@ MXLITE_TARGET_AVX2 void GatherStrideTwoAvx2(const float* plane, int64_t height, 
     // the one before it, so nothing is stored past a line.
     for (int64_t j = 0; j < line_len; j += 8) {
       const int64_t at = std::min(j, line_len - 8), column = 2 * at - pad_w;
-      __m256 evens = zero, odds = zero;
-      if (!inside) {
-      } else if (column >= 0 && column + 16 <= width) {
+      __m256 evens = zero, odds = zero;  // rows above or below the input
+      if (inside && column >= 0 && column + 16 <= width) {
         const __m256 a = _mm256_loadu2_m128(row + column + 8, row + column);
         const __m256 b = _mm256_loadu2_m128(row + column + 12, row + column + 4);
         evens = _mm256_shuffle_ps(a, b, 0x88);
         odds = _mm256_shuffle_ps(a, b, 0xdd);
-      } else {
+      } else if (inside) {
         const __m256 low =
             _mm256_maskload_ps(OffsetAddress(row, column), LanesInsideAvx2(column, width));
         const __m256 high = _mm256_maskload_ps(OffsetAddress(row, column + 8),
@@ -269,7 +268,7 @@ void RowsVector(const DirectConvGeometry& g, const float* input, const float* pa
   if (storage.size() < floats) storage.resize(floats);
   float* lines = storage.data();
   for (int64_t c = 0; c < g.channels; ++c) {
-    if (kStride == 2 && Tiles::kLanes == 8) {
+    if (kStride == 2 && Tiles::kLanes == 8) {  // AVX2: both phases in one pass
       float* even = lines + c * kStride * band_rows * line_len;
       GatherStrideTwoAvx2(input + c * g.in_h * g.in_w, g.in_h, g.in_w,
                           row_begin * kStride - g.pad_h, band_rows, g.pad_w, line_len, even,
