@@ -751,14 +751,23 @@ MXLITE_TARGET_AVX2_INLINE void RowMaximaOfRowAvx2(const Plane2d& p, const float*
 // median of 20 interleaved, three runs: 3x3/2 on 64x147x147 955-1385 ->
 // 575-720 us, 192x71x71 0.71-0.77x, 64x111x111 0.59-0.73x; 768x17x17 0.82x
 // with the plain loads past the row's end, 1.4x without.)
+// Planes whose row maxima take at most this many floats (8 KB, a quarter of
+// L1) make them all first, as MaxPoolPlaneSeparable: the ring's per-row
+// setup cost more than the rows there. One thread, 8 MB swept between
+// runs, ring -> whole, median of 20: 3x3/2 on 768x17x17 0.78-0.83x, 288x35x35
+// 0.92x, 128x55x55 0.89-0.91x; but 192x71x71 (11 KB) 1.21x.
+constexpr int64_t kWholePlaneRowMaxima = 2048;
+
 template <int kStride>
 MXLITE_TARGET_AVX2 void MaxPoolPlaneRowsAvx2(const Plane2d& p, const MaxBlockLoads* blocks,
                                              const float* src, float* dst) {
   const int64_t row_maxima_w = (p.out_w + 7) / 8 * 8;
+  const bool whole_plane = p.in_h * row_maxima_w <= kWholePlaneRowMaxima;
   // Row r's maxima at slot r & ring_mask (a power of two: a division per
-  // row to find its slot cost more than the row on 17-wide planes).
+  // row to find its slot cost more than the row on 17-wide planes); with
+  // whole_plane, slot r.
   int64_t ring_rows = 1;
-  while (ring_rows < p.kernel_h) ring_rows *= 2;
+  while (ring_rows < (whole_plane ? p.in_h : p.kernel_h)) ring_rows *= 2;
   const int64_t ring_mask = ring_rows - 1;
   thread_local std::vector<float> ring_buffer;
   if (ring_buffer.size() < static_cast<size_t>(ring_rows * row_maxima_w)) {
@@ -766,6 +775,27 @@ MXLITE_TARGET_AVX2 void MaxPoolPlaneRowsAvx2(const Plane2d& p, const MaxBlockLoa
   }
   float* const ring = ring_buffer.data();
   int64_t next_row = 0;  // the first input row whose maxima are not in the ring
+  if (whole_plane) {
+    // Column block by column block, each over all rows: the masks and the
+    // loop set up once per block, not once per row and block.
+    __m256i low_lanes[kMaxPoolSeparableTaps], high_lanes[kMaxPoolSeparableTaps];
+    for (int64_t ow = 0; ow < p.out_w; ow += 8) {
+      const MaxBlockLoads& block = blocks[ow / 8];
+      const int64_t first_column = ow * kStride - p.pad_w, plain = block.unmasked_rows;
+      RowMaximaAvx2<kStride, false>(src, first_column, p.in_w, plain, p.kernel_w, low_lanes,
+                                    high_lanes, ring + ow, row_maxima_w);
+      if (plain == p.in_h) continue;
+      for (int64_t kw = 0; kw < p.kernel_w; ++kw) {
+        low_lanes[kw] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.low_lanes[kw]));
+        high_lanes[kw] =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.high_lanes[kw]));
+      }
+      RowMaximaAvx2<kStride, true>(src + plain * p.in_w, first_column, p.in_w, p.in_h - plain,
+                                   p.kernel_w, low_lanes, high_lanes,
+                                   ring + plain * row_maxima_w + ow, row_maxima_w);
+    }
+    next_row = p.in_h;
+  }
   for (int64_t oh = 0; oh < p.out_h; ++oh) {
     const int64_t start = oh * p.stride_h - p.pad_h;
     const int64_t first = std::max<int64_t>(start, 0);
