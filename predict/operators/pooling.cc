@@ -1039,7 +1039,7 @@ MXLITE_TARGET_AVX2 void PoolWholePlanesAvx2(bool max, float divisor, const float
 // a template argument here: tested at run time, its other branch's
 // registers made GCC spill two of the eight sums in the tap loop (16 YMM
 // registers, not 32), which doubled its time. No software prefetch, as in
-// MaxPoolPlaneSeparableAvx2 (input in L3, prefetch -> none: 3x3/1 on
+// MaxPoolPlaneRowsAvx2 (input in L3, prefetch -> none: 3x3/1 on
 // 768x17x17 374 -> 263 us, 2x2/2 on 256x28x28 208 -> 114).
 constexpr int64_t kPoolBlockLanesAvx2 = 8;
 
