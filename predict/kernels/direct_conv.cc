@@ -93,24 +93,31 @@ MXLITE_TARGET_AVX512 void TileAvx512(const float* lines, const int64_t* offsets,
   // The clamp's bounds are loaded only now: held in registers through the
   // tap loop they pushed an accumulator onto the stack.
   const __m512 lower = _mm512_set1_ps(out.lower), upper = _mm512_set1_ps(out.upper);
+  // Copies of the output's fields, as in TileAvx2: read through `out`,
+  // each store could change them, so they would be reloaded after it.
+  const int64_t plane = out.plane, columns = out.columns, filters = out.filters;
+  float* const output = out.output;
+  const float* const residual = out.residual;
   MXLITE_UNROLL
   for (int f = 0; f < kTileFilters; ++f) {
-    if (f >= out.filters) break;
-    const __m512 b = _mm512_set1_ps(bias[f]);
-    MXLITE_UNROLL
-    for (int v = 0; v < kVecs; ++v) {
-      __m512 value = _mm512_add_ps(acc[f][v], b);
-      float* dst = out.output + f * out.plane + 16 * v;
-      const __mmask16 lanes = LanesBelowAvx512(out.columns - 16 * v);
-      if (out.residual) {
-        value = _mm512_add_ps(value, _mm512_maskz_loadu_ps(lanes, out.residual + f * out.plane +
-                                                                      16 * v));
-      }
-      value = ClampAvx512(lower, upper, value);
-      if (lanes == 0xffff) {
-        _mm512_storeu_ps(dst, value);
-      } else {
-        _mm512_mask_storeu_ps(dst, lanes, value);
+    // A guard, not a break: clang fails to unroll the two-exit loop.
+    if (f < filters) {
+      const __m512 b = _mm512_set1_ps(bias[f]);
+      MXLITE_UNROLL
+      for (int v = 0; v < kVecs; ++v) {
+        __m512 value = _mm512_add_ps(acc[f][v], b);
+        float* dst = output + f * plane + 16 * v;
+        const __mmask16 lanes = LanesBelowAvx512(columns - 16 * v);
+        if (residual) {
+          value = _mm512_add_ps(value,
+                                _mm512_maskz_loadu_ps(lanes, residual + f * plane + 16 * v));
+        }
+        value = ClampAvx512(lower, upper, value);
+        if (lanes == 0xffff) {
+          _mm512_storeu_ps(dst, value);
+        } else {
+          _mm512_mask_storeu_ps(dst, lanes, value);
+        }
       }
     }
   }

@@ -620,6 +620,20 @@ MXLITE_TARGET_AVX2_INLINE __m256 MaxTapAvx2(const float* row, int64_t at, __m256
                  : _mm256_loadu_ps(row + at);
 }
 
+// acc's maximum with tap kw of a row's eight outputs (stride 2: in paired
+// order).
+template <int kStride, bool kMasked>
+MXLITE_TARGET_AVX2_INLINE __m256 MaxOfTapAvx2(const float* row, int64_t first, int64_t kw,
+                                              const __m256i* low_lanes, const __m256i* high_lanes,
+                                              __m256 lowest, __m256 acc) {
+  __m256 v = MaxTapAvx2<kMasked>(row, first + kw, low_lanes[kw], lowest);
+  if (kStride == 2) {
+    v = EvenColumnsAvx2(v, MaxTapAvx2<kMasked>(row, first + kw + 8, high_lanes[kw], lowest));
+  }
+  // max(v, acc) keeps acc when v is NaN or equal.
+  return _mm256_max_ps(v, acc);
+}
+
 // RowMaximaBlock in eight lanes (stride 2: in paired order). The 3-wide
 // stride-2 window takes its taps 0 and 1 from the same two loads (even
 // and odd columns) and tap 2 from two loads two columns on.
@@ -644,15 +658,18 @@ MXLITE_TARGET_AVX2_INLINE void RowMaximaBlockAvx2(const float* row, int64_t firs
     }
     return;
   }
-  const int64_t taps = kTaps > 0 ? kTaps : kernel_w;
   for (int64_t r = 0; r < rows; ++r, row += in_w, maxima += maxima_stride) {
     __m256 acc = lowest;
-    MXLITE_UNROLL for (int64_t kw = 0; kw < taps; ++kw) {
-      __m256 v = MaxTapAvx2<kMasked>(row, first + kw, low_lanes[kw], lowest);
-      if (kStride == 2) {
-        v = EvenColumnsAvx2(v, MaxTapAvx2<kMasked>(row, first + kw + 8, high_lanes[kw], lowest));
+    // Unrolled only where the count is a constant: clang reports the
+    // runtime-count loop as a failed unroll (-Wpass-failed).
+    if constexpr (kTaps > 0) {
+      MXLITE_UNROLL for (int64_t kw = 0; kw < kTaps; ++kw) {
+        acc = MaxOfTapAvx2<kStride, kMasked>(row, first, kw, low_lanes, high_lanes, lowest, acc);
       }
-      acc = _mm256_max_ps(v, acc);
+    } else {
+      for (int64_t kw = 0; kw < kernel_w; ++kw) {
+        acc = MaxOfTapAvx2<kStride, kMasked>(row, first, kw, low_lanes, high_lanes, lowest, acc);
+      }
     }
     _mm256_storeu_ps(maxima, acc);
   }
