@@ -90,12 +90,15 @@ inline int64_t WinogradXiStride(int64_t floats) { return floats + 16; }
 // over Transforms: kLanes tiles per vector, and the two transforms:
 //   Transforms::Input(g, tile0, count, scratch, scratch_w, lines, channels, strips, nr, c, v,
 //                     v_stride)
-//     writes channel c's V rows of the chunk's tiles into the packed-B layout;
+//     writes channel c's V rows of the chunk's tiles into the packed-B layout,
+//     from a zero-padded copy of the rows they read; or, where
+//     Transforms::kReadsPlane, Input(g, tile0, count, plane, channels, strips,
+//     nr, c, v, v_stride) reads channel c's plane itself (masked loads);
 //   Transforms::Output(g, tile0, count, m, m_stride, line_stride, lines, f, bias, residual,
 //                      clamp, lower, upper, output)
 //     writes filter f's outputs of the chunk's tiles.
-// Per chunk: each channel's rows are copied into a zero-padded scratch and
-// transformed, the 36 GEMMs are split between threads (not each one), and
+// Per chunk: each channel's rows are transformed (copied into a zero-padded
+// scratch first where the transform needs one), the 36 GEMMs are split between threads (not each one), and
 // each filter's outputs are transformed back.
 template <class Transforms>
 void WinogradConvolveVector(const WinogradGeometry& g, const std::vector<PackedMatrix>& packed,
@@ -105,8 +108,6 @@ void WinogradConvolveVector(const WinogradGeometry& g, const std::vector<PackedM
   constexpr int64_t kLanes = Transforms::kLanes;
   const int nr = packed[0].kernel().nr;
   const int64_t tiles = g.Tiles(), tiles_w = g.TilesW();
-  // Room for the last kLanes-tile run of a row to read 4 * kLanes + 2 columns.
-  const int64_t scratch_w = (tiles_w + kLanes - 1) / kLanes * kLanes * 4 + kLanes;
   const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
   const bool clamp = lower != -std::numeric_limits<float>::infinity() ||
                      upper != std::numeric_limits<float>::infinity();
@@ -118,25 +119,35 @@ void WinogradConvolveVector(const WinogradGeometry& g, const std::vector<PackedM
     const int64_t v_stride = WinogradXiStride(strips * nr * g.channels);
     const int64_t m_stride = WinogradXiStride(g.filters * count);
     float* m = workspace + 36 * v_stride;  // [36][filters][count]
-    const int64_t scratch_h = ((tile0 + count - 1) / tiles_w - tile0 / tiles_w) * 4 + 6;
-    // The chunk's tiles read input rows first_row ... (negative: padding
-    // above); scratch row 0 is first_row, column 0 is -pad_w.
-    const int64_t first_row = (tile0 / tiles_w) * 4 - g.pad_h;
-    const int64_t src_row = std::max<int64_t>(first_row, 0), top = src_row - first_row;
-    const int64_t rows = std::max<int64_t>(0, std::min(g.in_h - src_row, scratch_h - top));
     // Lines of the transforms, with room for a kLanes-wide read past the
     // chunk's last tile.
     const int64_t line_stride = strips * nr + kLanes;
     ClaimWorkspace(claim, v, 36 * v_stride);
-    ParallelFor(pool, g.channels, [&](int64_t c) {
-      thread_local std::vector<float> scratch, lines;
-      scratch.resize(static_cast<size_t>(scratch_h * scratch_w));
-      lines.resize(static_cast<size_t>(36 * line_stride));
-      CopyPadded(input + c * in_plane + src_row * g.in_w, rows, g.in_w, top, g.pad_w, 0.f,
-                 scratch_h, scratch_w, scratch.data());
-      Transforms::Input(g, tile0, count, scratch.data(), scratch_w, lines.data(), g.channels,
-                        strips, nr, c, v, v_stride);
-    });
+    if constexpr (Transforms::kReadsPlane) {
+      ParallelFor(pool, g.channels, [&](int64_t c) {
+        Transforms::Input(g, tile0, count, input + c * in_plane, g.channels, strips, nr, c, v,
+                          v_stride);
+      });
+    } else {
+      // Room for the last kLanes-tile run of a row to read 4 * kLanes + 2
+      // columns.
+      const int64_t scratch_w = (tiles_w + kLanes - 1) / kLanes * kLanes * 4 + kLanes;
+      const int64_t scratch_h = ((tile0 + count - 1) / tiles_w - tile0 / tiles_w) * 4 + 6;
+      // The chunk's tiles read input rows first_row ... (negative: padding
+      // above); scratch row 0 is first_row, column 0 is -pad_w.
+      const int64_t first_row = (tile0 / tiles_w) * 4 - g.pad_h;
+      const int64_t src_row = std::max<int64_t>(first_row, 0), top = src_row - first_row;
+      const int64_t rows = std::max<int64_t>(0, std::min(g.in_h - src_row, scratch_h - top));
+      ParallelFor(pool, g.channels, [&](int64_t c) {
+        thread_local std::vector<float> scratch, lines;
+        scratch.resize(static_cast<size_t>(scratch_h * scratch_w));
+        lines.resize(static_cast<size_t>(36 * line_stride));
+        CopyPadded(input + c * in_plane + src_row * g.in_w, rows, g.in_w, top, g.pad_w, 0.f,
+                   scratch_h, scratch_w, scratch.data());
+        Transforms::Input(g, tile0, count, scratch.data(), scratch_w, lines.data(), g.channels,
+                          strips, nr, c, v, v_stride);
+      });
+    }
     ParallelFor(pool, 36, [&](int64_t xi) {
       ClaimWorkspace(claim, m + xi * m_stride, g.filters * count);
       GemmPrepackedB(packed[xi], v + xi * v_stride, count, m + xi * m_stride, count,

@@ -234,6 +234,7 @@ MXLITE_TARGET_AVX2 void TransformOutputFilter(const WinogradGeometry& g, int64_t
 // The transforms for WinogradConvolveVector (winograd.h).
 struct Transforms {
   static constexpr int64_t kLanes = winograd_avx2::kLanes;
+  static constexpr bool kReadsPlane = false;
   static constexpr auto Input = &TransformInputChannel;
   static constexpr auto Output = &TransformOutputFilter;
 };

@@ -3,13 +3,12 @@
  * method). Sixteen tiles travel together, one per vector lane, so every
  * transform step is one vector instruction for sixteen tiles:
  *
- *   - input: for each channel, the rows the chunk's tiles read are first
- *     copied into a zero-padded scratch, so windows need no bounds checks;
- *     B^T runs down whole rows, a permute deinterleave sorts the results by
- *     column within the tile, and B runs across sixteen tiles at once (see
- *     TransformInputChannel). The result goes straight into the GEMM's
- *     packed-B layout (strips of NR tiles, one row per channel), so the 36
- *     GEMMs need no packing pass of their own;
+ *   - input: for each channel, B^T runs down the window rows, read from
+ *     the plane with masked loads that supply the zero padding, a permute
+ *     deinterleave sorts the results by column within the tile, and B runs
+ *     across sixteen tiles at once (see TransformInputChannel). The result
+ *     goes straight into the GEMM's packed-B layout (strips of NR tiles, one
+ *     row per channel), so the 36 GEMMs need no packing pass of their own;
  *   - GEMMs: the 36 products M[xi] = U[xi] V[xi] are independent, so the
  *     thread pool splits them between threads instead of splitting each one;
  *   - output: for each filter, the 36 values of sixteen tiles are sixteen-
@@ -23,7 +22,6 @@
  */
 #include "winograd.h"
 
-#include "padding.h"
 #include "x86_simd.h"
 
 #if defined(MXLITE_X86_64)
@@ -64,78 +62,122 @@ MXLITE_TARGET_AVX512 inline void OutputTransform6(const __m512 m[6], __m512 y[4]
   y[3] = _mm512_add_ps(_mm512_fmadd_ps(eight, d34, d12), m[5]);
 }
 
+// Stores lanes [0, n) of `value`, chunk tiles t ... t + n - 1, into one V
+// matrix (xi's) of the packed-B layout, channel c: tile t sits in strip
+// t / nr at lane t % nr, so a run of sixteen tiles may start in one strip
+// and end in the next (two masked stores).
+MXLITE_TARGET_AVX512_INLINE void StoreTileRun(float* v_xi, int64_t channels, int nr, int64_t c,
+                                              int64_t t, int64_t n, __m512 value) {
+  const int64_t strip = t / nr, lane = t % nr;
+  float* dst = v_xi + (strip * channels + c) * nr + lane;
+  const int64_t first = std::min<int64_t>(n, nr - lane);
+  _mm512_mask_storeu_ps(dst, LanesBelowAvx512(first), value);
+  if (first < n) {
+    // Lanes [first, n) go to the start of the next strip.
+    float* next = v_xi + ((strip + 1) * channels + c) * nr - first;
+    _mm512_mask_storeu_ps(next, static_cast<__mmask16>(LanesBelowAvx512(n) &
+                                                       ~LanesBelowAvx512(first)),
+                          value);
+  }
+}
+
 // V for channel c of the chunk, in packed-B layout:
-// v[((xi * strips + strip) * channels + c) * nr + lane_in_strip].
+// v[xi * v_stride + (strip * channels + c) * nr + lane_in_strip], read
+// straight from the input plane.
 //
-// Two passes. First, per tile row, B^T runs down the columns of the window
-// rows (contiguous vectors over the whole row), and the results are split by
-// column position within the tile (a stride-4 deinterleave by permutes) into
-// 36 lines, lines[(r * 6 + k) * stride + t] = (B^T d)[r][k] of chunk tile t,
-// where t runs across tile rows. Second, sixteen consecutive tiles at a
-// time, B runs along k and the 36 results are stored as two 16-lane halves
-// of the packed strips. No gathers: Zen 4/5 gathers cost several times more
-// per element than these permutes.
+// Per tile row, sixteen tiles at a time (lanes are tiles): B^T runs down
+// the six window rows in blocks of sixteen columns, read with masked loads
+// that supply the zero padding (rows outside the plane are zero vectors), so
+// the plane needs no padded copy; the six results go to a small stack
+// buffer. Then per result row r, permutes deinterleave the row by column
+// position within the tile (column k of tile i is element 4 i + k), B runs
+// along k in registers, and the six outputs are stored into the packed
+// strips directly. No gathers: Zen 4/5 gathers cost several times more per
+// element than these permutes. (An earlier version copied each channel into
+// a padded scratch and sorted the columns into 36 chunk-wide lines first:
+// three more passes over the data.)
 MXLITE_TARGET_AVX512 void TransformInputChannel(const WinogradGeometry& g, int64_t tile0,
-                                                  int64_t count, const float* scratch,
-                                                  int64_t scratch_w, float* lines,
+                                                  int64_t count, const float* plane,
                                                   int64_t channels, int64_t strips, int nr,
                                                   int64_t c, float* v, int64_t v_stride) {
   const int64_t tiles_w = g.TilesW();
   const int64_t first_row = tile0 / tiles_w, last_row = (tile0 + count - 1) / tiles_w;
-  const int64_t line_stride = strips * nr;
-  // Lanes past the last tile stay zero, so the GEMM reads zeros there.
-  for (int line = 0; line < 36; ++line) {
-    std::fill(lines + line * line_stride + count, lines + (line + 1) * line_stride, 0.f);
+  // The last strip's lanes past the chunk's last tile hold zeros, so the
+  // GEMM reads finite values there.
+  if (count < strips * nr) {
+    const int64_t lane = count % nr;
+    for (int xi = 0; xi < 36; ++xi) {
+      float* dst = v + xi * v_stride + ((strips - 1) * channels + c) * nr;
+      for (int64_t at = lane; at < nr; at += kLanes) {
+        _mm512_mask_storeu_ps(dst + at, LanesBelowAvx512(nr - at), _mm512_setzero_ps());
+      }
+    }
   }
   // idx[q]: elements q, q+4, ..., q+28 of a register pair in lanes 0..7.
+  // next[k]: lanes 1..15 of one vector, then lane k of another (column 4
+  // or 5 of tile i is column 0 or 1 of tile i + 1).
   __m512i idx[4];
   for (int q = 0; q < 4; ++q) {
     idx[q] = _mm512_add_epi32(
         _mm512_set_epi32(60, 56, 52, 48, 44, 40, 36, 32, 28, 24, 20, 16, 12, 8, 4, 0),
         _mm512_set1_epi32(q));
   }
+  const __m512i next[2] = {
+      _mm512_set_epi32(16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1),
+      _mm512_set_epi32(17, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1)};
   alignas(64) float vertical[6][80];
+  const int64_t next_plane_bytes = g.in_h * g.in_w * int64_t{sizeof(float)};
   for (int64_t ty = first_row; ty <= last_row; ++ty) {
-    const float* window = scratch + (ty - first_row) * 4 * scratch_w;
+    const int64_t y0 = ty * 4 - g.pad_h;
     const int64_t tx_begin = ty == first_row ? tile0 % tiles_w : 0;
     const int64_t tx_end = ty == last_row ? (tile0 + count - 1) % tiles_w + 1 : tiles_w;
     for (int64_t tx0 = tx_begin; tx0 < tx_end; tx0 += kLanes) {
       const int64_t n = std::min<int64_t>(kLanes, tx_end - tx0);
-      const __mmask16 mask = static_cast<__mmask16>((1u << n) - 1);
       const int64_t t = ty * tiles_w + tx0 - tile0;
-      // Sixteen tiles read columns 4*tx0 ... 4*tx0 + 65 of six rows.
-      const float* base = window + 4 * tx0;
-      for (int j = 0; j < 5; ++j) {
+      // Sixteen tiles read columns x0 ... x0 + 65 of rows y0 ... y0 + 5.
+      const int64_t x0 = tx0 * 4 - g.pad_w;
+      // The same columns of the next channel's first four rows (the next
+      // tile row reads the other two), fetched while this one computes: a
+      // chunk reads a short run of rows per channel, too short for the
+      // hardware prefetcher to pick up at each new plane.
+      const int64_t x_first = std::max<int64_t>(x0, 0);
+      const int64_t width = std::min<int64_t>(g.in_w, x0 + 4 * n + 2) - x_first;
+      for (int64_t y = std::max<int64_t>(y0, 0); y < std::min(g.in_h, y0 + 4); ++y) {
+        PrefetchRowAhead(plane + y * g.in_w + x_first, width, next_plane_bytes);
+      }
+      MXLITE_UNROLL for (int j = 0; j < 5; ++j) {
+        const int64_t x = x0 + 16 * j;
+        const __mmask16 inside = LanesInsideAvx512(x, g.in_w);
         __m512 d[6], out[6];
-        for (int r = 0; r < 6; ++r) d[r] = _mm512_loadu_ps(base + r * scratch_w + 16 * j);
+        MXLITE_UNROLL for (int r = 0; r < 6; ++r) {
+          const int64_t y = y0 + r;
+          d[r] = y >= 0 && y < g.in_h ? _mm512_maskz_loadu_ps(inside, plane + y * g.in_w + x)
+                                      : _mm512_setzero_ps();
+        }
         InputTransform6(d, out);
         for (int r = 0; r < 6; ++r) _mm512_store_ps(vertical[r] + 16 * j, out[r]);
       }
       for (int r = 0; r < 6; ++r) {
+        const float* row = vertical[r];
+        const __m512 b0 = _mm512_load_ps(row), b1 = _mm512_load_ps(row + 16);
+        const __m512 b2 = _mm512_load_ps(row + 32), b3 = _mm512_load_ps(row + 48);
+        const __m512 b4 = _mm512_load_ps(row + 64);
+        __m512 columns[6], out[6];
+        for (int q = 0; q < 4; ++q) {
+          // Lanes 0..7 from b0/b1, lanes 8..15 from b2/b3 (the masked form
+          // of the shuffle: GCC 12 warns about an undefined operand in the
+          // plain one).
+          const __m512 low = _mm512_permutex2var_ps(b0, idx[q], b1);
+          const __m512 high = _mm512_permutex2var_ps(b2, idx[q], b3);
+          columns[q] = _mm512_maskz_shuffle_f32x4(0xffff, low, high, 0x44);
+        }
+        columns[4] = _mm512_permutex2var_ps(columns[0], next[0], b4);
+        columns[5] = _mm512_permutex2var_ps(columns[1], next[1], b4);
+        InputTransform6(columns, out);
         for (int k = 0; k < 6; ++k) {
-          // Column k of tile i is element 4 i + k of the row.
-          const float* src = vertical[r] + (k >= 4 ? 4 : 0);
-          const __m512i index = idx[k & 3];
-          const __m512 low = _mm512_permutex2var_ps(_mm512_loadu_ps(src), index,
-                                                    _mm512_loadu_ps(src + 16));
-          const __m512 high = _mm512_permutex2var_ps(_mm512_loadu_ps(src + 32), index,
-                                                     _mm512_loadu_ps(src + 48));
-          // Lanes 0..7 of low, then lanes 0..7 of high (the masked form of
-          // the shuffle: GCC 12 warns about an undefined operand in the plain
-          // one).
-          _mm512_mask_storeu_ps(lines + (r * 6 + k) * line_stride + t, mask,
-                                _mm512_maskz_shuffle_f32x4(0xffff, low, high, 0x44));
+          StoreTileRun(v + (r * 6 + k) * v_stride, channels, nr, c, t, n, out[k]);
         }
       }
-    }
-  }
-  for (int64_t first_tile = 0; first_tile < line_stride; first_tile += kLanes) {
-    float* dst = v + ((first_tile / nr) * channels + c) * nr + first_tile % nr;
-    for (int r = 0; r < 6; ++r) {
-      __m512 d[6], out[6];
-      for (int k = 0; k < 6; ++k) d[k] = _mm512_loadu_ps(lines + (r * 6 + k) * line_stride + first_tile);
-      InputTransform6(d, out);
-      for (int k = 0; k < 6; ++k) _mm512_storeu_ps(dst + (r * 6 + k) * v_stride, out[k]);
     }
   }
 }
@@ -234,6 +276,7 @@ MXLITE_TARGET_AVX512 void TransformOutputFilter(const WinogradGeometry& g, int64
 // The transforms for WinogradConvolveVector (winograd.h).
 struct Transforms {
   static constexpr int64_t kLanes = winograd_avx512::kLanes;
+  static constexpr bool kReadsPlane = true;
   static constexpr auto Input = &TransformInputChannel;
   static constexpr auto Output = &TransformOutputFilter;
 };
