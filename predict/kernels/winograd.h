@@ -98,8 +98,9 @@ inline int64_t WinogradXiStride(int64_t floats) { return floats + 16; }
 //                      clamp, lower, upper, output)
 //     writes filter f's outputs of the chunk's tiles.
 // Per chunk: each channel's rows are transformed (copied into a zero-padded
-// scratch first where the transform needs one), the 36 GEMMs are split between threads (not each one), and
-// each filter's outputs are transformed back.
+// scratch first where the transform needs one), the 36 GEMMs are split
+// between threads (not each one), and each filter's outputs are transformed
+// back.
 template <class Transforms>
 void WinogradConvolveVector(const WinogradGeometry& g, const std::vector<PackedMatrix>& packed,
                             const float* input, const float* bias, const float* residual,
