@@ -151,8 +151,9 @@ MXLITE_TARGET_AVX512 void TransformInputChannel(const WinogradGeometry& g, int64
         __m512 d[6], out[6];
         MXLITE_UNROLL for (int r = 0; r < 6; ++r) {
           const int64_t y = y0 + r;
-          d[r] = y >= 0 && y < g.in_h ? _mm512_maskz_loadu_ps(inside, plane + y * g.in_w + x)
-                                      : _mm512_setzero_ps();
+          d[r] = y >= 0 && y < g.in_h
+                     ? _mm512_maskz_loadu_ps(inside, OffsetAddress(plane + y * g.in_w, x))
+                     : _mm512_setzero_ps();
         }
         InputTransform6(d, out);
         for (int r = 0; r < 6; ++r) _mm512_store_ps(vertical[r] + 16 * j, out[r]);
