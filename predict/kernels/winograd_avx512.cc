@@ -125,7 +125,9 @@ MXLITE_TARGET_AVX512 void TransformInputChannel(const WinogradGeometry& g, int64
   const __m512i next[2] = {
       _mm512_set_epi32(16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1),
       _mm512_set_epi32(17, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1)};
-  alignas(64) float vertical[6][80];
+  // Zeroed once: the lanes past a short run read whatever an earlier run
+  // left, which must at least have been written.
+  alignas(64) float vertical[6][80] = {};
   const int64_t next_plane_bytes = g.in_h * g.in_w * int64_t{sizeof(float)};
   for (int64_t ty = first_row; ty <= last_row; ++ty) {
     const int64_t y0 = ty * 4 - g.pad_h;
@@ -145,7 +147,11 @@ MXLITE_TARGET_AVX512 void TransformInputChannel(const WinogradGeometry& g, int64
       for (int64_t y = std::max<int64_t>(y0, 0); y < std::min(g.in_h, y0 + 4); ++y) {
         PrefetchRowAhead(plane + y * g.in_w + x_first, width, next_plane_bytes);
       }
-      MXLITE_UNROLL for (int j = 0; j < 5; ++j) {
+      // Only the blocks that hold columns of these n tiles (a row's last
+      // run is often short); the deinterleave below reads the other blocks
+      // into lanes past n, which are never stored.
+      const int blocks = static_cast<int>((4 * n + 2 + 15) / 16);
+      for (int j = 0; j < blocks; ++j) {
         const int64_t x = x0 + 16 * j;
         const __mmask16 inside = LanesInsideAvx512(x, g.in_w);
         __m512 d[6], out[6];
