@@ -49,6 +49,7 @@
 #include "../kernels/gemm.h"
 #include "../kernels/strided_copy.h"
 #include "../kernels/winograd.h"
+#include "../kernels/winograd2x2.h"
 #include "operator.h"
 
 namespace mxlite {
@@ -270,7 +271,7 @@ bool PlanShifted(const Geometry& g, int64_t column_bytes, ShiftedGeometry* plan)
   return true;
 }
 
-enum Method { kIm2col, kPointwise, kDepthwise, kWinograd, kDirect, kShifted };
+enum Method { kIm2col, kPointwise, kDepthwise, kWinograd, kDirect, kShifted, kWinograd2x2 };
 
 // MXLITE_WINOGRAD=0 turns the Winograd path off (to compare, or to debug).
 inline bool WinogradDisabled() {
@@ -435,6 +436,13 @@ class Convolution : public Operator {
       winograd_.out_w = g.out[2];
       winograd_.pad_h = g.pad[1];
       winograd_.pad_w = g.pad[2];
+    } else if (g.kernel[0] == 1 && !WinogradDisabled() &&
+               Winograd2x2Applies(g.kernel[1], g.kernel[2], g.stride[1], g.stride[2],
+                                  g.dilate[1], g.dilate[2], g.groups, g.channels, g.filters,
+                                  g.out[1], g.out[2])) {
+      method_ = kWinograd2x2;
+      winograd2x2_geometry_ = Winograd2x2Geometry{g.channels, g.filters, g.in[1], g.in[2],
+                                                  g.out[1], g.out[2], g.pad[1], g.pad[2]};
     } else if (g.in[0] == 1 && g.kernel[0] == 1 &&
                DirectConvApplies(g.channels, g.groups, g.kernel[1], g.kernel[2], g.stride[1],
                                  g.stride[2], g.dilate[1], g.dilate[2])) {
@@ -455,6 +463,7 @@ class Convolution : public Operator {
     FoldWeights(in);
     *workspace_bytes = 0;
     if (method_ == kWinograd) *workspace_bytes = winograd_.WorkspaceBytes();
+    if (method_ == kWinograd2x2) *workspace_bytes = winograd2x2_geometry_.WorkspaceBytes();
     if (method_ == kShifted) *workspace_bytes = shifted_.WorkspaceBytes(g.channels);
     if (method_ == kIm2col) {
       const int64_t depth = g.channels / g.groups * g.KernelSize();
@@ -539,6 +548,20 @@ class Convolution : public Operator {
       return Status();
     }
 
+    if (method_ == kWinograd2x2) {
+      const size_t bytes = winograd2x2_.geometry().WorkspaceBytes();
+      MXL_CHECK(ctx.workspace != nullptr && ctx.workspace_bytes >= bytes, "convolution needs ",
+                bytes, " bytes of workspace but got ", ctx.workspace_bytes);
+      for (int64_t n = 0; n < g.batch; ++n) {
+        const int64_t out_offset = n * g.filters * out_plane;
+        winograd2x2_.Convolve(data + n * g.channels * in_plane, bias_.data(),
+                              residual ? residual + out_offset : nullptr, fusion_.lower,
+                              fusion_.upper, output + out_offset,
+                              static_cast<float*>(ctx.workspace), ctx.pool);
+      }
+      return Status();
+    }
+
     if (method_ == kDirect) {
       // Bands of up to 8 rows (each gathers its input rows once), at least
       // two per thread.
@@ -614,8 +637,9 @@ class Convolution : public Operator {
   }
 
   const char* KernelName() const override {
-    static const char* const kNames[] = {"im2col+gemm", "1x1 gemm", "depthwise",
-                                         "winograd 4x4", "direct", "shifted gemm"};
+    static const char* const kNames[] = {"im2col+gemm",  "1x1 gemm",     "depthwise",
+                                         "winograd 4x4", "direct",       "shifted gemm",
+                                         "winograd 2x2"};
     if (depthwise_blocked_) return "depthwise 16-channel blocks";
     return kNames[method_];
   }
@@ -735,6 +759,12 @@ class Convolution : public Operator {
       weights_.shrink_to_fit();
       return;
     }
+    if (method_ == kWinograd2x2) {
+      winograd2x2_.Prepare(winograd2x2_geometry_, weights_.data());
+      weights_.clear();
+      weights_.shrink_to_fit();
+      return;
+    }
     if (method_ == kShifted) {
       // Each group's depth in tap-major order (tap, channel): segment t is
       // tap t's view.
@@ -771,6 +801,8 @@ class Convolution : public Operator {
   bool depthwise_blocked_ = false;  // it takes the channel-blocked path
   std::vector<float> depthwise_block_weights_, depthwise_block_bias_;  // packed for it
   WinogradGeometry winograd_;
+  Winograd2x2Geometry winograd2x2_geometry_;
+  Winograd2x2Plan winograd2x2_;
   ShiftedGeometry shifted_;
   DirectConvGeometry direct_{};
   std::vector<float> direct_weights_;  // packed for the direct kernel

@@ -1,0 +1,93 @@
+/*
+ * Winograd convolution F(2x2, 3x3) for the small maps where F(4x4, 3x3)
+ * does not pay: 3x3, stride-1 layers whose output is at most 14x14 (a
+ * ResNet's last stage at 7x7, InceptionV3's 8x8 blocks, SqueezeNet's
+ * 13x13 ones), on AVX-512.
+ *
+ * A 2x2 block of outputs needs a 4x4 block of inputs; per input channel
+ *     Y = A^T [ (G g G^T) .* (B^T d B) ] A
+ * takes 16 multiplications instead of 36. Summed over channels that is 16
+ * matrix products, one per position xi of the 4x4 transformed tile:
+ *     M[xi] (filters x tiles) = U[xi] (filters x channels) * V[xi] (channels x tiles).
+ * Why not F(4x4) there: a 7x7 map is 4 tiles of 4x4, so its 36 products
+ * are 4 columns wide and stream 36 weight matrices for 4 columns each
+ * (bound by memory: 3-4x slower than the direct GEMM); as 2x2 tiles it is
+ * 16 tiles, a full 16-column GEMM tile, and 16 weight matrices. The 16 tiles
+ * cover 8x8 for 49 outputs, so the saving against the direct GEMM is
+ * 36/16 x 49/64 = 1.7x in multiplications, not 2.25x.
+ *
+ * The points 0, 1, -1 and infinity make every transform entry 0, +-1 or
+ * +-1/2: the rounding error is that of a few additions, far inside MXNet's
+ * 1e-4 tolerance.
+ *
+ * Layout: V[xi][channel][tile] and M[xi][filter][tile], plain row-major
+ * matrices with a row of `tiles` floats, which the GEMM reads in place.
+ * Sixteen tiles travel together, one per vector lane; their input windows
+ * and output pixels are scattered over the plane, so the transforms gather
+ * and scatter through index vectors made once per geometry (Prepare).
+ */
+#ifndef MXLITE_KERNELS_WINOGRAD2X2_H_
+#define MXLITE_KERNELS_WINOGRAD2X2_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "../base/status.h"
+#include "gemm.h"
+#include "thread_pool.h"
+
+namespace mxlite {
+
+struct Winograd2x2Geometry {
+  int64_t channels = 0, filters = 0;
+  int64_t in_h = 0, in_w = 0, out_h = 0, out_w = 0;
+  int64_t pad_h = 0, pad_w = 0;
+
+  int64_t TilesH() const { return (out_h + 1) / 2; }
+  int64_t TilesW() const { return (out_w + 1) / 2; }
+  int64_t Tiles() const { return TilesH() * TilesW(); }
+  // V and M of one image.
+  size_t WorkspaceBytes() const {
+    return static_cast<size_t>(16 * (channels + filters) * Tiles()) * sizeof(float);
+  }
+};
+
+// Whether F(2x2, 3x3) runs this layer: AVX-512, 3x3, stride 1, dilation 1,
+// one group, an output of at most 14x14, at least 32 channels in and 64
+// filters out. (Callers try F(4x4, 3x3) first.) Measured per layer, one
+// thread, against the shifted-view GEMM: 512->512 at 7x7 1.01 -> 0.78 ms,
+// 448->384 at 8x8 0.81 -> 0.52, 64->256 at 13x13 0.225 -> 0.175, 48->192 at
+// 13x13 0.129 -> 0.115; DenseNet's 128->32 at 14x14 and 7x7 came out even
+// (2.29 ms in all against 2.38), hence the 64 filters.
+bool Winograd2x2Applies(int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64_t stride_w,
+                        int64_t dilate_h, int64_t dilate_w, int64_t groups, int64_t channels,
+                        int64_t filters, int64_t out_h, int64_t out_w);
+
+// The weights transformed (U[xi] = (G g G^T)[xi]) and packed for the GEMM,
+// and the gather/scatter indices of the geometry.
+class Winograd2x2Plan {
+ public:
+  Status Prepare(const Winograd2x2Geometry& g, const float* weights);
+  const Winograd2x2Geometry& geometry() const { return geometry_; }
+
+  // One image: input (channels, in_h, in_w) -> output (filters, out_h,
+  // out_w) = clamp(conv + bias[f] + residual), residual null or the
+  // output's shape. workspace: geometry().WorkspaceBytes().
+  void Convolve(const float* input, const float* bias, const float* residual, float lower,
+                float upper, float* output, float* workspace, ThreadPool* pool) const;
+
+ private:
+  Winograd2x2Geometry geometry_;
+  std::vector<PackedMatrix> packed_;  // [16]
+  // Per group of 16 tiles: for each of the 16 window positions (i, j), the
+  // input offset of each lane's tile (0 where outside the plane or past the
+  // last tile) and the lanes inside; for each of the 4 output positions,
+  // the output offset and the lanes inside the output.
+  std::vector<int32_t> input_offsets_, output_offsets_;
+  std::vector<uint16_t> input_lanes_, output_lanes_;
+};
+
+}  // namespace mxlite
+
+#endif  // MXLITE_KERNELS_WINOGRAD2X2_H_

@@ -1,0 +1,121 @@
+/*
+ * winograd2x2_test: F(2x2, 3x3) convolution (kernels/winograd2x2.cc)
+ * against a naive double-precision direct convolution: outputs 1..14 wide
+ * (odd sizes leave half tiles on the right and bottom edges), non-square
+ * planes, paddings 0..2, channel counts that are not multiples of anything,
+ * 1 to 4 groups of sixteen tiles (the last one partial), with bias,
+ * residual and clamp, and with the bias alone, on one thread and on two.
+ * The kernel is AVX-512 code: where MXLITE_ISA or the processor rules
+ * AVX-512 out, the test checks that Winograd2x2Applies says no, since no
+ * layer can reach the kernel there.
+ */
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include "../../predict/kernels/cpu_features.h"
+#include "../../predict/kernels/winograd2x2.h"
+#include "test_random.h"
+
+int main() {
+  using namespace mxlite;
+  int checks = 0, failures = 0;
+  const bool available = Winograd2x2Applies(3, 3, 1, 1, 1, 1, 1, 64, 64, 7, 7);
+  ++checks;
+  if (available != (SelectedIsa() == Isa::kAvx512)) {
+    ++failures;
+    std::printf("FAIL: Winograd2x2Applies is %d with ISA %s\n", available,
+                IsaName(SelectedIsa()));
+  }
+  // What it must refuse: F(4x4)'s sizes, strides, groups, too few channels.
+  const bool refused[] = {Winograd2x2Applies(3, 3, 1, 1, 1, 1, 1, 64, 64, 15, 15),
+                          Winograd2x2Applies(3, 3, 2, 2, 1, 1, 1, 64, 64, 7, 7),
+                          Winograd2x2Applies(3, 3, 1, 1, 2, 2, 1, 64, 64, 7, 7),
+                          Winograd2x2Applies(3, 3, 1, 1, 1, 1, 2, 64, 64, 7, 7),
+                          Winograd2x2Applies(5, 5, 1, 1, 1, 1, 1, 64, 64, 7, 7),
+                          Winograd2x2Applies(3, 3, 1, 1, 1, 1, 1, 64, 32, 7, 7)};
+  for (bool applies : refused) {
+    ++checks;
+    if (applies) {
+      ++failures;
+      std::printf("FAIL: Winograd2x2Applies accepted a layer it cannot take\n");
+    }
+  }
+  if (!available) {
+    std::printf("no AVX-512: the kernel is unreachable; %d checks, %d failures\n", checks,
+                failures);
+    return failures == 0 ? 0 : 1;
+  }
+  TestRandom next(2024u);
+  ThreadPool pool(2);
+  const int64_t channel_cases[][2] = {{1, 1}, {5, 3}, {37, 70}};
+  for (const auto& cf : channel_cases) {
+    for (int64_t pad = 0; pad <= 2; ++pad) {
+      for (int64_t out_size = 1; out_size <= 14; ++out_size) {
+        Winograd2x2Geometry g;
+        g.channels = cf[0];
+        g.filters = cf[1];
+        g.pad_h = g.pad_w = pad;
+        g.out_h = out_size;
+        g.out_w = out_size + (out_size % 3 == 0 ? 1 : 0);  // some planes not square
+        g.in_h = g.out_h + 2 - 2 * pad;
+        g.in_w = g.out_w + 2 - 2 * pad;
+        if (g.in_h < 1 || g.in_w < 1) continue;
+        std::vector<float> w(g.filters * g.channels * 9), in(g.channels * g.in_h * g.in_w),
+            bias(g.filters), residual(g.filters * g.out_h * g.out_w), out(residual.size(), NAN);
+        for (float& v : w) v = next();
+        for (float& v : in) v = next();
+        for (float& v : bias) v = next();
+        for (float& v : residual) v = next();
+        Winograd2x2Plan plan;
+        if (!plan.Prepare(g, w.data()).ok()) {
+          ++failures;
+          std::printf("FAIL: Prepare\n");
+          continue;
+        }
+        std::vector<float> workspace(g.WorkspaceBytes() / sizeof(float));
+        // Every third size runs without residual and without clamp.
+        const bool plain = out_size % 3 == 1;
+        if (plain) std::fill(residual.begin(), residual.end(), 0.f);
+        const float lower = plain ? -INFINITY : -2.f, upper = plain ? INFINITY : 2.f;
+        plan.Convolve(in.data(), bias.data(), plain ? nullptr : residual.data(), lower, upper,
+                      out.data(), workspace.data(), out_size % 2 == 0 ? &pool : nullptr);
+        ++checks;
+        double worst = 0;
+        for (int64_t f = 0; f < g.filters; ++f) {
+          for (int64_t y = 0; y < g.out_h; ++y) {
+            for (int64_t x = 0; x < g.out_w; ++x) {
+              const int64_t index = (f * g.out_h + y) * g.out_w + x;
+              double sum = double(bias[f]) + residual[index];
+              for (int64_t c = 0; c < g.channels; ++c) {
+                for (int64_t ky = 0; ky < 3; ++ky) {
+                  for (int64_t kx = 0; kx < 3; ++kx) {
+                    const int64_t iy = y - pad + ky, ix = x - pad + kx;
+                    if (iy < 0 || iy >= g.in_h || ix < 0 || ix >= g.in_w) continue;
+                    sum += double(w[((f * g.channels + c) * 3 + ky) * 3 + kx]) *
+                           in[(c * g.in_h + iy) * g.in_w + ix];
+                  }
+                }
+              }
+              const double want = plain ? sum : std::min(std::max(sum, -2.0), 2.0);
+              // A NaN (an output never written: out starts as NaN) is the
+              // worst error; std::max would pass over it.
+              const double error = std::fabs(out[index] - want);
+              worst = std::max(worst, std::isnan(error) ? INFINITY : error);
+            }
+          }
+        }
+        // Inputs and weights in [-1, 1): errors scale with the channel count.
+        if (!(worst <= 1e-5 * (g.channels * 9))) {
+          ++failures;
+          std::printf("FAIL C=%lld F=%lld pad=%lld out=%lldx%lld: max error %g\n",
+                      (long long)g.channels, (long long)g.filters, (long long)pad,
+                      (long long)g.out_h, (long long)g.out_w, worst);
+        }
+      }
+    }
+  }
+  std::printf("%d checks, %d failures\n", checks, failures);
+  return failures == 0 ? 0 : 1;
+}
