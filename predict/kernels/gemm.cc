@@ -246,7 +246,12 @@ void GemmDispatch(const PackedMatrix& a, const float* b, const float* const* b_s
   }
   const int threads = pool ? pool->size() : 1;
   const int mr = a.kernel().mr, nr = a.kernel().nr;
-  const int64_t col_strips = CeilDiv(n, nr), row_strips = CeilDiv(m, mr);
+  // Columns are split in half strips where B is not prepacked (every
+  // kernel runs a partial tile at its own size): DenseNet's 32 x 1152 x 196
+  // layers split as 128 + 68 columns by whole strips ran 1.5x faster on two
+  // threads than on one; as 112 + 84, 1.7x.
+  const int64_t col_unit = b_packed ? nr : std::max(1, nr / 2);
+  const int64_t col_strips = CeilDiv(n, col_unit), row_strips = CeilDiv(m, mr);
   // Split columns (each thread packs only its own B panels) unless rows
   // divide more evenly. The cost of a split is the largest share's area in
   // elements of C, not in strips: a 7x7 map's 49 columns are a 32-column
@@ -255,7 +260,7 @@ void GemmDispatch(const PackedMatrix& a, const float* b, const float* const* b_s
   // thread's speed that way), while a layer has tens of row strips.
   int64_t col_chunks = 1, row_chunks = 1;
   if (threads > 1) {
-    const int64_t col_split_cost = std::min(n, CeilDiv(col_strips, threads) * nr) * m;
+    const int64_t col_split_cost = std::min(n, CeilDiv(col_strips, threads) * col_unit) * m;
     const int64_t row_split_cost = std::min(m, CeilDiv(row_strips, threads) * mr) * n;
     if (col_strips >= threads && col_split_cost <= row_split_cost) {
       col_chunks = threads;
@@ -269,8 +274,8 @@ void GemmDispatch(const PackedMatrix& a, const float* b, const float* const* b_s
     const int64_t rc = task / col_chunks, cc = task % col_chunks;
     const int64_t r0 = rc * strips_per_row_chunk * mr;
     const int64_t r1 = std::min(m, (rc + 1) * strips_per_row_chunk * mr);
-    const int64_t c0 = cc * strips_per_col_chunk * nr;
-    const int64_t c1 = std::min(n, (cc + 1) * strips_per_col_chunk * nr);
+    const int64_t c0 = cc * strips_per_col_chunk * col_unit;
+    const int64_t c1 = std::min(n, (cc + 1) * strips_per_col_chunk * col_unit);
     if (r0 < r1 && c0 < c1) {
       GemmRange(a, b, b_segments, ldb, b_transposed, b_packed, c, ldc, ep, r0, r1, c0, c1);
     }
