@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../../predict/kernels/winograd.h"
+#include "conv3x3_reference.h"
 #include "test_random.h"
 
 int main() {
@@ -70,30 +71,9 @@ int main() {
                          lower, upper, out.data(), workspace.data(),
                          size % 4 == 1 ? &pool : nullptr);
         ++checks;
-        double worst = 0;
-        for (int64_t f = 0; f < g.filters; ++f) {
-          for (int64_t y = 0; y < g.out_h; ++y) {
-            for (int64_t x = 0; x < g.out_w; ++x) {
-              const int64_t index = (f * g.out_h + y) * g.out_w + x;
-              double sum = double(bias[f]) + residual[index];
-              for (int64_t c = 0; c < g.channels; ++c) {
-                for (int64_t ky = 0; ky < 3; ++ky) {
-                  for (int64_t kx = 0; kx < 3; ++kx) {
-                    const int64_t iy = y - pad + ky, ix = x - pad + kx;
-                    if (iy < 0 || iy >= g.in_h || ix < 0 || ix >= g.in_w) continue;
-                    sum += double(w[((f * g.channels + c) * 3 + ky) * 3 + kx]) *
-                           in[(c * g.in_h + iy) * g.in_w + ix];
-                  }
-                }
-              }
-              const double want = plain ? sum : std::min(std::max(sum, -2.0), 2.0);
-              // A NaN (an output never written: out starts as NaN) is
-              // the worst error; std::max would pass over it.
-              const double error = std::fabs(out[index] - want);
-              worst = std::max(worst, std::isnan(error) ? INFINITY : error);
-            }
-          }
-        }
+        const double worst = WorstConv3x3Error(
+            {g.channels, g.filters, g.in_h, g.in_w, g.out_h, g.out_w, g.pad_h, g.pad_w}, w, in,
+            bias, residual, lower, upper, out);
         // Inputs and weights in [-1, 1): errors scale with the channel count.
         if (!(worst <= 2e-5 * (g.channels * 9))) {
           ++failures;
