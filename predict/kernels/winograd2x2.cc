@@ -10,16 +10,17 @@ namespace mxlite {
 namespace winograd2x2_cc {
 
 constexpr int kLanes = 16;
-// Largest output side (14: 49 tiles) and fewest channels in and filters
-// out (see Winograd2x2Applies).
-constexpr int64_t kMaxSide = 14;
-constexpr int64_t kMinChannels = 32;
-constexpr int64_t kMinFilters = 64;
 
 // G (4x3) of F(2x2, 3x3) with interpolation points 0, 1, -1, infinity.
 constexpr double kG[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
 
 #if defined(MXLITE_X86_64)
+
+// Largest output side (14: 49 tiles) and fewest channels in and filters
+// out (see Winograd2x2Applies).
+constexpr int64_t kMaxSide = 14;
+constexpr int64_t kMinChannels = 32;
+constexpr int64_t kMinFilters = 64;
 
 // t = B^T d for one column of four values; the same row of B^T applied
 // along a row gives d B.
