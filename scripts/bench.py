@@ -968,6 +968,8 @@ def command_line(argv):
 def rerender(args):
     with open(args.from_json, encoding='utf-8') as f:
         report = json.load(f)
+    if args.note:  # a note written after the run replaces the run's own
+        report.setdefault('args', {})['note'] = args.note
     body = render(report)
     print(body)
     if not args.no_write:

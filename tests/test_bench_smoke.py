@@ -87,3 +87,15 @@ def test_bench_runs_every_runtime_on_a_small_model(tmp_path):
     for value in cells[1:4]:  # mxlite, MXNet, ORT medians
         float(value)
     assert cells[4].endswith('(MXNet)') or cells[4].endswith('(ORT)')
+
+    # The section rendered again from the saved results, with a note written
+    # after the run: the same table, the note above it.
+    rerender = subprocess.run([sys.executable, BENCH, '--from-json', str(results_json),
+                               '--note', 'Note (by hand): checked afterwards.',
+                               '--benchmarks-file', str(benchmarks)],
+                              capture_output=True, text=True, timeout=120)
+    assert rerender.returncode == 0, rerender.stderr[-3000:]
+    again = benchmarks.read_text()
+    assert again.count('## CPU performance') == 1
+    assert 'Note (by hand): checked afterwards.' in again
+    assert row in again.splitlines()
