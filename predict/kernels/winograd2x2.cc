@@ -73,7 +73,9 @@ MXLITE_TARGET_AVX512 void TransformOutput(const float* m, int64_t xi_stride, __m
   __m512 rows[4][2];  // A^T applied along each row of the 4x4 product
   for (int i = 0; i < 4; ++i) {
     __m512 values[4];
-    for (int j = 0; j < 4; ++j) values[j] = _mm512_maskz_loadu_ps(live, m + (i * 4 + j) * xi_stride);
+    for (int j = 0; j < 4; ++j) {
+      values[j] = _mm512_maskz_loadu_ps(live, m + (i * 4 + j) * xi_stride);
+    }
     OutputTransform4(values, rows[i]);
   }
   const __m512 bias_v = _mm512_set1_ps(bias);

@@ -441,8 +441,6 @@ class Convolution : public Operator {
                                   g.dilate[1], g.dilate[2], g.groups, g.channels, g.filters,
                                   g.out[1], g.out[2])) {
       method_ = kWinograd2x2;
-      winograd2x2_geometry_ = Winograd2x2Geometry{g.channels, g.filters, g.in[1], g.in[2],
-                                                  g.out[1], g.out[2], g.pad[1], g.pad[2]};
     } else if (g.in[0] == 1 && g.kernel[0] == 1 &&
                DirectConvApplies(g.channels, g.groups, g.kernel[1], g.kernel[2], g.stride[1],
                                  g.stride[2], g.dilate[1], g.dilate[2])) {
@@ -463,7 +461,7 @@ class Convolution : public Operator {
     FoldWeights(in);
     *workspace_bytes = 0;
     if (method_ == kWinograd) *workspace_bytes = winograd_.WorkspaceBytes();
-    if (method_ == kWinograd2x2) *workspace_bytes = winograd2x2_geometry_.WorkspaceBytes();
+    if (method_ == kWinograd2x2) *workspace_bytes = winograd2x2_.geometry().WorkspaceBytes();
     if (method_ == kShifted) *workspace_bytes = shifted_.WorkspaceBytes(g.channels);
     if (method_ == kIm2col) {
       const int64_t depth = g.channels / g.groups * g.KernelSize();
@@ -760,7 +758,9 @@ class Convolution : public Operator {
       return;
     }
     if (method_ == kWinograd2x2) {
-      winograd2x2_.Prepare(winograd2x2_geometry_, weights_.data());
+      winograd2x2_.Prepare(Winograd2x2Geometry{g.channels, g.filters, g.in[1], g.in[2], g.out[1],
+                                               g.out[2], g.pad[1], g.pad[2]},
+                           weights_.data());
       weights_.clear();
       weights_.shrink_to_fit();
       return;
@@ -801,8 +801,7 @@ class Convolution : public Operator {
   bool depthwise_blocked_ = false;  // it takes the channel-blocked path
   std::vector<float> depthwise_block_weights_, depthwise_block_bias_;  // packed for it
   WinogradGeometry winograd_;
-  Winograd2x2Geometry winograd2x2_geometry_;
-  Winograd2x2Plan winograd2x2_;
+  Winograd2x2Plan winograd2x2_;  // weights and geometry of the F(2x2, 3x3) path
   ShiftedGeometry shifted_;
   DirectConvGeometry direct_{};
   std::vector<float> direct_weights_;  // packed for the direct kernel
