@@ -42,7 +42,7 @@ PEAK_SOURCE = os.path.join(ROOT, 'scripts', 'bench', 'fma_peak.cc')
 
 # Runs in the oracle venv: MACs per class for each model of the zoo.
 COUNT_SNIPPET = r'''
-import json, sys
+import ast, json, sys
 import mxnet as mx
 zoo, models = sys.argv[1], sys.argv[2].split(",")
 cases = json.load(open(zoo + "/manifest.json"))["cases"]
@@ -72,9 +72,9 @@ for name in models:
         if op == "FullyConnected":
             counts["gemm"] += macs
             continue
-        kernel = eval(attrs.get("kernel", "()"))
-        stride = eval(attrs.get("stride", "()")) or (1,) * len(kernel)
-        dilate = eval(attrs.get("dilate", "()")) or (1,) * len(kernel)
+        kernel = ast.literal_eval(attrs.get("kernel", "()"))
+        stride = ast.literal_eval(attrs.get("stride", "()")) or (1,) * len(kernel)
+        dilate = ast.literal_eval(attrs.get("dilate", "()")) or (1,) * len(kernel)
         group = int(attrs.get("num_group", "1"))
         if group > 1 and group == weight[0] and weight[1] == 1:
             counts["depthwise"] += macs
