@@ -414,6 +414,14 @@ def define_op_cases() -> List[OpCase]:
          kernel=(1, 7), pad=(0, 3), num_filter=4)
     conv("conv_k7x1", (2, 5, 13, 9), "Asymmetric kernel (7,1) with pad (3,0) (inceptionv3 style).",
          kernel=(7, 1), pad=(3, 0), num_filter=4)
+    conv("conv_k1x7_winograd", (2, 40, 9, 13),
+         "1x7 with 40 channels and 36 filters: the one-dimensional Winograd F(2, 7) path on "
+         "AVX-512 (a 13-wide row is 7 tiles, the last half used).",
+         kernel=(1, 7), pad=(0, 3), num_filter=36)
+    conv("conv_k7x1_winograd", (2, 33, 11, 9),
+         "7x1 with 33 channels and 40 filters, pad (2, 0): the F(2, 7) path down columns, "
+         "an output of 9 rows (odd) in 9 columns.",
+         kernel=(7, 1), pad=(2, 0), num_filter=40)
     conv("conv_group2", (2, 6, 11, 11), "Grouped convolution num_group=2, C=6 -> F=4.",
          kernel=(3, 3), pad=(1, 1), num_filter=4, num_group=2)
     conv("conv_depthwise", (2, 5, 13, 13), "Depthwise convolution C=F=num_group=5, stride 2.",

@@ -16,10 +16,11 @@ from conftest import ROOT
 KERNELS = ['cpu_features.cc', 'thread_pool.cc', 'gemm_generic.cc', 'gemm_x86.cc', 'gemm_neon.cc',
            'gemm.cc',
            'depthwise.cc', 'direct_conv.cc', 'strided_copy.cc', 'winograd.cc',
-           'winograd_avx512.cc', 'winograd_avx2.cc', 'winograd2x2.cc']
+           'winograd_avx512.cc', 'winograd_avx2.cc', 'winograd2x2.cc', 'winograd1d.cc']
 DRIVERS = {'gemm': 'gemm_test.cc', 'depthwise': 'depthwise_test.cc',
            'direct_conv': 'direct_conv_test.cc',
            'winograd': 'winograd_test.cc', 'winograd2x2': 'winograd2x2_test.cc',
+           'winograd1d': 'winograd1d_test.cc',
            'strided_copy': 'strided_copy_test.cc'}
 
 

@@ -6,7 +6,7 @@
  * convolution gets unit dims in front (kernel 1, stride 1, pad 0), which
  * changes neither the arithmetic nor the memory layout.
  *
- * Five kernels, chosen in Prepare from the final shapes:
+ * The kernel is chosen in Prepare from the final shapes:
  *   - depthwise (num_group == C == num_filter): a direct loop. Each input
  *     plane meets a single small filter, so a GEMM would have M = 1 and do
  *     nothing useful; instead every filter tap adds a shifted, clipped row of
@@ -17,6 +17,9 @@
  *     GEMM runs on it directly;
  *   - 3x3 stride-1 layers with enough channels and output tiles (see
  *     WinogradApplies): Winograd F(4x4, 3x3), a quarter of the multiplies;
+ *     on AVX-512, such layers on maps of at most 14x14 take F(2x2, 3x3)
+ *     (kernels/winograd2x2.h), and 1x7 / 7x1 layers take the one-
+ *     dimensional F(2, 7) (kernels/winograd1d.h);
  *   - 2-D layers with at most 4 input channels (network stems), with
  *     AVX-512: a direct kernel that reads the input rows in place of a
  *     column matrix (kernels/direct_conv.h);
@@ -49,6 +52,7 @@
 #include "../kernels/gemm.h"
 #include "../kernels/strided_copy.h"
 #include "../kernels/winograd.h"
+#include "../kernels/winograd1d.h"
 #include "../kernels/winograd2x2.h"
 #include "operator.h"
 
@@ -271,7 +275,25 @@ bool PlanShifted(const Geometry& g, int64_t column_bytes, ShiftedGeometry* plan)
   return true;
 }
 
-enum Method { kIm2col, kPointwise, kDepthwise, kWinograd, kDirect, kShifted, kWinograd2x2 };
+// The F(2, 7) plan's geometry of a 2-D layer (g.kernel[0] == 1).
+Winograd1dGeometry Winograd1dGeometryOf(const Geometry& g) {
+  Winograd1dGeometry w;
+  w.channels = g.channels;
+  w.filters = g.filters;
+  w.in_h = g.in[1];
+  w.in_w = g.in[2];
+  w.out_h = g.out[1];
+  w.out_w = g.out[2];
+  w.pad_h = g.pad[1];
+  w.pad_w = g.pad[2];
+  w.kernel_h = g.kernel[1];
+  w.kernel_w = g.kernel[2];
+  return w;
+}
+
+enum Method {
+  kIm2col, kPointwise, kDepthwise, kWinograd, kDirect, kShifted, kWinograd2x2, kWinograd1d
+};
 
 // MXLITE_WINOGRAD=0 turns the Winograd path off (to compare, or to debug).
 inline bool WinogradDisabled() {
@@ -441,6 +463,10 @@ class Convolution : public Operator {
                                   g.dilate[1], g.dilate[2], g.groups, g.channels, g.filters,
                                   g.out[1], g.out[2])) {
       method_ = kWinograd2x2;
+    } else if (g.kernel[0] == 1 && !WinogradDisabled() &&
+               Winograd1dApplies(g.kernel[1], g.kernel[2], g.stride[1], g.stride[2],
+                                 g.dilate[1], g.dilate[2], g.groups, g.channels, g.filters)) {
+      method_ = kWinograd1d;
     } else if (g.in[0] == 1 && g.kernel[0] == 1 &&
                DirectConvApplies(g.channels, g.groups, g.kernel[1], g.kernel[2], g.stride[1],
                                  g.stride[2], g.dilate[1], g.dilate[2])) {
@@ -458,10 +484,11 @@ class Convolution : public Operator {
                     DepthwiseConv3x3Supported(g.stride[1], g.stride[2], g.dilate[1],
                                               g.dilate[2], g.pad[1], g.pad[2]);
     depthwise_blocked_ = depthwise3x3_ && DepthwiseBlockedApplies(g.in[2]);
-    FoldWeights(in);
+    MXL_RETURN_IF_ERROR(FoldWeights(in));
     *workspace_bytes = 0;
     if (method_ == kWinograd) *workspace_bytes = winograd_.WorkspaceBytes();
     if (method_ == kWinograd2x2) *workspace_bytes = winograd2x2_.geometry().WorkspaceBytes();
+    if (method_ == kWinograd1d) *workspace_bytes = Winograd1dGeometryOf(g).WorkspaceBytes();
     if (method_ == kShifted) *workspace_bytes = shifted_.WorkspaceBytes(g.channels);
     if (method_ == kIm2col) {
       const int64_t depth = g.channels / g.groups * g.KernelSize();
@@ -560,6 +587,20 @@ class Convolution : public Operator {
       return Status();
     }
 
+    if (method_ == kWinograd1d) {
+      const size_t bytes = winograd1d_.geometry().WorkspaceBytes();
+      MXL_CHECK(ctx.workspace != nullptr && ctx.workspace_bytes >= bytes, "convolution needs ",
+                bytes, " bytes of workspace but got ", ctx.workspace_bytes);
+      for (int64_t n = 0; n < g.batch; ++n) {
+        const int64_t out_offset = n * g.filters * out_plane;
+        winograd1d_.Convolve(data + n * g.channels * in_plane, bias_.data(),
+                             residual ? residual + out_offset : nullptr, fusion_.lower,
+                             fusion_.upper, output + out_offset,
+                             static_cast<float*>(ctx.workspace), ctx.pool);
+      }
+      return Status();
+    }
+
     if (method_ == kDirect) {
       // Bands of up to 8 rows (each gathers its input rows once), at least
       // two per thread.
@@ -637,7 +678,7 @@ class Convolution : public Operator {
   const char* KernelName() const override {
     static const char* const kNames[] = {"im2col+gemm",  "1x1 gemm",     "depthwise",
                                          "winograd 4x4", "direct",       "shifted gemm",
-                                         "winograd 2x2"};
+                                         "winograd 2x2", "winograd 1-D"};
     if (depthwise_blocked_) return "depthwise 16-channel blocks";
     return kNames[method_];
   }
@@ -713,7 +754,7 @@ class Convolution : public Operator {
   //   s = gamma / sqrt(var + eps)        (gamma = 1 with fix_gamma)
   // then packed for the kernel that reads them (the depthwise plane paths
   // read them as they are).
-  void FoldWeights(const std::vector<NDArray>& in) {
+  Status FoldWeights(const std::vector<NDArray>& in) {
     const Geometry& g = geometry_;
     const int64_t per_filter = g.channels / g.groups * g.KernelSize();
     const float* weight = in[1].fdata();
@@ -743,27 +784,33 @@ class Convolution : public Operator {
         weights_.clear();  // the packed copy is all the blocked path reads
         weights_.shrink_to_fit();
       }
-      return;
+      return Status();
     }
     if (method_ == kDirect) {
       PackDirectConvWeights(weights_.data(), direct_, &direct_weights_);
       weights_.clear();
       weights_.shrink_to_fit();
-      return;
+      return Status();
     }
     if (method_ == kWinograd) {
-      WinogradPackWeights(weights_.data(), g.filters, g.channels, &packed_);
+      MXL_RETURN_IF_ERROR(WinogradPackWeights(weights_.data(), g.filters, g.channels, &packed_));
       weights_.clear();
       weights_.shrink_to_fit();
-      return;
+      return Status();
     }
     if (method_ == kWinograd2x2) {
-      winograd2x2_.Prepare(Winograd2x2Geometry{g.channels, g.filters, g.in[1], g.in[2], g.out[1],
-                                               g.out[2], g.pad[1], g.pad[2]},
-                           weights_.data());
+      const Winograd2x2Geometry geometry{g.channels, g.filters, g.in[1],  g.in[2],
+                                         g.out[1],   g.out[2],  g.pad[1], g.pad[2]};
+      MXL_RETURN_IF_ERROR(winograd2x2_.Prepare(geometry, weights_.data()));
       weights_.clear();
       weights_.shrink_to_fit();
-      return;
+      return Status();
+    }
+    if (method_ == kWinograd1d) {
+      MXL_RETURN_IF_ERROR(winograd1d_.Prepare(Winograd1dGeometryOf(g), weights_.data()));
+      weights_.clear();
+      weights_.shrink_to_fit();
+      return Status();
     }
     if (method_ == kShifted) {
       // Each group's depth in tap-major order (tap, channel): segment t is
@@ -782,12 +829,13 @@ class Convolution : public Operator {
     const int64_t group_out = g.filters / g.groups;
     packed_.resize(static_cast<size_t>(g.groups));
     for (int64_t grp = 0; grp < g.groups; ++grp) {
-      packed_[grp].Pack(weights_.data() + grp * group_out * per_filter, per_filter, group_out,
-                        per_filter, false, nullptr,
-                        method_ == kShifted && !shifted_.plain ? g.channels / g.groups : 0);
+      MXL_RETURN_IF_ERROR(packed_[grp].Pack(
+          weights_.data() + grp * group_out * per_filter, per_filter, group_out, per_filter,
+          false, nullptr, method_ == kShifted && !shifted_.plain ? g.channels / g.groups : 0));
     }
     weights_.clear();  // the packed copy is all the GEMM needs
     weights_.shrink_to_fit();
+    return Status();
   }
 
   std::vector<int64_t> kernel_, stride_, dilate_, pad_;
@@ -802,6 +850,7 @@ class Convolution : public Operator {
   std::vector<float> depthwise_block_weights_, depthwise_block_bias_;  // packed for it
   WinogradGeometry winograd_;
   Winograd2x2Plan winograd2x2_;  // weights and geometry of the F(2x2, 3x3) path
+  Winograd1dPlan winograd1d_;    // and of the F(2, 7) path
   ShiftedGeometry shifted_;
   DirectConvGeometry direct_{};
   std::vector<float> direct_weights_;  // packed for the direct kernel

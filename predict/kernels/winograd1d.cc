@@ -1,0 +1,332 @@
+#include "winograd1d.h"
+
+#include "cpu_features.h"
+#include "x86_simd.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+namespace mxlite {
+namespace winograd1d_cc {
+
+constexpr int kLanes = 16;
+constexpr int kPoints = 8;
+
+// The finite interpolation points (the eighth is infinity) and the scale
+// of each row of G: the inverse of the factor that made row k of B^T
+// coprime integers (see winograd1d.h).
+constexpr double kPointValues[kPoints - 1] = {0, 1, -1, 2, -2, 0.5, -0.5};
+constexpr double kGScale[kPoints] = {1.0 / 4,   1.0 / 18,   1.0 / 18,   1.0 / 360,
+                                     1.0 / 360, 16.0 / 45, 16.0 / 45, 1.0 / 4};
+
+#if defined(MXLITE_X86_64)
+
+constexpr int64_t kMinChannels = 32;
+constexpr int64_t kMinFilters = 32;
+
+// Reads 16 lanes of one position: one or two masked loads where the lanes
+// are runs of neighbours in the plane, a gather otherwise; zeros outside.
+MXLITE_TARGET_AVX512_INLINE __m512 LoadLanes(const float* plane, const Winograd1dAccess& a) {
+  if (a.contiguous) {
+    const __m512 first = _mm512_maskz_loadu_ps(a.runs[0], OffsetAddress(plane, a.base[0]));
+    if (a.runs[1] == 0) return first;
+    return _mm512_mask_loadu_ps(first, a.runs[1], OffsetAddress(plane, a.base[1]));
+  }
+  return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), a.lanes, _mm512_loadu_si512(a.offsets),
+                                  plane, 4);
+}
+
+MXLITE_TARGET_AVX512_INLINE void StoreLanes(float* plane, const Winograd1dAccess& a,
+                                            __m512 value) {
+  if (a.contiguous) {
+    for (int run = 0; run < 2; ++run) {
+      if (a.runs[run] == 0) continue;
+      _mm512_mask_storeu_ps(const_cast<float*>(OffsetAddress(plane, a.base[run])), a.runs[run],
+                            value);
+    }
+  } else {
+    _mm512_mask_i32scatter_ps(plane, a.lanes, _mm512_loadu_si512(a.offsets), value, 4);
+  }
+}
+
+// t = B^T d over the 8 points. Rows 1-2, 3-4 and 5-6 of B^T are the sum
+// and the difference of two half-rows, which halves their work.
+MXLITE_TARGET_AVX512_INLINE void InputTransform8(const __m512 d[8], __m512 t[8]) {
+  const __m512 four = _mm512_set1_ps(4.f), five = _mm512_set1_ps(5.f);
+  const __m512 seventeen = _mm512_set1_ps(17.f), twenty_one = _mm512_set1_ps(21.f);
+  // t0 = 4 (d0 - d6) + 21 (d4 - d2); t7 = 4 (d7 - d1) + 21 (d3 - d5)
+  t[0] = _mm512_fmadd_ps(twenty_one, _mm512_sub_ps(d[4], d[2]),
+                         _mm512_mul_ps(four, _mm512_sub_ps(d[0], d[6])));
+  t[7] = _mm512_fmadd_ps(twenty_one, _mm512_sub_ps(d[3], d[5]),
+                         _mm512_mul_ps(four, _mm512_sub_ps(d[7], d[1])));
+  // t1, t2 = a +- b: a = 17 d4 - 4 (d2 + d6), b = 17 d3 - 4 (d1 + d5)
+  const __m512 a =
+      _mm512_fmsub_ps(seventeen, d[4], _mm512_mul_ps(four, _mm512_add_ps(d[2], d[6])));
+  const __m512 b =
+      _mm512_fmsub_ps(seventeen, d[3], _mm512_mul_ps(four, _mm512_add_ps(d[1], d[5])));
+  t[1] = _mm512_add_ps(a, b);
+  t[2] = _mm512_sub_ps(a, b);
+  // t3, t4 = c +- e: c = d2 - 5 d4 + 4 d6, e = 2 (d1 - 5 d3 + 4 d5)
+  const __m512 c = _mm512_fmadd_ps(four, d[6], _mm512_fnmadd_ps(five, d[4], d[2]));
+  const __m512 e_half = _mm512_fmadd_ps(four, d[5], _mm512_fnmadd_ps(five, d[3], d[1]));
+  const __m512 e = _mm512_add_ps(e_half, e_half);
+  t[3] = _mm512_add_ps(c, e);
+  t[4] = _mm512_sub_ps(c, e);
+  // t5, t6 = f +- h: f = 2 (4 d2 - 5 d4 + d6), h = 4 d1 - 5 d3 + d5
+  const __m512 f_half = _mm512_fnmadd_ps(five, d[4], _mm512_fmadd_ps(four, d[2], d[6]));
+  const __m512 f = _mm512_add_ps(f_half, f_half);
+  const __m512 h = _mm512_fnmadd_ps(five, d[3], _mm512_fmadd_ps(four, d[1], d[5]));
+  t[5] = _mm512_add_ps(f, h);
+  t[6] = _mm512_sub_ps(f, h);
+}
+
+// V[xi][c][group's tiles] for one channel plane; access: the group's 8.
+MXLITE_TARGET_AVX512 void TransformInput(const float* plane, const Winograd1dAccess* access,
+                                         __mmask16 live, float* v, int64_t xi_stride) {
+  __m512 d[kPoints];
+  for (int k = 0; k < kPoints; ++k) d[k] = LoadLanes(plane, access[k]);
+  __m512 t[kPoints];
+  InputTransform8(d, t);
+  for (int k = 0; k < kPoints; ++k) _mm512_mask_storeu_ps(v + k * xi_stride, live, t[k]);
+}
+
+// Output pixels of one filter for a group's tiles from M[xi][f][tiles]:
+// y_i = (A^T m)_i for the group's `outputs` positions, then + bias,
+// + residual, clamp. Row i of A^T is p^i over the points, so with
+// s_j, d_j the sum and difference of the pair (+p_j, -p_j) (p = 1, 2, 1/2)
+//     y_i = [i = 0] m0 + sum_j p_j^i (i even ? s_j : d_j) + [i = last] m7.
+MXLITE_TARGET_AVX512 void TransformOutput(const float* m, int64_t xi_stride, __mmask16 live,
+                                          const Winograd1dAccess* access, int outputs,
+                                          float bias, const float* residual, bool clamp,
+                                          float lower, float upper, float* out) {
+  __m512 v[kPoints];
+  for (int k = 0; k < kPoints; ++k) v[k] = _mm512_maskz_loadu_ps(live, m + k * xi_stride);
+  const __m512 sums[3] = {_mm512_add_ps(v[1], v[2]), _mm512_add_ps(v[3], v[4]),
+                          _mm512_add_ps(v[5], v[6])};
+  const __m512 differences[3] = {_mm512_sub_ps(v[1], v[2]), _mm512_sub_ps(v[3], v[4]),
+                                 _mm512_sub_ps(v[5], v[6])};
+  const __m512 bias_v = _mm512_set1_ps(bias);
+  const __m512 lo = _mm512_set1_ps(lower), hi = _mm512_set1_ps(upper);
+  float two_power = 1.f;  // 2^i
+  for (int i = 0; i < outputs; ++i, two_power *= 2.f) {
+    const __m512* pair = i % 2 == 0 ? sums : differences;
+    __m512 y = _mm512_fmadd_ps(_mm512_set1_ps(two_power), pair[1], pair[0]);
+    y = _mm512_fmadd_ps(_mm512_set1_ps(1.f / two_power), pair[2], y);
+    if (i == 0) y = _mm512_add_ps(y, v[0]);
+    if (i == outputs - 1) y = _mm512_add_ps(y, v[7]);
+    y = _mm512_add_ps(y, bias_v);
+    if (residual) y = _mm512_add_ps(y, LoadLanes(residual, access[i]));
+    if (clamp) y = ClampAvx512(lo, hi, y);
+    StoreLanes(out, access[i], y);
+  }
+}
+
+// Lanes [0, count) of a group (count may exceed 16).
+inline __mmask16 LiveLanes(int64_t count) {
+  return static_cast<__mmask16>((1u << std::min<int64_t>(kLanes, count)) - 1u);
+}
+
+#endif  // MXLITE_X86_64
+
+}  // namespace winograd1d_cc
+
+bool Winograd1dApplies(int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64_t stride_w,
+                       int64_t dilate_h, int64_t dilate_w, int64_t groups, int64_t channels,
+                       int64_t filters) {
+#if defined(MXLITE_X86_64)
+  using namespace winograd1d_cc;
+  return SelectedIsa() == Isa::kAvx512 &&
+         ((kernel_h == 1 && kernel_w == 7) || (kernel_h == 7 && kernel_w == 1)) &&
+         stride_h == 1 && stride_w == 1 && dilate_h == 1 && dilate_w == 1 && groups == 1 &&
+         channels >= kMinChannels && filters >= kMinFilters;
+#else
+  (void)kernel_h, (void)kernel_w, (void)stride_h, (void)stride_w, (void)dilate_h,
+      (void)dilate_w, (void)groups, (void)channels, (void)filters;
+  return false;
+#endif
+}
+
+namespace winograd1d_cc {
+
+// Fills one access record from the 16 lanes' offsets (-1: outside).
+Winograd1dAccess MakeAccess(const int64_t offsets[kLanes]) {
+  Winograd1dAccess a{};
+  int runs = 0;
+  a.contiguous = true;
+  for (int lane = 0; lane < kLanes; ++lane) {
+    if (offsets[lane] < 0) continue;
+    a.offsets[lane] = static_cast<int32_t>(offsets[lane]);
+    a.lanes = static_cast<uint16_t>(a.lanes | (1u << lane));
+    const int64_t base = offsets[lane] - lane;
+    int run = 0;
+    while (run < runs && a.base[run] != base) ++run;
+    if (run == runs) {
+      if (runs == 2) {
+        a.contiguous = false;
+        continue;
+      }
+      a.base[runs++] = static_cast<int32_t>(base);
+    }
+    a.runs[run] = static_cast<uint16_t>(a.runs[run] | (1u << lane));
+  }
+  return a;
+}
+
+// dst (cols x rows) = src (rows x cols) transposed.
+void TransposePlane(const float* src, int64_t rows, int64_t cols, float* dst) {
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) dst[c * rows + r] = src[r * cols + c];
+  }
+}
+
+}  // namespace winograd1d_cc
+
+Status Winograd1dPlan::Prepare(const Winograd1dGeometry& g, const float* weights) {
+  using namespace winograd1d_cc;
+  const int64_t taps = g.Taps(), outputs = g.TileOutputs();
+  MXL_CHECK((g.kernel_h == 1 || g.kernel_w == 1) && taps >= 2 && taps <= kPoints - 1,
+            "one-dimensional Winograd takes a 1xk or kx1 kernel of 2 to 7 taps, not ",
+            g.kernel_h, "x", g.kernel_w);
+  MXL_CHECK(static_cast<int64_t>(g.in_h) * g.in_w < (int64_t{1} << 31) &&
+                static_cast<int64_t>(g.out_h) * g.out_w < (int64_t{1} << 31),
+            "plane too large for 32-bit offsets");
+  geometry_ = g;
+  frame_ = g.Vertical() ? g : g.Transposed();
+  // U[xi][f][c] = (G g)[xi] in double, rounded once: row xi of G is
+  // kGScale[xi] * (1, p, p^2, ...) at point p, and picks the last tap at
+  // infinity.
+  std::vector<float> u(static_cast<size_t>(kPoints * g.filters * g.channels));
+  for (int64_t f = 0; f < g.filters; ++f) {
+    for (int64_t c = 0; c < g.channels; ++c) {
+      const float* w = weights + (f * g.channels + c) * taps;
+      for (int xi = 0; xi < kPoints; ++xi) {
+        double value = 0;
+        if (xi == kPoints - 1) {
+          value = w[taps - 1];
+        } else {
+          double power = 1;
+          for (int64_t j = 0; j < taps; ++j, power *= kPointValues[xi]) value += power * w[j];
+        }
+        u[(xi * g.filters + f) * g.channels + c] = static_cast<float>(kGScale[xi] * value);
+      }
+    }
+  }
+  packed_.resize(kPoints);
+  for (int xi = 0; xi < kPoints; ++xi) {
+    MXL_RETURN_IF_ERROR(packed_[xi].Pack(u.data() + xi * g.filters * g.channels, g.channels,
+                                         g.filters, g.channels));
+  }
+  // Access records in the vertical frame: 8 input and `outputs` output
+  // positions a lane group. Tile t is (t / width, t % width): its column,
+  // and the block of `outputs` rows it starts.
+  const Winograd1dGeometry& f = frame_;
+  const int64_t tiles = f.Tiles(), width = f.out_w;
+  const int64_t groups = (tiles + kLanes - 1) / kLanes;
+  input_access_.assign(static_cast<size_t>(groups * kPoints), Winograd1dAccess{});
+  output_access_.assign(static_cast<size_t>(groups * outputs), Winograd1dAccess{});
+  for (int64_t group = 0; group < groups; ++group) {
+    for (int64_t k = 0; k < kPoints + outputs; ++k) {
+      const bool input = k < kPoints;
+      const int64_t position = input ? k : k - kPoints;
+      int64_t offsets[kLanes];
+      for (int lane = 0; lane < kLanes; ++lane) {
+        offsets[lane] = -1;
+        const int64_t tile = group * kLanes + lane;
+        if (tile >= tiles) continue;
+        const int64_t y = tile / width * outputs + position, x = tile % width;
+        if (!input) {
+          if (y < f.out_h) offsets[lane] = y * f.out_w + x;
+        } else if (y >= f.pad_h && y - f.pad_h < f.in_h && x >= f.pad_w &&
+                   x - f.pad_w < f.in_w) {
+          offsets[lane] = (y - f.pad_h) * f.in_w + x - f.pad_w;
+        }
+      }
+      (input ? input_access_[group * kPoints + k] : output_access_[group * outputs + position]) =
+          MakeAccess(offsets);
+    }
+  }
+  return Status();
+}
+
+void Winograd1dPlan::Convolve(const float* input, const float* bias, const float* residual,
+                              float lower, float upper, float* output, float* workspace,
+                              ThreadPool* pool) const {
+#if defined(MXLITE_X86_64)
+  using winograd1d_cc::kLanes;
+  using winograd1d_cc::kPoints;
+  const Winograd1dGeometry& g = geometry_;
+  const bool transposed = !g.Vertical();
+  const int64_t tiles = g.Tiles(), outputs = g.TileOutputs();
+  const int64_t groups = (tiles + kLanes - 1) / kLanes;
+  const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
+  const int64_t threads = pool ? pool->size() : 1;
+  float* v = workspace;                                 // chunk by chunk: [8][channels][w]
+  float* m = v + kPoints * g.channels * tiles;          // chunk by chunk: [8][filters][w]
+  float* input_t = m + kPoints * g.filters * tiles;     // 1x7: planes transposed
+  float* output_t = input_t + g.channels * in_plane;    // 1x7: output planes transposed
+  const bool clamp = lower != -std::numeric_limits<float>::infinity() ||
+                     upper != std::numeric_limits<float>::infinity();
+  if (transposed) {
+    ParallelFor(pool, g.channels, [&](int64_t c) {
+      winograd1d_cc::TransposePlane(input + c * in_plane, g.in_h, g.in_w,
+                                    input_t + c * in_plane);
+    });
+  }
+  const float* source = transposed ? input_t : input;
+  float* target = transposed ? output_t : output;
+  // One chunk of lane groups per thread (smaller chunks, sized to stay in
+  // L2, measured no faster on one thread and slower on two).
+  const int64_t chunks = std::min(groups, threads);
+  ParallelFor(pool, chunks, [&](int64_t chunk) {
+    const int64_t first = groups * chunk / chunks, last = groups * (chunk + 1) / chunks;
+    const int64_t t0 = first * kLanes, width = std::min(tiles, last * kLanes) - t0;
+    float* vc = v + kPoints * g.channels * t0;
+    float* mc = m + kPoints * g.filters * t0;
+    for (int64_t c = 0; c < g.channels; ++c) {
+      for (int64_t group = first; group < last; ++group) {
+        winograd1d_cc::TransformInput(source + c * in_plane,
+                                      input_access_.data() + group * kPoints,
+                                      winograd1d_cc::LiveLanes(tiles - group * kLanes),
+                                      vc + c * width + (group - first) * kLanes,
+                                      g.channels * width);
+      }
+    }
+    for (int xi = 0; xi < kPoints; ++xi) {
+      GemmPacked(packed_[xi], vc + xi * g.channels * width, width, width,
+                 mc + xi * g.filters * width, width, GemmEpilogue(), nullptr);
+    }
+    for (int64_t f = 0; f < g.filters; ++f) {
+      // Transposed: the bias only; the residual and the clamp come on the
+      // way back.
+      for (int64_t group = first; group < last; ++group) {
+        winograd1d_cc::TransformOutput(
+            mc + f * width + (group - first) * kLanes, g.filters * width,
+            winograd1d_cc::LiveLanes(tiles - group * kLanes),
+            output_access_.data() + group * outputs, static_cast<int>(outputs),
+            bias ? bias[f] : 0.f,
+            transposed || residual == nullptr ? nullptr : residual + f * out_plane,
+            clamp && !transposed, lower, upper, target + f * out_plane);
+      }
+    }
+  });
+  if (transposed) {
+    ParallelFor(pool, g.filters, [&](int64_t f) {
+      float* out = output + f * out_plane;
+      winograd1d_cc::TransposePlane(output_t + f * out_plane, g.out_w, g.out_h, out);
+      GemmEpilogue finish;
+      finish.residual = residual ? residual + f * out_plane : nullptr;
+      finish.residual_stride = out_plane;
+      finish.lower = lower;
+      finish.upper = upper;
+      if (finish.residual || clamp) ApplyGemmEpilogue(finish, 0, 0, 1, out_plane, out, out_plane);
+    });
+  }
+#else
+  // Winograd1dApplies is false without AVX-512: never called.
+  (void)input, (void)bias, (void)residual, (void)lower, (void)upper, (void)output,
+      (void)workspace, (void)pool;
+#endif
+}
+
+}  // namespace mxlite

@@ -1,0 +1,153 @@
+/*
+ * winograd1d_test: one-dimensional Winograd convolution (kernels/
+ * winograd1d.cc) against a naive double-precision direct convolution:
+ * 1x7 and 7x1 kernels (the F(2, 7) layers Winograd1dApplies takes) and,
+ * through the same plan, 3- and 5-tap ones (F(6, 3), F(4, 5)), so every row
+ * of the shared input transform and of A^T is exercised; outputs 1 to 19
+ * along the kernel's axis (partial last tiles), paddings 0 to taps-1 on it
+ * and 0 or 1 across it, channel counts that are not multiples of anything,
+ * lane groups that are contiguous and ones that must gather, with bias,
+ * residual and clamp, and with the bias alone, on one thread and on two.
+ * Without AVX-512 (MXLITE_ISA or the processor) it checks that
+ * Winograd1dApplies says no, since no layer can reach the kernel there.
+ */
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include "../../predict/kernels/cpu_features.h"
+#include "../../predict/kernels/winograd1d.h"
+#include "test_random.h"
+
+namespace {
+
+// Largest absolute difference from the double-precision convolution;
+// a NaN output (never written) counts as infinite.
+double WorstError(const mxlite::Winograd1dGeometry& g, const std::vector<float>& weights,
+                  const std::vector<float>& in, const std::vector<float>& bias,
+                  const std::vector<float>& residual, double lower, double upper,
+                  const std::vector<float>& out) {
+  double worst = 0;
+  for (int64_t f = 0; f < g.filters; ++f) {
+    for (int64_t y = 0; y < g.out_h; ++y) {
+      for (int64_t x = 0; x < g.out_w; ++x) {
+        const int64_t index = (f * g.out_h + y) * g.out_w + x;
+        double sum = double(bias[f]) + residual[index];
+        for (int64_t c = 0; c < g.channels; ++c) {
+          for (int64_t ky = 0; ky < g.kernel_h; ++ky) {
+            for (int64_t kx = 0; kx < g.kernel_w; ++kx) {
+              const int64_t iy = y - g.pad_h + ky, ix = x - g.pad_w + kx;
+              if (iy < 0 || iy >= g.in_h || ix < 0 || ix >= g.in_w) continue;
+              sum += double(weights[((f * g.channels + c) * g.kernel_h + ky) * g.kernel_w + kx]) *
+                     in[(c * g.in_h + iy) * g.in_w + ix];
+            }
+          }
+        }
+        const double want = std::min(std::max(sum, lower), upper);
+        const double error = std::fabs(out[index] - want);
+        worst = std::max(worst, std::isnan(error) ? INFINITY : error);
+      }
+    }
+  }
+  return worst;
+}
+
+}  // namespace
+
+int main() {
+  using namespace mxlite;
+  int checks = 0, failures = 0;
+  const bool available = Winograd1dApplies(1, 7, 1, 1, 1, 1, 1, 64, 64);
+  ++checks;
+  if (available != (SelectedIsa() == Isa::kAvx512)) {
+    ++failures;
+    std::printf("FAIL: Winograd1dApplies is %d with ISA %s\n", available,
+                IsaName(SelectedIsa()));
+  }
+  // What it must refuse: other kernels, strides, dilations, groups, too
+  // few channels or filters.
+  const bool refused[] = {Winograd1dApplies(1, 3, 1, 1, 1, 1, 1, 64, 64),
+                          Winograd1dApplies(7, 7, 1, 1, 1, 1, 1, 64, 64),
+                          Winograd1dApplies(1, 7, 1, 2, 1, 1, 1, 64, 64),
+                          Winograd1dApplies(7, 1, 1, 1, 2, 1, 1, 64, 64),
+                          Winograd1dApplies(1, 7, 1, 1, 1, 1, 2, 64, 64),
+                          Winograd1dApplies(7, 1, 1, 1, 1, 1, 1, 16, 64),
+                          Winograd1dApplies(1, 7, 1, 1, 1, 1, 1, 64, 16)};
+  for (bool applies : refused) {
+    ++checks;
+    if (applies) {
+      ++failures;
+      std::printf("FAIL: Winograd1dApplies accepted a layer it cannot take\n");
+    }
+  }
+  if (!available) {
+    std::printf("no AVX-512: the kernel is unreachable; %d checks, %d failures\n", checks,
+                failures);
+    return failures == 0 ? 0 : 1;
+  }
+  TestRandom next(1977u);
+  ThreadPool pool(2);
+  const int64_t channel_cases[][2] = {{1, 1}, {5, 3}, {37, 40}};
+  int case_number = 0;
+  for (const int64_t taps : {7, 3, 5}) {
+    for (const bool vertical : {false, true}) {
+      for (const auto& cf : channel_cases) {
+        for (int64_t pad = 0; pad < taps; ++pad) {
+          for (int64_t along = 1; along <= 19; along += (taps == 7 ? 1 : 3)) {
+            ++case_number;
+            Winograd1dGeometry g;
+            g.channels = cf[0];
+            g.filters = cf[1];
+            g.kernel_h = vertical ? taps : 1;
+            g.kernel_w = vertical ? 1 : taps;
+            const int64_t across = 1 + (case_number * 7) % 19;  // 1..19
+            const int64_t pad_across = case_number % 2;
+            const int64_t in_along = along + taps - 1 - 2 * pad;
+            if (in_along < 1) continue;
+            (vertical ? g.out_h : g.out_w) = along;
+            (vertical ? g.in_h : g.in_w) = in_along;
+            (vertical ? g.pad_h : g.pad_w) = pad;
+            (vertical ? g.pad_w : g.pad_h) = pad_across;
+            (vertical ? g.out_w : g.out_h) = across + 2 * pad_across;
+            (vertical ? g.in_w : g.in_h) = across;
+            std::vector<float> w(g.filters * g.channels * taps),
+                in(g.channels * g.in_h * g.in_w), bias(g.filters),
+                residual(g.filters * g.out_h * g.out_w), out(residual.size(), NAN);
+            for (float& v : w) v = next();
+            for (float& v : in) v = next();
+            for (float& v : bias) v = next();
+            for (float& v : residual) v = next();
+            Winograd1dPlan plan;
+            if (!plan.Prepare(g, w.data()).ok()) {
+              ++failures;
+              std::printf("FAIL: Prepare\n");
+              continue;
+            }
+            std::vector<float> workspace(g.WorkspaceBytes() / sizeof(float));
+            // Every third case runs without residual and without clamp.
+            const bool plain = case_number % 3 == 1;
+            if (plain) std::fill(residual.begin(), residual.end(), 0.f);
+            const float lower = plain ? -INFINITY : -2.f, upper = plain ? INFINITY : 2.f;
+            plan.Convolve(in.data(), bias.data(), plain ? nullptr : residual.data(), lower,
+                          upper, out.data(), workspace.data(),
+                          case_number % 2 == 0 ? &pool : nullptr);
+            ++checks;
+            const double worst = WorstError(g, w, in, bias, residual, lower, upper, out);
+            // Inputs and weights in [-1, 1): errors scale with the terms summed.
+            if (!(worst <= 4e-7 * (g.channels * taps))) {
+              ++failures;
+              std::printf("FAIL %lldx%lld C=%lld F=%lld pad=%lld,%lld out=%lldx%lld: "
+                          "max error %g\n",
+                          (long long)g.kernel_h, (long long)g.kernel_w, (long long)g.channels,
+                          (long long)g.filters, (long long)g.pad_h, (long long)g.pad_w,
+                          (long long)g.out_h, (long long)g.out_w, worst);
+            }
+          }
+        }
+      }
+    }
+  }
+  std::printf("%d checks, %d failures\n", checks, failures);
+  return failures == 0 ? 0 : 1;
+}
