@@ -422,6 +422,10 @@ def define_op_cases() -> List[OpCase]:
          "7x1 with 33 channels and 40 filters, pad (2, 0): the F(2, 7) path down columns, "
          "an output of 9 rows (odd) in 9 columns.",
          kernel=(7, 1), pad=(2, 0), num_filter=40)
+    conv("conv_k5x5_winograd", (2, 35, 12, 10),
+         "5x5 pad 2 with 35 channels and 33 filters: Winograd F(4, 5) down the rows with "
+         "five shifted column views on AVX-512 (12 rows: 3 tiles of 4).",
+         kernel=(5, 5), pad=(2, 2), num_filter=33)
     conv("conv_group2", (2, 6, 11, 11), "Grouped convolution num_group=2, C=6 -> F=4.",
          kernel=(3, 3), pad=(1, 1), num_filter=4, num_group=2)
     conv("conv_depthwise", (2, 5, 13, 13), "Depthwise convolution C=F=num_group=5, stride 2.",

@@ -136,10 +136,11 @@ bool Winograd1dApplies(int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int
                        int64_t filters) {
 #if defined(MXLITE_X86_64)
   using namespace winograd1d_cc;
-  return SelectedIsa() == Isa::kAvx512 &&
-         ((kernel_h == 1 && kernel_w == 7) || (kernel_h == 7 && kernel_w == 1)) &&
-         stride_h == 1 && stride_w == 1 && dilate_h == 1 && dilate_w == 1 && groups == 1 &&
-         channels >= kMinChannels && filters >= kMinFilters;
+  const bool kernel = (kernel_h == 1 && kernel_w == 7) || (kernel_h == 7 && kernel_w == 1) ||
+                      (kernel_h == 5 && kernel_w == 5);
+  return SelectedIsa() == Isa::kAvx512 && kernel && stride_h == 1 && stride_w == 1 &&
+         dilate_h == 1 && dilate_w == 1 && groups == 1 && channels >= kMinChannels &&
+         filters >= kMinFilters;
 #else
   (void)kernel_h, (void)kernel_w, (void)stride_h, (void)stride_w, (void)dilate_h,
       (void)dilate_w, (void)groups, (void)channels, (void)filters;
@@ -184,66 +185,77 @@ void TransposePlane(const float* src, int64_t rows, int64_t cols, float* dst) {
 
 Status Winograd1dPlan::Prepare(const Winograd1dGeometry& g, const float* weights) {
   using namespace winograd1d_cc;
-  const int64_t taps = g.Taps(), outputs = g.TileOutputs();
-  MXL_CHECK((g.kernel_h == 1 || g.kernel_w == 1) && taps >= 2 && taps <= kPoints - 1,
-            "one-dimensional Winograd takes a 1xk or kx1 kernel of 2 to 7 taps, not ",
-            g.kernel_h, "x", g.kernel_w);
-  MXL_CHECK(static_cast<int64_t>(g.in_h) * g.in_w < (int64_t{1} << 31) &&
-                static_cast<int64_t>(g.out_h) * g.out_w < (int64_t{1} << 31),
+  const Winograd1dGeometry f = g.Frame();
+  const int64_t taps = f.kernel_h, width = f.kernel_w, outputs = g.TileOutputs();
+  MXL_CHECK(taps >= 2 && taps <= kPoints - 1 && width >= 1 && width <= kPoints - 1 &&
+                (!g.Transposed() || width == 1),
+            "one-dimensional Winograd takes kernels of 2 to 7 rows and at most 7 columns (or a "
+            "1xk one), not ", g.kernel_h, "x", g.kernel_w);
+  MXL_CHECK(g.InputTiles() + kLanes < (int64_t{1} << 31) && f.in_h * f.in_w < (int64_t{1} << 31) &&
+                f.out_h * f.out_w < (int64_t{1} << 31),
             "plane too large for 32-bit offsets");
   geometry_ = g;
-  frame_ = g.Vertical() ? g : g.Transposed();
-  // U[xi][f][c] = (G g)[xi] in double, rounded once: row xi of G is
-  // kGScale[xi] * (1, p, p^2, ...) at point p, and picks the last tap at
-  // infinity.
-  std::vector<float> u(static_cast<size_t>(kPoints * g.filters * g.channels));
-  for (int64_t f = 0; f < g.filters; ++f) {
+  // U[xi][f][kx * channels + c] = (G g[., kx])[xi] in double, rounded once:
+  // row xi of G is kGScale[xi] * (1, p, p^2, ...) at point p, and picks the
+  // last tap at infinity. In the frame, tap (ky, kx) of a 1xk layer's kernel
+  // is its (kx, ky); both are weights[... + ky] as the column is one wide.
+  const int64_t depth = width * g.channels;
+  std::vector<float> u(static_cast<size_t>(kPoints * g.filters * depth));
+  for (int64_t filter = 0; filter < g.filters; ++filter) {
     for (int64_t c = 0; c < g.channels; ++c) {
-      const float* w = weights + (f * g.channels + c) * taps;
-      for (int xi = 0; xi < kPoints; ++xi) {
-        double value = 0;
-        if (xi == kPoints - 1) {
-          value = w[taps - 1];
-        } else {
-          double power = 1;
-          for (int64_t j = 0; j < taps; ++j, power *= kPointValues[xi]) value += power * w[j];
+      const float* w = weights + (filter * g.channels + c) * taps * width;
+      for (int64_t kx = 0; kx < width; ++kx) {
+        for (int xi = 0; xi < kPoints; ++xi) {
+          double value = 0;
+          if (xi == kPoints - 1) {
+            value = w[(taps - 1) * width + kx];
+          } else {
+            double power = 1;
+            for (int64_t ky = 0; ky < taps; ++ky, power *= kPointValues[xi]) {
+              value += power * w[ky * width + kx];
+            }
+          }
+          u[(xi * g.filters + filter) * depth + kx * g.channels + c] =
+              static_cast<float>(kGScale[xi] * value);
         }
-        u[(xi * g.filters + f) * g.channels + c] = static_cast<float>(kGScale[xi] * value);
       }
     }
   }
   packed_.resize(kPoints);
   for (int xi = 0; xi < kPoints; ++xi) {
-    MXL_RETURN_IF_ERROR(packed_[xi].Pack(u.data() + xi * g.filters * g.channels, g.channels,
-                                         g.filters, g.channels));
+    MXL_RETURN_IF_ERROR(packed_[xi].Pack(u.data() + xi * g.filters * depth, depth, g.filters,
+                                         depth, false, nullptr, width > 1 ? g.channels : 0));
   }
-  // Access records in the vertical frame: 8 input and `outputs` output
-  // positions a lane group. Tile t is (t / width, t % width): its column,
-  // and the block of `outputs` rows it starts.
-  const Winograd1dGeometry& f = frame_;
-  const int64_t tiles = f.Tiles(), width = f.out_w;
-  const int64_t groups = (tiles + kLanes - 1) / kLanes;
-  input_access_.assign(static_cast<size_t>(groups * kPoints), Winograd1dAccess{});
-  output_access_.assign(static_cast<size_t>(groups * outputs), Winograd1dAccess{});
-  for (int64_t group = 0; group < groups; ++group) {
-    for (int64_t k = 0; k < kPoints + outputs; ++k) {
-      const bool input = k < kPoints;
-      const int64_t position = input ? k : k - kPoints;
+  // Access records in the frame. Input tile t = (t / row, t % row) reads
+  // rows ty*m - pad_h + k of column x - pad_w; output tile t writes rows
+  // ty*m + i of column x, where x < out_w.
+  const int64_t row = g.RowTiles();
+  const int64_t input_groups = (g.InputTiles() + kLanes - 1) / kLanes;
+  const int64_t output_groups = (g.OutputTiles() + kLanes - 1) / kLanes;
+  input_access_.assign(static_cast<size_t>(input_groups * kPoints), Winograd1dAccess{});
+  output_access_.assign(static_cast<size_t>(output_groups * outputs), Winograd1dAccess{});
+  for (int64_t group = 0; group < input_groups; ++group) {
+    for (int64_t k = 0; k < kPoints; ++k) {
       int64_t offsets[kLanes];
       for (int lane = 0; lane < kLanes; ++lane) {
-        offsets[lane] = -1;
         const int64_t tile = group * kLanes + lane;
-        if (tile >= tiles) continue;
-        const int64_t y = tile / width * outputs + position, x = tile % width;
-        if (!input) {
-          if (y < f.out_h) offsets[lane] = y * f.out_w + x;
-        } else if (y >= f.pad_h && y - f.pad_h < f.in_h && x >= f.pad_w &&
-                   x - f.pad_w < f.in_w) {
-          offsets[lane] = (y - f.pad_h) * f.in_w + x - f.pad_w;
-        }
+        const int64_t y = tile / row * outputs + k - f.pad_h, x = tile % row - f.pad_w;
+        const bool inside = tile < g.InputTiles() && y >= 0 && y < f.in_h && x >= 0 && x < f.in_w;
+        offsets[lane] = inside ? y * f.in_w + x : -1;
       }
-      (input ? input_access_[group * kPoints + k] : output_access_[group * outputs + position]) =
-          MakeAccess(offsets);
+      input_access_[group * kPoints + k] = MakeAccess(offsets);
+    }
+  }
+  for (int64_t group = 0; group < output_groups; ++group) {
+    for (int64_t i = 0; i < outputs; ++i) {
+      int64_t offsets[kLanes];
+      for (int lane = 0; lane < kLanes; ++lane) {
+        const int64_t tile = group * kLanes + lane;
+        const int64_t y = tile / row * outputs + i, x = tile % row;
+        const bool inside = tile < g.OutputTiles() && y < f.out_h && x < f.out_w;
+        offsets[lane] = inside ? y * f.out_w + x : -1;
+      }
+      output_access_[group * outputs + i] = MakeAccess(offsets);
     }
   }
   return Status();
@@ -256,15 +268,17 @@ void Winograd1dPlan::Convolve(const float* input, const float* bias, const float
   using winograd1d_cc::kLanes;
   using winograd1d_cc::kPoints;
   const Winograd1dGeometry& g = geometry_;
-  const bool transposed = !g.Vertical();
-  const int64_t tiles = g.Tiles(), outputs = g.TileOutputs();
-  const int64_t groups = (tiles + kLanes - 1) / kLanes;
+  const bool transposed = g.Transposed();
+  const int64_t outputs = g.TileOutputs(), shift = g.Frame().kernel_w - 1;
+  const int64_t input_tiles = g.InputTiles(), output_tiles = g.OutputTiles();
+  const int64_t groups = (output_tiles + kLanes - 1) / kLanes;
   const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
   const int64_t threads = pool ? pool->size() : 1;
-  float* v = workspace;                                 // chunk by chunk: [8][channels][w]
-  float* m = v + kPoints * g.channels * tiles;          // chunk by chunk: [8][filters][w]
-  float* input_t = m + kPoints * g.filters * tiles;     // 1x7: planes transposed
-  float* output_t = input_t + g.channels * in_plane;    // 1x7: output planes transposed
+  const int64_t chunks = std::min({groups, threads, Winograd1dGeometry::kMaxChunks});
+  float* v = workspace;  // chunk by chunk: [8][channels][chunk's input tiles]
+  float* m = v + kPoints * g.channels * (output_tiles + chunks * shift);
+  float* input_t = m + kPoints * g.filters * output_tiles;  // 1xk: planes transposed
+  float* output_t = input_t + g.channels * in_plane;        // 1xk: output planes transposed
   const bool clamp = lower != -std::numeric_limits<float>::infinity() ||
                      upper != std::numeric_limits<float>::infinity();
   if (transposed) {
@@ -275,26 +289,35 @@ void Winograd1dPlan::Convolve(const float* input, const float* bias, const float
   }
   const float* source = transposed ? input_t : input;
   float* target = transposed ? output_t : output;
-  // One chunk of lane groups per thread (smaller chunks, sized to stay in
-  // L2, measured no faster on one thread and slower on two).
-  const int64_t chunks = std::min(groups, threads);
   ParallelFor(pool, chunks, [&](int64_t chunk) {
+    // Output tiles [t0, t0 + width), which read input tiles [t0, t0 +
+    // width + shift); t0 is a multiple of 16, so input and output lane
+    // groups line up.
     const int64_t first = groups * chunk / chunks, last = groups * (chunk + 1) / chunks;
-    const int64_t t0 = first * kLanes, width = std::min(tiles, last * kLanes) - t0;
-    float* vc = v + kPoints * g.channels * t0;
+    const int64_t t0 = first * kLanes, width = std::min(output_tiles, last * kLanes) - t0;
+    const int64_t in_width = width + shift;
+    float* vc = v + kPoints * g.channels * (t0 + chunk * shift);
     float* mc = m + kPoints * g.filters * t0;
+    const int64_t in_groups = (in_width + kLanes - 1) / kLanes;
     for (int64_t c = 0; c < g.channels; ++c) {
-      for (int64_t group = first; group < last; ++group) {
-        winograd1d_cc::TransformInput(source + c * in_plane,
-                                      input_access_.data() + group * kPoints,
-                                      winograd1d_cc::LiveLanes(tiles - group * kLanes),
-                                      vc + c * width + (group - first) * kLanes,
-                                      g.channels * width);
+      for (int64_t j = 0; j < in_groups; ++j) {
+        winograd1d_cc::TransformInput(
+            source + c * in_plane, input_access_.data() + (first + j) * kPoints,
+            winograd1d_cc::LiveLanes(std::min(in_width, input_tiles - t0) - j * kLanes),
+            vc + c * in_width + j * kLanes, g.channels * in_width);
       }
     }
+    const float* segments[kPoints - 1];
     for (int xi = 0; xi < kPoints; ++xi) {
-      GemmPacked(packed_[xi], vc + xi * g.channels * width, width, width,
-                 mc + xi * g.filters * width, width, GemmEpilogue(), nullptr);
+      const float* vx = vc + xi * g.channels * in_width;
+      float* mx = mc + xi * g.filters * width;
+      if (shift == 0) {
+        GemmPacked(packed_[xi], vx, in_width, width, mx, width, GemmEpilogue(), nullptr);
+      } else {
+        for (int64_t kx = 0; kx <= shift; ++kx) segments[kx] = vx + kx;
+        GemmSegmentedB(packed_[xi], segments, in_width, width, mx, width, GemmEpilogue(),
+                       nullptr);
+      }
     }
     for (int64_t f = 0; f < g.filters; ++f) {
       // Transposed: the bias only; the residual and the clamp come on the
@@ -302,7 +325,7 @@ void Winograd1dPlan::Convolve(const float* input, const float* bias, const float
       for (int64_t group = first; group < last; ++group) {
         winograd1d_cc::TransformOutput(
             mc + f * width + (group - first) * kLanes, g.filters * width,
-            winograd1d_cc::LiveLanes(tiles - group * kLanes),
+            winograd1d_cc::LiveLanes(output_tiles - group * kLanes),
             output_access_.data() + group * outputs, static_cast<int>(outputs),
             bias ? bias[f] : 0.f,
             transposed || residual == nullptr ? nullptr : residual + f * out_plane,

@@ -1,44 +1,54 @@
 /*
- * One-dimensional Winograd convolution F(2, 7) for the 1x7 and 7x1 layers
- * of factorised networks (InceptionV3's 17x17 blocks), on AVX-512.
+ * Winograd convolution along one axis: F(2, 7) for the 1x7 and 7x1 layers
+ * of factorised networks (InceptionV3's 17x17 blocks) and F(4, 5) down the
+ * rows of 5x5 layers (InceptionV3's 35x35 branches), on AVX-512.
  *
- * A run of 2 outputs along the kernel's axis needs 8 inputs; per input
- * channel
+ * A run of m outputs down a column under an r-tap kernel column needs
+ * m + r - 1 = 8 inputs; per input channel
  *     y = A^T [ (G g) .* (B^T d) ]
- * takes 8 multiplications instead of 14. Summed over channels that is 8
- * matrix products, one per transformed position xi:
- *     M[xi] (filters x tiles) = U[xi] (filters x channels) * V[xi] (channels x tiles),
- * each as wide as the plane has tiles (17x17 outputs: 153), so every one is
- * a well-shaped GEMM. A 17-wide row is 9 tiles for 18 outputs: the saving
- * against the direct GEMM is 14/8 x 17/18 = 1.65x in multiplications.
+ * takes 8 multiplications instead of m * r (F(2, 7): 8 for 14; F(4, 5): 8
+ * for 20). A kernel wider than one column is a sum of its columns, each a
+ * view of the same transformed input shifted by one column. Summed over
+ * channels and columns that is 8 matrix products, one per transformed
+ * position xi:
+ *     M[xi] (filters x tiles) = sum over kernel columns kx of
+ *         U[xi][kx] (filters x channels) * V[xi] (channels x tiles, shifted by kx),
+ * each as wide as the plane has tiles, so every one is a well-shaped GEMM
+ * whose depth segments are the shifted views (GemmSegmentedB). Against the
+ * direct GEMM that is 14/8 fewer multiplications for 1x7 (17/18 of them
+ * useful at 17x17) and 20/8 for 5x5 (at 35x35, 35/36 rows and 35/39
+ * columns useful).
  *
  * The matrices come from the 8 interpolation points 0, 1, -1, 2, -2, 1/2,
  * -1/2 and infinity (Toom-Cook; scripts/winograd_1d_matrices.py derives
  * them exactly and checks the identity). B^T is the transpose of the inverse
  * of their Vandermonde matrix, each row scaled to coprime integers; G's rows
- * carry the inverse scales. B^T depends on the points alone, so the same
- * input transform serves F(6, 3) and F(4, 5); only A^T and G change with
- * the kernel length. Rounding: B^T's integer rows (largest sum of magnitudes
- * 50) cost a few ulps per transformed value, G is applied in double at load
- * time, and A^T's entries are 1, 2 and 1/2 for F(2, 7).
+ * carry the inverse scales. B^T depends on the points alone, so one input
+ * transform serves every kernel length; only A^T (p^i, i < m) and G change.
+ * Rounding: B^T's integer rows (largest sum of magnitudes 50) cost a few
+ * ulps per transformed value, G is applied in double at load time, and A^T's
+ * entries are powers of two.
  *
- * Sixteen tiles travel together, one per vector lane. The kernel works down
- * columns (7x1): tile (ty, x) covers rows ty*2 ... of column x, tiles are
- * numbered row-major, so a lane group is one or two runs of neighbouring
- * columns, read and written with at most two masked vector accesses (index
- * records made once per geometry in Prepare). A 1x7 layer runs in the
- * transposed frame: its channel planes are transposed first, and its
- * output planes come out transposed and are turned back while the residual
- * is added and the clamp applied. (Transposing 17x17 planes costs a
- * fraction of gathering the stride-2 windows of row-wise tiles.)
+ * Tiles: in the kernel's frame, tile (ty, x) holds rows ty*m ... of column
+ * x, for every column of the padded input (out_w + kw - 1 of them, so that
+ * a shift by kx stays inside the tile row; the output ignores the last
+ * kw - 1). Tiles are numbered row-major, so a group of sixteen tiles, one
+ * per vector lane, is one or two runs of neighbouring columns, read and
+ * written with at most two masked vector accesses (index records made once
+ * per geometry in Prepare). A 1x7 layer runs in the transposed frame, as
+ * 7x1: its channel planes are transposed first, and its output planes come
+ * out transposed and are turned back while the residual is added and the
+ * clamp applied (transposing 17x17 planes costs a fraction of gathering the
+ * stride-2 windows of row-wise tiles).
  *
- * Each thread takes one chunk of the tiles (a run of lane groups) through
- * all three steps: input transform of all channels, the 8 GEMMs on the
- * chunk's columns, output transform. So no core reads what another wrote,
- * and the steps need no barrier between them (splitting the GEMMs by xi
- * instead scaled 1.33x on two cores, this 1.85x). Layout: chunk by chunk,
- * V[xi][channel][chunk's tiles] and M[xi][filter][chunk's tiles], plain
- * row-major matrices that the GEMM reads and writes in place.
+ * Each thread takes one chunk of the output tiles (a run of lane groups)
+ * through all three steps: input transform of all channels (for the chunk's
+ * tiles and the kw - 1 after them), the 8 GEMMs on the chunk's columns,
+ * output transform. So no core reads what another wrote, and the steps need
+ * no barrier between them (splitting the GEMMs by xi instead scaled 1.33x on
+ * two cores, this 1.85x). Layout: chunk by chunk, V[xi][channel][chunk's
+ * input tiles] and M[xi][filter][chunk's tiles], plain row-major matrices
+ * that the GEMM reads and writes in place.
  */
 #ifndef MXLITE_KERNELS_WINOGRAD1D_H_
 #define MXLITE_KERNELS_WINOGRAD1D_H_
@@ -57,30 +67,44 @@ struct Winograd1dGeometry {
   int64_t channels = 0, filters = 0;
   int64_t in_h = 0, in_w = 0, out_h = 0, out_w = 0;
   int64_t pad_h = 0, pad_w = 0;
-  int64_t kernel_h = 1, kernel_w = 1;  // one of them 1
+  int64_t kernel_h = 1, kernel_w = 1;
 
-  // 7x1: the kernel runs down the columns.
-  bool Vertical() const { return kernel_h > 1; }
-  int64_t Taps() const { return Vertical() ? kernel_h : kernel_w; }
-  // Outputs per tile along the kernel's axis: 8 points - taps + 1.
-  int64_t TileOutputs() const { return 9 - Taps(); }
-  // Tiles along the kernel's axis and across it.
-  int64_t TilesAlong() const {
-    return ((Vertical() ? out_h : out_w) + TileOutputs() - 1) / TileOutputs();
-  }
-  int64_t Tiles() const { return TilesAlong() * (Vertical() ? out_w : out_h); }
-  // V and M of one image, and for a 1x7 layer its transposed input and
-  // output planes.
-  size_t WorkspaceBytes() const {
-    const int64_t planes = Vertical() ? 0 : channels * in_h * in_w + filters * out_h * out_w;
-    return static_cast<size_t>(8 * (channels + filters) * Tiles() + planes) * sizeof(float);
-  }
-  // The same layer seen transposed (a 1x7 one becomes 7x1).
-  Winograd1dGeometry Transposed() const {
+  // Most threads one convolution splits over (bounds the workspace, which
+  // holds kw - 1 extra input tiles per chunk).
+  static constexpr int64_t kMaxChunks = 16;
+
+  // 1xk layers run transposed, as kx1.
+  bool Transposed() const { return kernel_h == 1; }
+  // The same layer seen transposed.
+  Winograd1dGeometry Transpose() const {
     Winograd1dGeometry t = *this;
     t.in_h = in_w, t.in_w = in_h, t.out_h = out_w, t.out_w = out_h;
     t.pad_h = pad_w, t.pad_w = pad_h, t.kernel_h = kernel_w, t.kernel_w = kernel_h;
     return t;
+  }
+  // The frame the transforms work in: taps down the columns.
+  Winograd1dGeometry Frame() const { return Transposed() ? Transpose() : *this; }
+
+  // In the frame: outputs per tile down a column, 8 points - taps + 1.
+  int64_t TileOutputs() const { return 9 - Frame().kernel_h; }
+  // Tiles in a tile row: every column of the padded input.
+  int64_t RowTiles() const {
+    const Winograd1dGeometry f = Frame();
+    return f.out_w + f.kernel_w - 1;
+  }
+  int64_t TileRows() const { return (Frame().out_h + TileOutputs() - 1) / TileOutputs(); }
+  // Input tiles, and output tiles up to the last one that is an output.
+  int64_t InputTiles() const { return TileRows() * RowTiles(); }
+  int64_t OutputTiles() const { return InputTiles() - (Frame().kernel_w - 1); }
+
+  // V (with up to kMaxChunks chunks) and M of one image, and for a 1xk
+  // layer its transposed input and output planes.
+  size_t WorkspaceBytes() const {
+    const int64_t shift = Frame().kernel_w - 1;
+    const int64_t v = 8 * channels * (OutputTiles() + kMaxChunks * shift);
+    const int64_t m = 8 * filters * OutputTiles();
+    const int64_t planes = Transposed() ? channels * in_h * in_w + filters * out_h * out_w : 0;
+    return static_cast<size_t>(v + m + planes) * sizeof(float);
   }
 };
 
@@ -97,16 +121,16 @@ struct Winograd1dAccess {
   bool contiguous;
 };
 
-// Whether F(2, 7) runs this layer: AVX-512, a 1x7 or 7x1 kernel, stride 1,
-// dilation 1, one group, at least 32 channels in and 32 filters out.
+// Whether this runs the layer: AVX-512, stride 1, dilation 1, one group, at
+// least 32 channels in and 32 filters out, and a 1x7, 7x1 or 5x5 kernel.
 bool Winograd1dApplies(int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64_t stride_w,
                        int64_t dilate_h, int64_t dilate_w, int64_t groups, int64_t channels,
                        int64_t filters);
 
-// The weights transformed (U[xi] = (G g)[xi]) and packed for the GEMM, and
-// the gather/scatter indices of the geometry. Kernels of 3 and 5 taps (F(6, 3)
-// and F(4, 5)) are computed correctly too, for the tests; Winograd1dApplies
-// sends only 7-tap layers here.
+// The weights transformed (U[xi][kx] = (G g[., kx])[xi]) and packed for the
+// GEMM, and the access records of the geometry. Any kernel of 2 to 7 rows
+// (in the frame) and any width is computed correctly, for the tests;
+// Winograd1dApplies picks the layers where it pays.
 class Winograd1dPlan {
  public:
   Status Prepare(const Winograd1dGeometry& g, const float* weights);
@@ -120,10 +144,9 @@ class Winograd1dPlan {
 
  private:
   Winograd1dGeometry geometry_;
-  Winograd1dGeometry frame_;  // the vertical frame the transforms work in
-  std::vector<PackedMatrix> packed_;   // [8]
-  std::vector<Winograd1dAccess> input_access_;   // [group][8 input positions]
-  std::vector<Winograd1dAccess> output_access_;  // [group][TileOutputs() output positions]
+  std::vector<PackedMatrix> packed_;   // [8], depth segments of `channels`
+  std::vector<Winograd1dAccess> input_access_;   // [input group][8 input positions]
+  std::vector<Winograd1dAccess> output_access_;  // [output group][TileOutputs() outputs]
 };
 
 }  // namespace mxlite

@@ -18,8 +18,8 @@
  *   - 3x3 stride-1 layers with enough channels and output tiles (see
  *     WinogradApplies): Winograd F(4x4, 3x3), a quarter of the multiplies;
  *     on AVX-512, such layers on maps of at most 14x14 take F(2x2, 3x3)
- *     (kernels/winograd2x2.h), and 1x7 / 7x1 layers take the one-
- *     dimensional F(2, 7) (kernels/winograd1d.h);
+ *     (kernels/winograd2x2.h), 1x7 / 7x1 layers take the one-dimensional
+ *     F(2, 7) and 5x5 ones F(4, 5) down the rows (kernels/winograd1d.h);
  *   - 2-D layers with at most 4 input channels (network stems), with
  *     AVX-512: a direct kernel that reads the input rows in place of a
  *     column matrix (kernels/direct_conv.h);

@@ -1,13 +1,14 @@
 /*
- * winograd1d_test: one-dimensional Winograd convolution (kernels/
+ * winograd1d_test: Winograd convolution along one axis (kernels/
  * winograd1d.cc) against a naive double-precision direct convolution:
- * 1x7 and 7x1 kernels (the F(2, 7) layers Winograd1dApplies takes) and,
- * through the same plan, 3- and 5-tap ones (F(6, 3), F(4, 5)), so every row
- * of the shared input transform and of A^T is exercised; outputs 1 to 19
- * along the kernel's axis (partial last tiles), paddings 0 to taps-1 on it
- * and 0 or 1 across it, channel counts that are not multiples of anything,
- * lane groups that are contiguous and ones that must gather, with bias,
- * residual and clamp, and with the bias alone, on one thread and on two.
+ * the 1x7, 7x1 and 5x5 layers Winograd1dApplies takes and, through the same
+ * plan, other row counts (2 to 7: every A^T and G) and widths (shifted
+ * views of 1 to 4 columns); outputs 1 to 19 down the kernel's axis (partial
+ * last tiles), 1 to 19 across (lane groups over 1 to 16 tile rows: one or
+ * two contiguous runs, or gathers), paddings 0 to the kernel's extent - 1,
+ * channel counts that are not multiples of anything, a workspace filled with
+ * NaN, with bias, residual and clamp, and with the bias alone, on one
+ * thread and on two.
  * Without AVX-512 (MXLITE_ISA or the processor) it checks that
  * Winograd1dApplies says no, since no layer can reach the kernel there.
  */
@@ -68,6 +69,8 @@ int main() {
   // What it must refuse: other kernels, strides, dilations, groups, too
   // few channels or filters.
   const bool refused[] = {Winograd1dApplies(1, 3, 1, 1, 1, 1, 1, 64, 64),
+                          Winograd1dApplies(3, 3, 1, 1, 1, 1, 1, 64, 64),
+                          Winograd1dApplies(5, 5, 2, 2, 1, 1, 1, 64, 64),
                           Winograd1dApplies(7, 7, 1, 1, 1, 1, 1, 64, 64),
                           Winograd1dApplies(1, 7, 1, 2, 1, 1, 1, 64, 64),
                           Winograd1dApplies(7, 1, 1, 1, 2, 1, 1, 64, 64),
@@ -88,61 +91,64 @@ int main() {
   }
   TestRandom next(1977u);
   ThreadPool pool(2);
+  // (kernel_h, kernel_w): the layers it takes, then other row counts and
+  // widths (every A^T and G row count, shifted views of 2 to 4 columns).
+  const int64_t kernels[][2] = {{1, 7}, {7, 1}, {5, 5}, {3, 1}, {1, 5}, {5, 3},
+                                {7, 2}, {2, 1}, {1, 2}, {6, 4}, {4, 1}};
   const int64_t channel_cases[][2] = {{1, 1}, {5, 3}, {37, 40}};
   int case_number = 0;
-  for (const int64_t taps : {7, 3, 5}) {
-    for (const bool vertical : {false, true}) {
-      for (const auto& cf : channel_cases) {
-        for (int64_t pad = 0; pad < taps; ++pad) {
-          for (int64_t along = 1; along <= 19; along += (taps == 7 ? 1 : 3)) {
-            ++case_number;
-            Winograd1dGeometry g;
-            g.channels = cf[0];
-            g.filters = cf[1];
-            g.kernel_h = vertical ? taps : 1;
-            g.kernel_w = vertical ? 1 : taps;
-            const int64_t across = 1 + (case_number * 7) % 19;  // 1..19
-            const int64_t pad_across = case_number % 2;
-            const int64_t in_along = along + taps - 1 - 2 * pad;
-            if (in_along < 1) continue;
-            (vertical ? g.out_h : g.out_w) = along;
-            (vertical ? g.in_h : g.in_w) = in_along;
-            (vertical ? g.pad_h : g.pad_w) = pad;
-            (vertical ? g.pad_w : g.pad_h) = pad_across;
-            (vertical ? g.out_w : g.out_h) = across + 2 * pad_across;
-            (vertical ? g.in_w : g.in_h) = across;
-            std::vector<float> w(g.filters * g.channels * taps),
-                in(g.channels * g.in_h * g.in_w), bias(g.filters),
-                residual(g.filters * g.out_h * g.out_w), out(residual.size(), NAN);
-            for (float& v : w) v = next();
-            for (float& v : in) v = next();
-            for (float& v : bias) v = next();
-            for (float& v : residual) v = next();
-            Winograd1dPlan plan;
-            if (!plan.Prepare(g, w.data()).ok()) {
-              ++failures;
-              std::printf("FAIL: Prepare\n");
-              continue;
-            }
-            std::vector<float> workspace(g.WorkspaceBytes() / sizeof(float));
-            // Every third case runs without residual and without clamp.
-            const bool plain = case_number % 3 == 1;
-            if (plain) std::fill(residual.begin(), residual.end(), 0.f);
-            const float lower = plain ? -INFINITY : -2.f, upper = plain ? INFINITY : 2.f;
-            plan.Convolve(in.data(), bias.data(), plain ? nullptr : residual.data(), lower,
-                          upper, out.data(), workspace.data(),
-                          case_number % 2 == 0 ? &pool : nullptr);
-            ++checks;
-            const double worst = WorstError(g, w, in, bias, residual, lower, upper, out);
-            // Inputs and weights in [-1, 1): errors scale with the terms summed.
-            if (!(worst <= 4e-7 * (g.channels * taps))) {
-              ++failures;
-              std::printf("FAIL %lldx%lld C=%lld F=%lld pad=%lld,%lld out=%lldx%lld: "
-                          "max error %g\n",
-                          (long long)g.kernel_h, (long long)g.kernel_w, (long long)g.channels,
-                          (long long)g.filters, (long long)g.pad_h, (long long)g.pad_w,
-                          (long long)g.out_h, (long long)g.out_w, worst);
-            }
+  for (const auto& kernel : kernels) {
+    const int64_t kh = kernel[0], kw = kernel[1];
+    const bool main_case = (kh == 1 && kw == 7) || (kh == 7 && kw == 1) || (kh == 5 && kw == 5);
+    for (const auto& cf : channel_cases) {
+      for (int64_t pad = 0; pad < std::max(kh, kw); ++pad) {
+        for (int64_t out_h = 1; out_h <= 19; out_h += (main_case ? 1 : 3)) {
+          ++case_number;
+          Winograd1dGeometry g;
+          g.channels = cf[0];
+          g.filters = cf[1];
+          g.kernel_h = kh;
+          g.kernel_w = kw;
+          // Pads up to the kernel's extent on its long axis, 0 or 1 on the
+          // other; widths 1..19, so lane groups span 1 to 16 tile rows.
+          g.pad_h = std::min(pad, kh - 1 + (kh == 1 ? case_number % 2 : 0));
+          g.pad_w = std::min(pad, kw - 1 + (kw == 1 ? case_number % 2 : 0));
+          g.out_h = out_h;
+          g.out_w = 1 + (case_number * 7) % 19;
+          g.in_h = g.out_h + kh - 1 - 2 * g.pad_h;
+          g.in_w = g.out_w + kw - 1 - 2 * g.pad_w;
+          if (g.in_h < 1 || g.in_w < 1) continue;
+          std::vector<float> w(g.filters * g.channels * kh * kw),
+              in(g.channels * g.in_h * g.in_w), bias(g.filters),
+              residual(g.filters * g.out_h * g.out_w), out(residual.size(), NAN);
+          for (float& v : w) v = next();
+          for (float& v : in) v = next();
+          for (float& v : bias) v = next();
+          for (float& v : residual) v = next();
+          Winograd1dPlan plan;
+          if (!plan.Prepare(g, w.data()).ok()) {
+            ++failures;
+            std::printf("FAIL: Prepare %lldx%lld\n", (long long)kh, (long long)kw);
+            continue;
+          }
+          // NaN-filled: a read outside what the transforms write shows.
+          std::vector<float> workspace(g.WorkspaceBytes() / sizeof(float), NAN);
+          // Every third case runs without residual and without clamp.
+          const bool plain = case_number % 3 == 1;
+          if (plain) std::fill(residual.begin(), residual.end(), 0.f);
+          const float lower = plain ? -INFINITY : -2.f, upper = plain ? INFINITY : 2.f;
+          plan.Convolve(in.data(), bias.data(), plain ? nullptr : residual.data(), lower, upper,
+                        out.data(), workspace.data(), case_number % 2 == 0 ? &pool : nullptr);
+          ++checks;
+          const double worst = WorstError(g, w, in, bias, residual, lower, upper, out);
+          // Inputs and weights in [-1, 1): errors scale with the terms summed.
+          if (!(worst <= 4e-7 * (g.channels * kh * kw))) {
+            ++failures;
+            std::printf("FAIL %lldx%lld C=%lld F=%lld pad=%lld,%lld out=%lldx%lld: "
+                        "max error %g\n",
+                        (long long)kh, (long long)kw, (long long)g.channels,
+                        (long long)g.filters, (long long)g.pad_h, (long long)g.pad_w,
+                        (long long)g.out_h, (long long)g.out_w, worst);
           }
         }
       }
