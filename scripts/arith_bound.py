@@ -133,7 +133,9 @@ def render(counts, peak, results, command):
              '`scripts/bench.py` run (%s). No float32 algorithm multiplies matrices in fewer '
              'operations at these sizes, so where that share nears 100%% the goal cannot be '
              'met on this machine; 3x3 stride-1 layers are apart because Winograd '
-             'F(4x4, 3x3) does them in up to 4x fewer multiplications.'
+             'F(4x4, 3x3) does them in up to 4x fewer multiplications (of the "other" '
+             'layers, 1x7, 7x1 and 5x5 ones take Winograd along one axis, 1.75x and '
+             '2.5x fewer).'
              % (peak['isa'], gflops, GOAL, results.get('date', 'no run')), '',
              '| model | MMACs 1x1 + FC | MMACs 3x3/1 | MMACs depthwise | MMACs other '
              '| 1x1 + FC at peak (ms) | faster peer 1t (ms) | goal (ms) | share of goal |',

@@ -4,7 +4,6 @@
 #include "x86_simd.h"
 
 #include <algorithm>
-#include <cstring>
 #include <limits>
 
 namespace mxlite {
