@@ -275,20 +275,10 @@ bool PlanShifted(const Geometry& g, int64_t column_bytes, ShiftedGeometry* plan)
   return true;
 }
 
-// The F(2, 7) plan's geometry of a 2-D layer (g.kernel[0] == 1).
+// The one-axis Winograd plan's geometry of a 2-D layer (g.kernel[0] == 1).
 Winograd1dGeometry Winograd1dGeometryOf(const Geometry& g) {
-  Winograd1dGeometry w;
-  w.channels = g.channels;
-  w.filters = g.filters;
-  w.in_h = g.in[1];
-  w.in_w = g.in[2];
-  w.out_h = g.out[1];
-  w.out_w = g.out[2];
-  w.pad_h = g.pad[1];
-  w.pad_w = g.pad[2];
-  w.kernel_h = g.kernel[1];
-  w.kernel_w = g.kernel[2];
-  return w;
+  return Winograd1dGeometry{g.channels, g.filters, g.in[1],  g.in[2],     g.out[1],
+                            g.out[2],   g.pad[1],   g.pad[2], g.kernel[1], g.kernel[2]};
 }
 
 enum Method {
@@ -573,33 +563,8 @@ class Convolution : public Operator {
       return Status();
     }
 
-    if (method_ == kWinograd2x2) {
-      const size_t bytes = winograd2x2_.geometry().WorkspaceBytes();
-      MXL_CHECK(ctx.workspace != nullptr && ctx.workspace_bytes >= bytes, "convolution needs ",
-                bytes, " bytes of workspace but got ", ctx.workspace_bytes);
-      for (int64_t n = 0; n < g.batch; ++n) {
-        const int64_t out_offset = n * g.filters * out_plane;
-        winograd2x2_.Convolve(data + n * g.channels * in_plane, bias_.data(),
-                              residual ? residual + out_offset : nullptr, fusion_.lower,
-                              fusion_.upper, output + out_offset,
-                              static_cast<float*>(ctx.workspace), ctx.pool);
-      }
-      return Status();
-    }
-
-    if (method_ == kWinograd1d) {
-      const size_t bytes = winograd1d_.geometry().WorkspaceBytes();
-      MXL_CHECK(ctx.workspace != nullptr && ctx.workspace_bytes >= bytes, "convolution needs ",
-                bytes, " bytes of workspace but got ", ctx.workspace_bytes);
-      for (int64_t n = 0; n < g.batch; ++n) {
-        const int64_t out_offset = n * g.filters * out_plane;
-        winograd1d_.Convolve(data + n * g.channels * in_plane, bias_.data(),
-                             residual ? residual + out_offset : nullptr, fusion_.lower,
-                             fusion_.upper, output + out_offset,
-                             static_cast<float*>(ctx.workspace), ctx.pool);
-      }
-      return Status();
-    }
+    if (method_ == kWinograd2x2) return ConvolveImages(winograd2x2_, ctx, data, residual, output);
+    if (method_ == kWinograd1d) return ConvolveImages(winograd1d_, ctx, data, residual, output);
 
     if (method_ == kDirect) {
       // Bands of up to 8 rows (each gathers its input rows once), at least
@@ -737,6 +702,24 @@ class Convolution : public Operator {
                        pool);
       }
     }
+  }
+
+  // Image by image through a Winograd plan (Winograd2x2Plan, Winograd1dPlan)
+  // that holds the weights and geometry and takes the fused epilogue.
+  template <class Plan>
+  Status ConvolveImages(const Plan& plan, const OpContext& ctx, const float* data,
+                        const float* residual, float* output) const {
+    const Geometry& g = geometry_;
+    const size_t bytes = plan.geometry().WorkspaceBytes();
+    MXL_CHECK(ctx.workspace != nullptr && ctx.workspace_bytes >= bytes, "convolution needs ",
+              bytes, " bytes of workspace but got ", ctx.workspace_bytes);
+    const int64_t in_image = g.channels * g.InSpatial(), out_image = g.filters * g.OutSpatial();
+    for (int64_t n = 0; n < g.batch; ++n) {
+      plan.Convolve(data + n * in_image, bias_.data(),
+                    residual ? residual + n * out_image : nullptr, fusion_.lower, fusion_.upper,
+                    output + n * out_image, static_cast<float*>(ctx.workspace), ctx.pool);
+    }
+    return Status();
   }
 
   GemmEpilogue Epilogue(const float* bias, const float* residual, int64_t stride) const {

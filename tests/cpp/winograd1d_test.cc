@@ -19,42 +19,8 @@
 
 #include "../../predict/kernels/cpu_features.h"
 #include "../../predict/kernels/winograd1d.h"
+#include "conv_reference.h"
 #include "test_random.h"
-
-namespace {
-
-// Largest absolute difference from the double-precision convolution;
-// a NaN output (never written) counts as infinite.
-double WorstError(const mxlite::Winograd1dGeometry& g, const std::vector<float>& weights,
-                  const std::vector<float>& in, const std::vector<float>& bias,
-                  const std::vector<float>& residual, double lower, double upper,
-                  const std::vector<float>& out) {
-  double worst = 0;
-  for (int64_t f = 0; f < g.filters; ++f) {
-    for (int64_t y = 0; y < g.out_h; ++y) {
-      for (int64_t x = 0; x < g.out_w; ++x) {
-        const int64_t index = (f * g.out_h + y) * g.out_w + x;
-        double sum = double(bias[f]) + residual[index];
-        for (int64_t c = 0; c < g.channels; ++c) {
-          for (int64_t ky = 0; ky < g.kernel_h; ++ky) {
-            for (int64_t kx = 0; kx < g.kernel_w; ++kx) {
-              const int64_t iy = y - g.pad_h + ky, ix = x - g.pad_w + kx;
-              if (iy < 0 || iy >= g.in_h || ix < 0 || ix >= g.in_w) continue;
-              sum += double(weights[((f * g.channels + c) * g.kernel_h + ky) * g.kernel_w + kx]) *
-                     in[(c * g.in_h + iy) * g.in_w + ix];
-            }
-          }
-        }
-        const double want = std::min(std::max(sum, lower), upper);
-        const double error = std::fabs(out[index] - want);
-        worst = std::max(worst, std::isnan(error) ? INFINITY : error);
-      }
-    }
-  }
-  return worst;
-}
-
-}  // namespace
 
 int main() {
   using namespace mxlite;
@@ -140,7 +106,9 @@ int main() {
           plan.Convolve(in.data(), bias.data(), plain ? nullptr : residual.data(), lower, upper,
                         out.data(), workspace.data(), case_number % 2 == 0 ? &pool : nullptr);
           ++checks;
-          const double worst = WorstError(g, w, in, bias, residual, lower, upper, out);
+          const double worst = WorstConvError({g.channels, g.filters, g.in_h, g.in_w, g.out_h,
+                                               g.out_w, g.pad_h, g.pad_w, kh, kw},
+                                              w, in, bias, residual, lower, upper, out);
           // Inputs and weights in [-1, 1): errors scale with the terms summed.
           if (!(worst <= 4e-7 * (g.channels * kh * kw))) {
             ++failures;

@@ -16,7 +16,7 @@
 
 #include "../../predict/kernels/cpu_features.h"
 #include "../../predict/kernels/winograd2x2.h"
-#include "conv3x3_reference.h"
+#include "conv_reference.h"
 #include "test_random.h"
 
 int main() {
@@ -83,7 +83,7 @@ int main() {
         plan.Convolve(in.data(), bias.data(), plain ? nullptr : residual.data(), lower, upper,
                       out.data(), workspace.data(), out_size % 2 == 0 ? &pool : nullptr);
         ++checks;
-        const double worst = WorstConv3x3Error(
+        const double worst = WorstConvError(
             {g.channels, g.filters, g.in_h, g.in_w, g.out_h, g.out_w, g.pad_h, g.pad_w}, w, in,
             bias, residual, lower, upper, out);
         // Inputs and weights in [-1, 1): errors scale with the channel count.

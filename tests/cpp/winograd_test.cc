@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "../../predict/kernels/winograd.h"
-#include "conv3x3_reference.h"
+#include "conv_reference.h"
 #include "test_random.h"
 
 int main() {
@@ -71,7 +71,7 @@ int main() {
                          lower, upper, out.data(), workspace.data(),
                          size % 4 == 1 ? &pool : nullptr);
         ++checks;
-        const double worst = WorstConv3x3Error(
+        const double worst = WorstConvError(
             {g.channels, g.filters, g.in_h, g.in_w, g.out_h, g.out_w, g.pad_h, g.pad_w}, w, in,
             bias, residual, lower, upper, out);
         // Inputs and weights in [-1, 1): errors scale with the channel count.
