@@ -89,8 +89,10 @@ def render(ops):
     if internal:
         lines += ['', '## Internal operators', '',
                   'Written by the graph optimiser when a predictor is bound (a Convolution '
-                  'with the BatchNorm, residual add and relu/clip after it folded in; a '
-                  'BatchNorm with its relu/clip), never read from symbol files: ' +
+                  'with the BatchNorm, residual add and relu/clip after it folded in, and '
+                  'for a 1x1 Convolution also a BatchNorm and relu/clip before it that '
+                  'nothing else reads; a BatchNorm with its relu/clip), never read from '
+                  'symbol files: ' +
                   ', '.join('`%s`' % op['name'] for op in internal) + '.']
     return '\n'.join(lines) + '\n'
 

@@ -468,6 +468,26 @@ def define_op_cases() -> List[OpCase]:
        "BatchNorm on 2-D (N,C) input, explicit fix_gamma=True, eps=1e-5.",
        fix_gamma=True, eps=1e-5)
 
+    # Pre-activation BatchNorm + relu read only by a 1x1 convolution: the
+    # graph optimiser folds them into the convolution, which normalises its
+    # input as the GEMM reads it (DenseNet, ResNet v2). 20x20 = 400
+    # columns: two column panels; 260 channels: two depth blocks.
+    pre = mx.sym.BatchNorm(data, fix_gamma=False, eps=1e-5, name="bn_pre")
+    pre = mx.sym.Activation(pre, act_type="relu", name="relu_pre")
+    conv1 = mx.sym.Convolution(pre, kernel=(1, 1), num_filter=24, name="conv_a")
+    conv1 = mx.sym.BatchNorm(conv1, fix_gamma=False, name="bn_a")
+    conv1 = mx.sym.Activation(conv1, act_type="relu", name="relu_a")
+    add("bn_relu_conv1x1_folded", conv1, {"data": (2, 260, 20, 20)},
+        "BatchNorm (fix_gamma=False) + relu before a 1x1 convolution with its own BatchNorm + "
+        "relu after: the optimiser folds all five into one convolution that normalises its "
+        "input as it reads it.", make_input=bn_in)
+    pre = mx.sym.BatchNorm(data, name="bn_pre")
+    add("bn_conv1x1_no_bias_folded",
+        mx.sym.Convolution(pre, kernel=(1, 1), num_filter=7, no_bias=True, name="conv_b"),
+        {"data": (2, 33, 9, 11)},
+        "BatchNorm (fix_gamma default) with no relu before a plain 1x1 convolution without "
+        "bias: folded into it as its input normalisation.", make_input=bn_in)
+
     # ---- Activation ------------------------------------------------------
     for act in ("relu", "sigmoid", "tanh", "softsign"):
         add("act_" + act, mx.sym.Activation(data, act_type=act, name="act0"),

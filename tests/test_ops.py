@@ -193,3 +193,36 @@ def test_legacy_argmax_axis_minus_one_case_present():
     # such a file and MXNet's own upgrade gives the flattened argmax.
     case = BY_NAME['legacy_argmax_0904']
     assert '"-1"' in case.symbol_json and '904' in case.symbol_json
+
+
+FOLDED_INPUT_NORM = ['bn_relu_conv1x1_folded', 'bn_conv1x1_no_bias_folded']
+
+
+@pytest.mark.parametrize('name', FOLDED_INPUT_NORM)
+def test_input_batchnorm_folded_into_1x1_convolution(api, name, monkeypatch, capfd):
+    """The optimiser folds a pre-activation BatchNorm (and its relu) into the
+    1x1 convolution that alone reads it: the profile shows one convolution
+    and no BatchNorm left, the result matches MXNet (test_op_matches_mxnet),
+    and where nothing else is folded (no BatchNorm after the convolution) it
+    equals the unfused graph's bit for bit, on one thread and on two: the
+    convolution normalises with the BatchNorm operator's own arithmetic."""
+    case = next(c for c in CASES if c.name == name)
+    monkeypatch.setenv('MXLITE_GRAPH_OPT', '1')  # test_isa_paths runs this with it off
+    monkeypatch.setenv('MXLITE_PROFILE', '2')
+    capfd.readouterr()
+    outputs, expected = run_case(api, case)
+    profile = capfd.readouterr().err
+    nodes = [line for line in profile.splitlines() if re.match(r'\s+\d+ ', line)]
+    assert len(nodes) == 1 and '_FusedConvolution 1x1 gemm' in nodes[0], profile
+    assert_close(outputs[0], expected[0], case.rtol, name)
+    monkeypatch.delenv('MXLITE_PROFILE')
+    if name != 'bn_conv1x1_no_bias_folded':
+        return
+    results = {}
+    for graph_opt in ('0', '1'):
+        for threads in ('1', '2'):
+            monkeypatch.setenv('MXLITE_GRAPH_OPT', graph_opt)
+            monkeypatch.setenv('MXLITE_NUM_THREADS', threads)
+            results[graph_opt, threads] = run_case(api, case)[0][0]
+    for key, value in results.items():
+        assert np.array_equal(value, results['0', '1']), key

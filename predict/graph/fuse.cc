@@ -1,6 +1,9 @@
 #include "fuse.h"
 
 #include <cstdlib>
+#include <initializer_list>
+#include <memory>
+#include <string>
 
 namespace mxlite {
 
@@ -66,6 +69,41 @@ bool ClampOf(const Node& node, std::string* lower, std::string* upper) {
   return false;
 }
 
+// Whether every number of a tuple attribute ("(1, 1)", "[1]") equals
+// `value`; an absent attribute counts as all `value`.
+bool TupleAll(const Node& node, const char* key, int value) {
+  const std::string text = AttrOr(node, key, "");
+  size_t i = 0;
+  while (i < text.size()) {
+    const char ch = text[i];
+    if (ch == '-' || (ch >= '0' && ch <= '9')) {
+      char* end = nullptr;
+      if (std::strtol(text.c_str() + i, &end, 10) != value) return false;
+      i = static_cast<size_t>(end - text.c_str());
+    } else {
+      ++i;
+    }
+  }
+  return true;
+}
+
+// A Convolution that only mixes channels: kernel, stride 1, pad 0, one
+// group, channel-first layout (what Convolution's pointwise path runs).
+bool IsPointwiseConvolution(const Node& node) {
+  const std::string layout = AttrOr(node, "layout", "None");
+  return node.op_name == "Convolution" && node.attrs.count("kernel") &&
+         TupleAll(node, "kernel", 1) && TupleAll(node, "stride", 1) && TupleAll(node, "pad", 0) &&
+         AttrOr(node, "num_group", "1") == "1" &&
+         (layout == "None" || layout == "NCW" || layout == "NCHW" || layout == "NCDHW");
+}
+
+// A standing BatchNorm (and the relu/clip after it) whose result only a 1x1
+// convolution reads: the convolution normalises its input as it reads it.
+struct InputNorm {
+  int batch_norm = -1;
+  int clamp = -1;
+};
+
 struct Chain {
   int conv = -1;
   int batch_norm = -1;
@@ -110,6 +148,40 @@ Chain FindChain(const Graph& graph, const Readers& readers, const std::vector<bo
   return chain;
 }
 
+// Makes `fused` a _FusedConvolution, appends it to *out and points the
+// nodes it replaces (-1: none) at it.
+Status EmitFused(Node fused, std::initializer_list<int> members, std::vector<int>* new_index,
+                 Graph* out) {
+  fused.op_name = "_FusedConvolution";
+  std::unique_ptr<Operator> op;
+  MXL_RETURN_IF_ERROR(CreateOperator(fused.op_name, fused.name, fused.attrs, &op));
+  fused.op.reset(op.release());
+  const int index = static_cast<int>(out->nodes.size());
+  for (int member : members) {
+    if (member >= 0) (*new_index)[member] = index;
+  }
+  out->nodes.push_back(std::move(fused));
+  return Status();
+}
+
+// The convolution reads the BatchNorm's input, and takes its parameters
+// (after all other inputs) and the clamp between them.
+template <class Remap>
+void AddInputNorm(const Graph& graph, const InputNorm& norm, const Remap& remap, Node* fused) {
+  const Node& bn = graph.nodes[norm.batch_norm];
+  fused->inputs[0] = remap(bn.inputs[0]);
+  fused->attrs["with_input_bn"] = "True";
+  fused->attrs["in_bn_eps"] = AttrOr(bn, "eps", "0.001");
+  fused->attrs["in_bn_fix_gamma"] = AttrOr(bn, "fix_gamma", "True");
+  for (int slot = 1; slot <= 4; ++slot) fused->inputs.push_back(remap(bn.inputs[slot]));
+  if (norm.clamp >= 0) {
+    std::string lower, upper;
+    ClampOf(graph.nodes[norm.clamp], &lower, &upper);
+    fused->attrs["in_clamp_min"] = lower;
+    fused->attrs["in_clamp_max"] = upper;
+  }
+}
+
 }  // namespace fuse_cc
 
 Status FuseOperators(const Graph& graph, Graph* out) {
@@ -129,7 +201,31 @@ Status FuseOperators(const Graph& graph, Graph* out) {
   }
 
   // A BatchNorm left standing (pre-activation networks normalise before the
-  // convolution) takes a following relu/clip into its output loop.
+  // convolution) goes into the 1x1 convolution that alone reads it, with
+  // the relu/clip between them.
+  std::vector<InputNorm> input_norm_of(count);
+  for (int n = 0; n < count; ++n) {
+    const Node& bn = graph.nodes[n];
+    if (absorbed[n] || bn.op_name != "BatchNorm" || !AllHiddenOutputsUnused(readers, n)) continue;
+    if (std::atoi(AttrOr(bn, "axis", "1").c_str()) != 1 ||
+        AttrOr(bn, "output_mean_var", "False") == "True") {
+      continue;
+    }
+    int slot = -1, clamp = -1;
+    int reader = SoleReader(readers, n, &slot);
+    std::string lower, upper;
+    if (reader >= 0 && !absorbed[reader] && ClampOf(graph.nodes[reader], &lower, &upper)) {
+      clamp = reader;
+      reader = SoleReader(readers, clamp, &slot);
+    }
+    if (reader < 0 || slot != 0 || !IsPointwiseConvolution(graph.nodes[reader])) continue;
+    input_norm_of[reader] = InputNorm{n, clamp};
+    absorbed[n] = true;
+    if (clamp >= 0) absorbed[clamp] = true;
+  }
+
+  // A BatchNorm still standing takes a following relu/clip into its output
+  // loop.
   std::vector<int> clamp_of_batch_norm(count, -1);
   for (int n = 0; n < count; ++n) {
     if (absorbed[n] || graph.nodes[n].op_name != "BatchNorm") continue;
@@ -183,11 +279,20 @@ Status FuseOperators(const Graph& graph, Graph* out) {
       continue;
     }
     if (absorbed[n] && chain.last != n) continue;
-    if (!absorbed[n]) {
+    if (!absorbed[n] && input_norm_of[n].batch_norm < 0) {
       Node copy = graph.nodes[n];
       for (NodeEntry& input : copy.inputs) input = remap(input);
       new_index[n] = static_cast<int>(out->nodes.size());
       out->nodes.push_back(std::move(copy));
+      continue;
+    }
+    if (!absorbed[n]) {  // a convolution with an input BatchNorm alone
+      Node fused;
+      fused.name = graph.nodes[n].name;
+      fused.attrs = graph.nodes[n].attrs;
+      for (const NodeEntry& input : graph.nodes[n].inputs) fused.inputs.push_back(remap(input));
+      AddInputNorm(graph, input_norm_of[n], remap, &fused);
+      MXL_RETURN_IF_ERROR(EmitFused(std::move(fused), {n}, &new_index, out));
       continue;
     }
     const Node& conv = graph.nodes[chain.conv];
@@ -212,16 +317,13 @@ Status FuseOperators(const Graph& graph, Graph* out) {
       fused.attrs["clamp_min"] = lower;
       fused.attrs["clamp_max"] = upper;
     }
-    fused.op_name = "_FusedConvolution";
-    std::unique_ptr<Operator> op;
-    MXL_RETURN_IF_ERROR(CreateOperator(fused.op_name, fused.name, fused.attrs, &op));
-    fused.op.reset(op.release());
-    // Every entry of the chain now reads as the fused node's output.
-    const int index = static_cast<int>(out->nodes.size());
-    for (int member : {chain.conv, chain.batch_norm, chain.add, chain.clamp}) {
-      if (member >= 0) new_index[member] = index;
+    if (input_norm_of[chain.conv].batch_norm >= 0) {
+      AddInputNorm(graph, input_norm_of[chain.conv], remap, &fused);
     }
-    out->nodes.push_back(std::move(fused));
+    // Every entry of the chain now reads as the fused node's output.
+    MXL_RETURN_IF_ERROR(EmitFused(std::move(fused),
+                                  {chain.conv, chain.batch_norm, chain.add, chain.clamp},
+                                  &new_index, out));
   }
   for (const NodeEntry& output : graph.outputs) out->outputs.push_back(remap(output));
   return Status();

@@ -15,8 +15,13 @@
  * of the folded weights) and exposes the same outputs.
  *
  * A BatchNorm that no convolution absorbed (pre-activation networks such
- * as ResNet v2 and DenseNet normalise before convolving) likewise takes a
- * following relu/clip as _FusedBatchNorm.
+ * as ResNet v2 and DenseNet normalise before convolving), whose result
+ * (after an optional relu/clip) only a 1x1, stride-1, one-group Convolution
+ * reads, goes into that convolution too (with_input_bn): it reads the
+ * BatchNorm's input and normalises it as the GEMM reads it, with the
+ * BatchNorm operator's own arithmetic, so the values are those of the
+ * unfused graph. Any other standing BatchNorm takes a following relu/clip
+ * as _FusedBatchNorm.
  *
  * Dropout (the identity at inference) is removed when neither its output is
  * a graph output nor its mask is read: its readers read its input.

@@ -122,10 +122,12 @@ TileEpilogue TileEpilogueAt(const GemmEpilogue& ep, int64_t row0, int64_t col0) 
 // see GemmPrepackedB).
 // With b_segments, B's rows come from a.segment_depth()-step segments, each
 // at its own address (GemmSegmentedB).
+// With transform, each depth block of a panel of a plain B is transformed
+// row by row into a kKc x kNc buffer first, and read from there.
 void GemmRange(const PackedMatrix& a, const float* b, const float* const* b_segments,
-               int64_t ldb, bool b_transposed, const float* b_packed, float* c, int64_t ldc,
-               const GemmEpilogue& ep, int64_t row_begin, int64_t row_end, int64_t col_begin,
-               int64_t col_end) {
+               int64_t ldb, bool b_transposed, const float* b_packed,
+               const GemmRowTransform* transform, float* c, int64_t ldc, const GemmEpilogue& ep,
+               int64_t row_begin, int64_t row_end, int64_t col_begin, int64_t col_end) {
   const MicroKernel& kernel = a.kernel();
   const int mr = kernel.mr, nr = kernel.nr;
   const int64_t depth = a.depth();
@@ -134,15 +136,18 @@ void GemmRange(const PackedMatrix& a, const float* b, const float* const* b_segm
   // (no packing pass), unless its rows are a multiple of 8 KiB apart: then a
   // strip's rows fall into so few cache sets that they evict each other
   // (measured: N = 4096 ran at 0.83x the packed speed, N = 1024 at 1.07x).
-  const bool b_in_place =
-      !b_packed && !b_transposed && kernel.reads_b_in_place && ldb % 2048 != 0;
+  // (A transformed block is read at the panel's width, never such a stride.)
+  const bool b_in_place = !b_packed && !b_transposed && kernel.reads_b_in_place &&
+                          (transform != nullptr || ldb % 2048 != 0);
   const bool pack_b = !b_packed && !b_in_place;
-  thread_local std::vector<float> panel;
+  thread_local std::vector<float> panel, transformed;
   if (pack_b) panel.resize(static_cast<size_t>(kKc * CeilDiv(kNc, nr) * nr));
+  if (transform) transformed.resize(static_cast<size_t>(kKc * kNc));
   // Taken once: in a shared library every use of a thread_local is a call
   // to __tls_get_addr, and the loops below would make one per tile (1% of
   // MobileNet's time).
   float* const panel_data = panel.data();
+  float* const transformed_data = transformed.data();
   float tile[16 * 64];  // MR x NR scratch for edge tiles (largest kernel: 12 x 32)
 
   for (int64_t j0 = col_begin; j0 < col_end; j0 += kNc) {
@@ -150,19 +155,29 @@ void GemmRange(const PackedMatrix& a, const float* b, const float* const* b_segm
     for (int64_t block = 0; block < blocks; ++block) {
       const int64_t p0 = a.BlockStart(block);
       const int64_t kc = a.BlockDepth(block);
-      // The block's first row of B (a plain or segmented B).
-      const float* b_rows = nullptr;
+      // The block's first row of B at the panel's first column (a plain or
+      // segmented B, or its transformed rows), and its row stride.
+      const float* b_block = nullptr;
+      int64_t b_block_ld = ldb;
       if (b_segments) {
         const int64_t segment = a.segment_depth();
-        b_rows = b_segments[p0 / segment] + (p0 % segment) * ldb;
+        b_block = b_segments[p0 / segment] + (p0 % segment) * ldb + j0;
       } else if (!b_packed && !b_transposed) {
-        b_rows = b + p0 * ldb;
+        b_block = b + p0 * ldb + j0;
+      }
+      if (transform && b_block) {
+        for (int64_t p = 0; p < kc; ++p) {
+          transform->apply(transform->context, p0 + p, b_block + p * ldb,
+                           transformed_data + p * nc, nc);
+        }
+        b_block = transformed_data;
+        b_block_ld = nc;
       }
       if (pack_b) {
         if (b_transposed) {
           PackB(b, ldb, true, p0, kc, j0, nc, nr, panel_data);
         } else {
-          PackB(b_rows, ldb, false, 0, kc, j0, nc, nr, panel_data);
+          PackB(b_block, b_block_ld, false, 0, kc, 0, nc, nr, panel_data);
         }
       }
       const bool first = block == 0 && !ep.accumulate;
@@ -170,7 +185,7 @@ void GemmRange(const PackedMatrix& a, const float* b, const float* const* b_segm
       // The panel's columns from jr on, in B.
       const auto b_strip_at = [&](int64_t jr) {
         return b_packed     ? b_packed + ((j0 + jr) / nr) * depth * nr + p0 * nr
-               : b_in_place ? b_rows + j0 + jr
+               : b_in_place ? b_block + jr
                             : panel_data + jr * kc;
       };
       // A last tile of at most tail_max_cols columns is left to run_tail,
@@ -192,7 +207,7 @@ void GemmRange(const PackedMatrix& a, const float* b, const float* const* b_segm
           const float* b_strip = b_strip_at(jr);
           if (kernel.run_tile) {
             const TileEpilogue tile_ep = TileEpilogueAt(ep, i0, j0 + jr);
-            kernel.run_tile(kc, a_strip, b_strip, b_in_place ? ldb : nr, c_tile, ldc, !first,
+            kernel.run_tile(kc, a_strip, b_strip, b_in_place ? b_block_ld : nr, c_tile, ldc, !first,
                             static_cast<int>(rows), static_cast<int>(cols),
                             last ? &tile_ep : nullptr);
             continue;
@@ -233,7 +248,8 @@ void GemmRange(const PackedMatrix& a, const float* b, const float* const* b_segm
 
 void GemmDispatch(const PackedMatrix& a, const float* b, const float* const* b_segments,
                   int64_t ldb, bool b_transposed, const float* b_packed, int64_t n, float* c,
-                  int64_t ldc, const GemmEpilogue& ep, ThreadPool* pool) {
+                  int64_t ldc, const GemmEpilogue& ep, ThreadPool* pool,
+                  const GemmRowTransform* transform = nullptr) {
   const int64_t m = a.rows();
   if (m <= 0 || n <= 0) return;
   if (a.depth() == 0) {
@@ -277,7 +293,8 @@ void GemmDispatch(const PackedMatrix& a, const float* b, const float* const* b_s
     const int64_t c0 = cc * strips_per_col_chunk * col_unit;
     const int64_t c1 = std::min(n, (cc + 1) * strips_per_col_chunk * col_unit);
     if (r0 < r1 && c0 < c1) {
-      GemmRange(a, b, b_segments, ldb, b_transposed, b_packed, c, ldc, ep, r0, r1, c0, c1);
+      GemmRange(a, b, b_segments, ldb, b_transposed, b_packed, transform, c, ldc, ep, r0, r1, c0,
+                c1);
     }
   });
 }
@@ -396,6 +413,13 @@ Status PackedMatrix::Pack(const float* a, int64_t lda, int64_t rows, int64_t dep
 void GemmPacked(const PackedMatrix& a, const float* b, int64_t ldb, int64_t n, float* c,
                 int64_t ldc, const GemmEpilogue& epilogue, ThreadPool* pool) {
   gemm_cc::GemmDispatch(a, b, nullptr, ldb, false, nullptr, n, c, ldc, epilogue, pool);
+}
+
+void GemmPackedTransformedB(const PackedMatrix& a, const float* b, int64_t ldb, int64_t n,
+                            float* c, int64_t ldc, const GemmEpilogue& epilogue,
+                            const GemmRowTransform& transform, ThreadPool* pool) {
+  gemm_cc::GemmDispatch(a, b, nullptr, ldb, false, nullptr, n, c, ldc, epilogue, pool,
+                        transform.apply ? &transform : nullptr);
 }
 
 void GemmSegmentedB(const PackedMatrix& a, const float* const* b_segments, int64_t ldb,

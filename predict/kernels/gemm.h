@@ -85,6 +85,24 @@ class PackedMatrix {
 void GemmPacked(const PackedMatrix& a, const float* b, int64_t ldb, int64_t n, float* c,
                 int64_t ldc, const GemmEpilogue& epilogue, ThreadPool* pool);
 
+// A per-row function of B applied as the GEMM reads it: apply(context,
+// row, src, dst, count) writes count values of B's row `row` (from src,
+// stored B) to dst. For a right-hand matrix that is a cheap function of a
+// stored one (a 1x1 convolution's input normalised by the BatchNorm before
+// it): each depth block of a column panel is transformed into a buffer that
+// stays in cache until the micro-kernels have used it, where computing the
+// whole matrix first would write it to memory and read it back.
+struct GemmRowTransform {
+  void (*apply)(const void* context, int64_t row, const float* src, float* dst,
+                int64_t count) = nullptr;
+  const void* context = nullptr;
+};
+
+// GemmPacked with B transformed row by row as it is read (see above).
+void GemmPackedTransformedB(const PackedMatrix& a, const float* b, int64_t ldb, int64_t n,
+                            float* c, int64_t ldc, const GemmEpilogue& epilogue,
+                            const GemmRowTransform& transform, ThreadPool* pool);
+
 // The same with B already in the micro-kernel's layout: strip s (columns
 // s*NR ... s*NR+NR-1, zero or any finite value past n) is depth x NR floats,
 // row-major, at b_packed + s * depth * NR, where NR = a.kernel().nr. For

@@ -29,6 +29,7 @@
 #include "../kernels/cpu_features.h"
 #include "../kernels/thread_pool.h"
 #include "../kernels/x86_simd.h"
+#include "batch_norm_row.h"
 #include "operator.h"
 
 
@@ -72,12 +73,18 @@ MXLITE_TARGET_AVX512 void PlaneAvx512(const float* src, float* dst, int64_t coun
 
 // The same in eight lanes for AVX2 machines: the operations of
 // NormalizeAvx512 in its order (no FMA), the clamp as ClampAvx512 (max and
-// min return their second operand, x, on NaN), so the same bits.
+// min return their second operand, x, on NaN), so the same bits. GCC writes
+// the AVX2 intrinsics as plain vector arithmetic and, compiling C++, fuses
+// a multiply and the add after it into an FMA where it sees fit (it did in
+// some of PlaneAvx2's loops and not in others, so an element's bits
+// depended on its position in the run); the empty asm hides the product
+// from it.
 MXLITE_TARGET_AVX2_INLINE __m256 NormalizeAvx2(__m256 x, __m256 mean, __m256 invstd,
                                                bool has_gamma, __m256 gamma, __m256 beta,
                                                bool clamps, __m256 lower, __m256 upper) {
   __m256 v = _mm256_mul_ps(_mm256_sub_ps(x, mean), invstd);
   if (has_gamma) v = _mm256_mul_ps(v, gamma);
+  asm("" : "+x"(v));
   v = _mm256_add_ps(v, beta);
   return clamps ? _mm256_min_ps(upper, _mm256_max_ps(lower, v)) : v;
 }
@@ -112,6 +119,21 @@ MXLITE_TARGET_AVX2 void PlaneAvx2(const float* src, float* dst, int64_t count, f
   }
 }
 #endif  // MXLITE_X86_64
+
+// The portable path: the same expression, element by element.
+void PlaneScalar(const float* src, float* dst, int64_t count, float mean, float invstd,
+                 bool has_gamma, float gamma, float beta, bool clamps, float lower,
+                 float upper) {
+  if (has_gamma) {
+    for (int64_t i = 0; i < count; ++i) dst[i] = ((src[i] - mean) * invstd) * gamma + beta;
+  } else {
+    for (int64_t i = 0; i < count; ++i) dst[i] = ((src[i] - mean) * invstd) + beta;
+  }
+  // A following relu/clip folded in by the graph optimizer.
+  if (clamps) {
+    for (int64_t i = 0; i < count; ++i) dst[i] = std::min(std::max(dst[i], lower), upper);
+  }
+}
 
 class BatchNorm : public Operator {
  public:
@@ -171,53 +193,18 @@ class BatchNorm : public Operator {
     const float* beta = in[2].fdata();
     const float* mean = in[3].fdata();
     const float* var = in[4].fdata();
-    const float eps = static_cast<float>(eps_);
-
     invstd_.resize(static_cast<size_t>(channels));
-    for (int64_t c = 0; c < channels; ++c) {
-      // As MXNet: 1.0 / std::sqrt(float var + float eps), stored as float.
-      invstd_[c] = static_cast<float>(1.0 / std::sqrt(var[c] + eps));
-    }
+    for (int64_t c = 0; c < channels; ++c) invstd_[c] = BatchNormInvStd(var[c], eps_);
 
     const float* x = in[0].fdata();
     float* y = out[0].fdata();
     const bool clamps = lower_ != -std::numeric_limits<float>::infinity() ||
                         upper_ != std::numeric_limits<float>::infinity();
-#if defined(MXLITE_X86_64)
-    static const Isa isa = SelectedIsa();
-    if (isa == Isa::kAvx512 || isa == Isa::kAvx2) {
-      const bool avx2 = isa == Isa::kAvx2;
-      ParallelFor(ctx.pool, outer * channels, [&](int64_t plane) {
-        const int64_t c = plane % channels;
-        if (avx2) {
-          PlaneAvx2(x + plane * inner, y + plane * inner, inner, mean[c], invstd_[c],
-                    !fix_gamma_, gamma[c], beta[c], clamps, lower_, upper_);
-        } else {
-          PlaneAvx512(x + plane * inner, y + plane * inner, inner, mean[c], invstd_[c],
-                      !fix_gamma_, gamma[c], beta[c], clamps, lower_, upper_);
-        }
-      });
-      return CopyStatistics(in, out, channels);
-    }
-#endif
     ParallelFor(ctx.pool, outer * channels, [&](int64_t plane) {
       const int64_t c = plane % channels;
-      const int64_t offset = plane * inner;
-      const float* src = x + offset;
-      float* dst = y + offset;
-      const float m = mean[c], s = invstd_[c], b = beta[c];
-      if (fix_gamma_) {
-        for (int64_t i = 0; i < inner; ++i) dst[i] = ((src[i] - m) * s) + b;
-      } else {
-        const float w = gamma[c];
-        for (int64_t i = 0; i < inner; ++i) dst[i] = ((src[i] - m) * s) * w + b;
-      }
-      // A following relu/clip folded in by the graph optimizer.
-      if (clamps) {
-        for (int64_t i = 0; i < inner; ++i) dst[i] = std::min(std::max(dst[i], lower_), upper_);
-      }
+      BatchNormRow(x + plane * inner, y + plane * inner, inner, mean[c], invstd_[c], !fix_gamma_,
+                   gamma[c], beta[c], clamps, lower_, upper_);
     });
-
     return CopyStatistics(in, out, channels);
   }
 
@@ -267,4 +254,25 @@ Status CreateBatchNorm(AttrParser* attrs, std::unique_ptr<Operator>* out) {
 }
 
 }  // namespace batch_norm_op
+
+void BatchNormRow(const float* src, float* dst, int64_t count, float mean, float invstd,
+                  bool has_gamma, float gamma, float beta, bool clamps, float lower,
+                  float upper) {
+#if defined(MXLITE_X86_64)
+  static const Isa isa = SelectedIsa();
+  if (isa == Isa::kAvx512) {
+    batch_norm_op::PlaneAvx512(src, dst, count, mean, invstd, has_gamma, gamma, beta, clamps,
+                               lower, upper);
+    return;
+  }
+  if (isa == Isa::kAvx2) {
+    batch_norm_op::PlaneAvx2(src, dst, count, mean, invstd, has_gamma, gamma, beta, clamps,
+                             lower, upper);
+    return;
+  }
+#endif
+  batch_norm_op::PlaneScalar(src, dst, count, mean, invstd, has_gamma, gamma, beta, clamps,
+                             lower, upper);
+}
+
 }  // namespace mxlite
