@@ -80,9 +80,11 @@ MXLITE_TARGET_AVX512_INLINE void InputTransform8(const __m512 d[8], __m512 t[8])
   t[6] = _mm512_sub_ps(f, h);
 }
 
-// V[xi][c][group's tiles] for one channel plane; access: the group's 8.
+// V[xi][c][group's tiles] for one channel plane; access: the group's 8;
+// lanes [0, live_tiles) are stored.
 MXLITE_TARGET_AVX512 void TransformInput(const float* plane, const Winograd1dAccess* access,
-                                         __mmask16 live, float* v, int64_t xi_stride) {
+                                         int64_t live_tiles, float* v, int64_t xi_stride) {
+  const __mmask16 live = LanesBelowAvx512(live_tiles);
   __m512 d[kPoints];
   for (int k = 0; k < kPoints; ++k) d[k] = LoadLanes(plane, access[k]);
   __m512 t[kPoints];
@@ -95,10 +97,11 @@ MXLITE_TARGET_AVX512 void TransformInput(const float* plane, const Winograd1dAcc
 // + residual, clamp. Row i of A^T is p^i over the points, so with
 // s_j, d_j the sum and difference of the pair (+p_j, -p_j) (p = 1, 2, 1/2)
 //     y_i = [i = 0] m0 + sum_j p_j^i (i even ? s_j : d_j) + [i = last] m7.
-MXLITE_TARGET_AVX512 void TransformOutput(const float* m, int64_t xi_stride, __mmask16 live,
-                                          const Winograd1dAccess* access, int outputs,
-                                          float bias, const float* residual, bool clamp,
-                                          float lower, float upper, float* out) {
+MXLITE_TARGET_AVX512 void TransformOutput(const float* m, int64_t xi_stride,
+                                          int64_t live_tiles, const Winograd1dAccess* access,
+                                          int outputs, float bias, const float* residual,
+                                          bool clamp, float lower, float upper, float* out) {
+  const __mmask16 live = LanesBelowAvx512(live_tiles);
   __m512 v[kPoints];
   for (int k = 0; k < kPoints; ++k) v[k] = _mm512_maskz_loadu_ps(live, m + k * xi_stride);
   const __m512 sums[3] = {_mm512_add_ps(v[1], v[2]), _mm512_add_ps(v[3], v[4]),
@@ -119,11 +122,6 @@ MXLITE_TARGET_AVX512 void TransformOutput(const float* m, int64_t xi_stride, __m
     if (clamp) y = ClampAvx512(lo, hi, y);
     StoreLanes(out, access[i], y);
   }
-}
-
-// Lanes [0, count) of a group (count may exceed 16).
-inline __mmask16 LiveLanes(int64_t count) {
-  return static_cast<__mmask16>((1u << std::min<int64_t>(kLanes, count)) - 1u);
 }
 
 #endif  // MXLITE_X86_64
@@ -302,7 +300,7 @@ void Winograd1dPlan::Convolve(const float* input, const float* bias, const float
       for (int64_t j = 0; j < in_groups; ++j) {
         winograd1d_cc::TransformInput(
             source + c * in_plane, input_access_.data() + (first + j) * kPoints,
-            winograd1d_cc::LiveLanes(std::min(in_width, input_tiles - t0) - j * kLanes),
+            std::min(in_width, input_tiles - t0) - j * kLanes,
             vc + c * in_width + j * kLanes, g.channels * in_width);
       }
     }
@@ -324,7 +322,7 @@ void Winograd1dPlan::Convolve(const float* input, const float* bias, const float
       for (int64_t group = first; group < last; ++group) {
         winograd1d_cc::TransformOutput(
             mc + f * width + (group - first) * kLanes, g.filters * width,
-            winograd1d_cc::LiveLanes(output_tiles - group * kLanes),
+            output_tiles - group * kLanes,
             output_access_.data() + group * outputs, static_cast<int>(outputs),
             bias ? bias[f] : 0.f,
             transposed || residual == nullptr ? nullptr : residual + f * out_plane,

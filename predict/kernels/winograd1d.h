@@ -129,7 +129,7 @@ bool Winograd1dApplies(int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int
 
 // The weights transformed (U[xi][kx] = (G g[., kx])[xi]) and packed for the
 // GEMM, and the access records of the geometry. Any kernel of 2 to 7 rows
-// (in the frame) and any width is computed correctly, for the tests;
+// (in the frame) and up to 7 columns is computed correctly, for the tests;
 // Winograd1dApplies picks the layers where it pays.
 class Winograd1dPlan {
  public:

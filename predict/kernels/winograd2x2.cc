@@ -38,10 +38,12 @@ MXLITE_TARGET_AVX512_INLINE void OutputTransform4(const __m512 m[4], __m512 y[2]
 }
 
 // V[xi][c][group's tiles] for one channel plane: sixteen gathers (zeros
-// outside the plane), B^T down the window's columns, B along its rows.
+// outside the plane), B^T down the window's columns, B along its rows;
+// lanes [0, live_tiles) are stored.
 MXLITE_TARGET_AVX512 void TransformInput(const float* plane, const int32_t* offsets,
-                                         const uint16_t* lanes, __mmask16 live, float* v,
+                                         const uint16_t* lanes, int64_t live_tiles, float* v,
                                          int64_t xi_stride) {
+  const __mmask16 live = LanesBelowAvx512(live_tiles);
   __m512 d[4][4];
   for (int i = 0; i < 4; ++i) {
     for (int j = 0; j < 4; ++j) {
@@ -66,10 +68,12 @@ MXLITE_TARGET_AVX512 void TransformInput(const float* plane, const int32_t* offs
 
 // Output pixels of one filter for a group's tiles from M[xi][f][tiles]:
 // A^T . A, then + bias, + residual, clamp, scattered into the plane.
-MXLITE_TARGET_AVX512 void TransformOutput(const float* m, int64_t xi_stride, __mmask16 live,
-                                          const int32_t* offsets, const uint16_t* lanes,
-                                          float bias, const float* residual, bool clamp,
-                                          float lower, float upper, float* out) {
+MXLITE_TARGET_AVX512 void TransformOutput(const float* m, int64_t xi_stride,
+                                          int64_t live_tiles, const int32_t* offsets,
+                                          const uint16_t* lanes, float bias,
+                                          const float* residual, bool clamp, float lower,
+                                          float upper, float* out) {
+  const __mmask16 live = LanesBelowAvx512(live_tiles);
   __m512 rows[4][2];  // A^T applied along each row of the 4x4 product
   for (int i = 0; i < 4; ++i) {
     __m512 values[4];
@@ -96,11 +100,6 @@ MXLITE_TARGET_AVX512 void TransformOutput(const float* m, int64_t xi_stride, __m
       _mm512_mask_i32scatter_ps(out, lanes[k], index, value, 4);
     }
   }
-}
-
-// Lanes [0, count) of a group (count may exceed 16).
-inline __mmask16 LiveLanes(int64_t count) {
-  return static_cast<__mmask16>((1u << std::min<int64_t>(kLanes, count)) - 1u);
 }
 
 #endif  // MXLITE_X86_64
@@ -202,10 +201,9 @@ void Winograd2x2Plan::Convolve(const float* input, const float* bias, const floa
                      upper != std::numeric_limits<float>::infinity();
   ParallelFor(pool, g.channels, [&](int64_t c) {
     for (int64_t group = 0; group < groups; ++group) {
-      const __mmask16 live = winograd2x2_cc::LiveLanes(tiles - group * kLanes);
       winograd2x2_cc::TransformInput(input + c * in_plane,
                                      input_offsets_.data() + group * 16 * kLanes,
-                                     input_lanes_.data() + group * 16, live,
+                                     input_lanes_.data() + group * 16, tiles - group * kLanes,
                                      v + c * tiles + group * kLanes, v_stride);
     }
   });
@@ -215,8 +213,8 @@ void Winograd2x2Plan::Convolve(const float* input, const float* bias, const floa
   });
   ParallelFor(pool, g.filters, [&](int64_t f) {
     for (int64_t group = 0; group < groups; ++group) {
-      const __mmask16 live = winograd2x2_cc::LiveLanes(tiles - group * kLanes);
-      winograd2x2_cc::TransformOutput(m + f * tiles + group * kLanes, m_stride, live,
+      winograd2x2_cc::TransformOutput(m + f * tiles + group * kLanes, m_stride,
+                                      tiles - group * kLanes,
                                       output_offsets_.data() + group * 4 * kLanes,
                                       output_lanes_.data() + group * 4, bias ? bias[f] : 0.f,
                                       residual ? residual + f * out_plane : nullptr, clamp,

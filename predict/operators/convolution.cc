@@ -823,9 +823,7 @@ class Convolution : public Operator {
       const float* mean = in[first + 2].fdata();
       const float* var = in[first + 3].fdata();
       for (int64_t f = 0; f < g.filters; ++f) {
-        // As MXNet: invstd is computed in float from float var + eps.
-        const float invstd =
-            static_cast<float>(1.0 / std::sqrt(var[f] + static_cast<float>(fusion_.bn_eps)));
+        const float invstd = BatchNormInvStd(var[f], fusion_.bn_eps);  // as MXNet
         const float scale = (fusion_.bn_fix_gamma ? 1.f : gamma[f]) * invstd;
         for (int64_t i = 0; i < per_filter; ++i) weights_[f * per_filter + i] *= scale;
         bias_[f] = (bias_[f] - mean[f]) * scale + beta[f];
