@@ -37,19 +37,39 @@ MXLITE_TARGET_AVX512_INLINE void OutputTransform4(const __m512 m[4], __m512 y[2]
   y[1] = _mm512_sub_ps(_mm512_sub_ps(m[1], m[2]), m[3]);
 }
 
-// V[xi][c][group's tiles] for one channel plane: sixteen gathers (zeros
-// outside the plane), B^T down the window's columns, B along its rows;
-// lanes [0, live_tiles) are stored.
-MXLITE_TARGET_AVX512 void TransformInput(const float* plane, const int32_t* offsets,
-                                         const uint16_t* lanes, int64_t live_tiles, float* v,
-                                         int64_t xi_stride) {
-  const __mmask16 live = LanesBelowAvx512(live_tiles);
+// Lanes of a group of tile rows (see the header): lane l holds tile
+// (group_row0 + l / tiles_w, l % tiles_w), for l < rows * tiles_w.
+
+// V[xi][c][group's tiles] for one channel plane. Per window row i and pair
+// of tile rows, one masked load per tile row reads the plane row from
+// column -pad_w (the mask supplies the zero padding; rows outside the plane
+// are zero vectors), and per window column j one two-source permute puts
+// column 2 tx + j of both rows into the pair's lanes (pair_index[p][j]);
+// pairs after the first merge in by their lane mask. Then B^T down the
+// window's columns, B along its rows; lanes [0, live_tiles) are stored.
+MXLITE_TARGET_AVX512 void TransformInput(const Winograd2x2Geometry& g, const float* plane,
+                                         int64_t group_row0, int64_t group_rows,
+                                         const int32_t* pair_index, const uint16_t* pair_lanes,
+                                         float* v, int64_t xi_stride) {
+  const int64_t tiles_w = g.TilesW();
+  const __mmask16 inside = LanesInsideAvx512(-g.pad_w, g.in_w);
+  const __mmask16 live = LanesBelowAvx512(group_rows * tiles_w);
   __m512 d[4][4];
   for (int i = 0; i < 4; ++i) {
-    for (int j = 0; j < 4; ++j) {
-      const int k = i * 4 + j;
-      const __m512i index = _mm512_loadu_si512(offsets + k * kLanes);
-      d[i][j] = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), lanes[k], index, plane, 4);
+    for (int64_t pair = 0; 2 * pair < group_rows; ++pair) {
+      __m512 rows[2];
+      for (int k = 0; k < 2; ++k) {
+        const int64_t tile_row = 2 * pair + k;
+        const int64_t y = 2 * (group_row0 + tile_row) - g.pad_h + i;
+        rows[k] = tile_row < group_rows && y >= 0 && y < g.in_h
+                      ? _mm512_maskz_loadu_ps(inside, OffsetAddress(plane + y * g.in_w, -g.pad_w))
+                      : _mm512_setzero_ps();
+      }
+      for (int j = 0; j < 4; ++j) {
+        const __m512i index = _mm512_loadu_si512(pair_index + (pair * 4 + j) * kLanes);
+        const __m512 columns = _mm512_permutex2var_ps(rows[0], index, rows[1]);
+        d[i][j] = pair == 0 ? columns : _mm512_mask_mov_ps(d[i][j], pair_lanes[pair], columns);
+      }
     }
   }
   __m512 t[4][4];  // t[i][j] = (B^T d)[i][j]
@@ -67,13 +87,17 @@ MXLITE_TARGET_AVX512 void TransformInput(const float* plane, const int32_t* offs
 }
 
 // Output pixels of one filter for a group's tiles from M[xi][f][tiles]:
-// A^T . A, then + bias, + residual, clamp, scattered into the plane.
-MXLITE_TARGET_AVX512 void TransformOutput(const float* m, int64_t xi_stride,
-                                          int64_t live_tiles, const int32_t* offsets,
-                                          const uint16_t* lanes, float bias,
+// A^T . A, then per tile row and output row one two-source permute
+// interleaves the row's outputs (a, 0) and (a, 1) into output columns
+// 0 ... 2 tiles_w - 1; + bias, + residual, clamp, and a masked store of
+// out_w columns.
+MXLITE_TARGET_AVX512 void TransformOutput(const Winograd2x2Geometry& g, const float* m,
+                                          int64_t xi_stride, int64_t group_row0,
+                                          int64_t group_rows, float bias,
                                           const float* residual, bool clamp, float lower,
                                           float upper, float* out) {
-  const __mmask16 live = LanesBelowAvx512(live_tiles);
+  const int64_t tiles_w = g.TilesW();
+  const __mmask16 live = LanesBelowAvx512(group_rows * tiles_w);
   __m512 rows[4][2];  // A^T applied along each row of the 4x4 product
   for (int i = 0; i < 4; ++i) {
     __m512 values[4];
@@ -82,22 +106,32 @@ MXLITE_TARGET_AVX512 void TransformOutput(const float* m, int64_t xi_stride,
     }
     OutputTransform4(values, rows[i]);
   }
-  const __m512 bias_v = _mm512_set1_ps(bias);
-  const __m512 lo = _mm512_set1_ps(lower), hi = _mm512_set1_ps(upper);
+  __m512 y[2][2];  // y[a][b]: output pixel (a, b) of each lane's tile
   for (int b = 0; b < 2; ++b) {
     const __m512 column[4] = {rows[0][b], rows[1][b], rows[2][b], rows[3][b]};
-    __m512 y[2];
-    OutputTransform4(column, y);
+    __m512 pixels[2];
+    OutputTransform4(column, pixels);
+    y[0][b] = pixels[0];
+    y[1][b] = pixels[1];
+  }
+  const __m512 bias_v = _mm512_set1_ps(bias);
+  const __m512 lo = _mm512_set1_ps(lower), hi = _mm512_set1_ps(upper);
+  // Output column x of tile row k: pixel (a, x % 2) of lane k tiles_w + x / 2.
+  const __m512i interleave =
+      _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  const __mmask16 columns = LanesBelowAvx512(g.out_w);
+  for (int64_t k = 0; k < group_rows; ++k) {
+    const __m512i index =
+        _mm512_add_epi32(interleave, _mm512_set1_epi32(static_cast<int>(k * tiles_w)));
     for (int a = 0; a < 2; ++a) {
-      const int k = a * 2 + b;  // output pixel (a, b) of the tile
-      const __m512i index = _mm512_loadu_si512(offsets + k * kLanes);
-      __m512 value = _mm512_add_ps(y[a], bias_v);
+      const int64_t row = 2 * (group_row0 + k) + a;
+      if (row >= g.out_h) break;
+      __m512 value = _mm512_add_ps(_mm512_permutex2var_ps(y[a][0], index, y[a][1]), bias_v);
       if (residual) {
-        value = _mm512_add_ps(
-            value, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), lanes[k], index, residual, 4));
+        value = _mm512_add_ps(value, _mm512_maskz_loadu_ps(columns, residual + row * g.out_w));
       }
       if (clamp) value = ClampAvx512(lo, hi, value);
-      _mm512_mask_i32scatter_ps(out, lanes[k], index, value, 4);
+      _mm512_mask_storeu_ps(out + row * g.out_w, columns, value);
     }
   }
 }
@@ -150,36 +184,23 @@ Status Winograd2x2Plan::Prepare(const Winograd2x2Geometry& g, const float* weigh
     MXL_RETURN_IF_ERROR(packed_[xi].Pack(u.data() + xi * g.filters * g.channels, g.channels,
                                          g.filters, g.channels));
   }
-  // Gather and scatter indices, 16 window and 4 output positions a group.
-  const int64_t tiles = g.Tiles(), tiles_w = g.TilesW();
-  const int64_t groups = (tiles + kLanes - 1) / kLanes;
-  input_offsets_.assign(static_cast<size_t>(groups * 16 * kLanes), 0);
-  input_lanes_.assign(static_cast<size_t>(groups * 16), 0);
-  output_offsets_.assign(static_cast<size_t>(groups * 4 * kLanes), 0);
-  output_lanes_.assign(static_cast<size_t>(groups * 4), 0);
-  for (int64_t group = 0; group < groups; ++group) {
-    for (int lane = 0; lane < kLanes; ++lane) {
-      const int64_t tile = group * kLanes + lane;
-      if (tile >= tiles) break;
-      const int64_t ty = tile / tiles_w, tx = tile % tiles_w;
-      for (int i = 0; i < 4; ++i) {
-        for (int j = 0; j < 4; ++j) {
-          const int64_t y = 2 * ty - g.pad_h + i, x = 2 * tx - g.pad_w + j;
-          if (y < 0 || y >= g.in_h || x < 0 || x >= g.in_w) continue;
-          const int64_t k = group * 16 + i * 4 + j;
-          input_offsets_[k * kLanes + lane] = static_cast<int32_t>(y * g.in_w + x);
-          input_lanes_[k] = static_cast<uint16_t>(input_lanes_[k] | (1u << lane));
-        }
+  // The input permutes' indices and lane masks, per pair of tile rows in a
+  // group (see TransformInput).
+  const int64_t tiles_w = g.TilesW();
+  const int64_t pairs = (g.GroupRows() + 1) / 2;
+  pair_index_.assign(static_cast<size_t>(pairs * 4 * kLanes), 0);
+  pair_lanes_.assign(static_cast<size_t>(pairs), 0);
+  for (int64_t pair = 0; pair < pairs; ++pair) {
+    const int64_t lane_end = std::min<int64_t>(kLanes, 2 * (pair + 1) * tiles_w);
+    for (int64_t lane = 2 * pair * tiles_w; lane < lane_end; ++lane) {
+      const int64_t local = lane - 2 * pair * tiles_w;
+      const int64_t row_in_pair = local / tiles_w, tx = local % tiles_w;
+      for (int j = 0; j < 4; ++j) {
+        pair_index_[static_cast<size_t>((pair * 4 + j) * kLanes + lane)] =
+            static_cast<int32_t>(row_in_pair * kLanes + 2 * tx + j);
       }
-      for (int a = 0; a < 2; ++a) {
-        for (int b = 0; b < 2; ++b) {
-          const int64_t y = 2 * ty + a, x = 2 * tx + b;
-          if (y >= g.out_h || x >= g.out_w) continue;
-          const int64_t k = group * 4 + a * 2 + b;
-          output_offsets_[k * kLanes + lane] = static_cast<int32_t>(y * g.out_w + x);
-          output_lanes_[k] = static_cast<uint16_t>(output_lanes_[k] | (1u << lane));
-        }
-      }
+      pair_lanes_[static_cast<size_t>(pair)] =
+          static_cast<uint16_t>(pair_lanes_[static_cast<size_t>(pair)] | (1u << lane));
     }
   }
   return Status();
@@ -189,22 +210,28 @@ void Winograd2x2Plan::Convolve(const float* input, const float* bias, const floa
                                float lower, float upper, float* output, float* workspace,
                                ThreadPool* pool) const {
 #if defined(MXLITE_X86_64)
-  using winograd2x2_cc::kLanes;
   const Winograd2x2Geometry& g = geometry_;
-  const int64_t tiles = g.Tiles();
-  const int64_t groups = (tiles + kLanes - 1) / kLanes;
+  const int64_t tiles = g.Tiles(), tiles_w = g.TilesW();
+  const int64_t group_rows = g.GroupRows();
+  const int64_t groups = (g.TilesH() + group_rows - 1) / group_rows;
   const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
   float* v = workspace;                           // [16][channels][tiles]
   float* m = workspace + 16 * g.channels * tiles;  // [16][filters][tiles]
   const int64_t v_stride = g.channels * tiles, m_stride = g.filters * tiles;
   const bool clamp = lower != -std::numeric_limits<float>::infinity() ||
                      upper != std::numeric_limits<float>::infinity();
+  // Tile rows [row0, row0 + rows) of group `group`.
+  auto group_span = [&](int64_t group, int64_t* row0, int64_t* rows) {
+    *row0 = group * group_rows;
+    *rows = std::min(group_rows, g.TilesH() - *row0);
+  };
   ParallelFor(pool, g.channels, [&](int64_t c) {
     for (int64_t group = 0; group < groups; ++group) {
-      winograd2x2_cc::TransformInput(input + c * in_plane,
-                                     input_offsets_.data() + group * 16 * kLanes,
-                                     input_lanes_.data() + group * 16, tiles - group * kLanes,
-                                     v + c * tiles + group * kLanes, v_stride);
+      int64_t row0 = 0, rows = 0;
+      group_span(group, &row0, &rows);
+      winograd2x2_cc::TransformInput(g, input + c * in_plane, row0, rows, pair_index_.data(),
+                                     pair_lanes_.data(), v + c * tiles + row0 * tiles_w,
+                                     v_stride);
     }
   });
   ParallelFor(pool, 16, [&](int64_t xi) {
@@ -213,10 +240,10 @@ void Winograd2x2Plan::Convolve(const float* input, const float* bias, const floa
   });
   ParallelFor(pool, g.filters, [&](int64_t f) {
     for (int64_t group = 0; group < groups; ++group) {
-      winograd2x2_cc::TransformOutput(m + f * tiles + group * kLanes, m_stride,
-                                      tiles - group * kLanes,
-                                      output_offsets_.data() + group * 4 * kLanes,
-                                      output_lanes_.data() + group * 4, bias ? bias[f] : 0.f,
+      int64_t row0 = 0, rows = 0;
+      group_span(group, &row0, &rows);
+      winograd2x2_cc::TransformOutput(g, m + f * tiles + row0 * tiles_w, m_stride, row0, rows,
+                                      bias ? bias[f] : 0.f,
                                       residual ? residual + f * out_plane : nullptr, clamp,
                                       lower, upper, output + f * out_plane);
     }
