@@ -44,8 +44,8 @@ MXLITE_TARGET_AVX512_INLINE void OutputTransform4(const __m512 m[4], __m512 y[2]
 // of tile rows, one masked load per tile row reads the plane row from
 // column -pad_w (the mask supplies the zero padding; rows outside the plane
 // are zero vectors), and per window column j one two-source permute puts
-// column 2 tx + j of both rows into the pair's lanes (pair_index[p][j]);
-// pairs after the first merge in by their lane mask. Then B^T down the
+// column 2 tx + j of both rows into the pair's lanes (pair_index[p][j]),
+// merged in by the pair's lane mask. Then B^T down the
 // window's columns, B along its rows; lanes [0, live_tiles) are stored.
 MXLITE_TARGET_AVX512 void TransformInput(const Winograd2x2Geometry& g, const float* plane,
                                          int64_t group_row0, int64_t group_rows,
@@ -55,34 +55,39 @@ MXLITE_TARGET_AVX512 void TransformInput(const Winograd2x2Geometry& g, const flo
   const __mmask16 inside = LanesInsideAvx512(-g.pad_w, g.in_w);
   const __mmask16 live = LanesBelowAvx512(group_rows * tiles_w);
   __m512 d[4][4];
-  for (int i = 0; i < 4; ++i) {
+  MXLITE_UNROLL for (int i = 0; i < 4; ++i) {
+    MXLITE_UNROLL for (int j = 0; j < 4; ++j) d[i][j] = _mm512_setzero_ps();
+  }
+  MXLITE_UNROLL for (int i = 0; i < 4; ++i) {
     for (int64_t pair = 0; 2 * pair < group_rows; ++pair) {
       __m512 rows[2];
-      for (int k = 0; k < 2; ++k) {
+      MXLITE_UNROLL for (int k = 0; k < 2; ++k) {
         const int64_t tile_row = 2 * pair + k;
         const int64_t y = 2 * (group_row0 + tile_row) - g.pad_h + i;
         rows[k] = tile_row < group_rows && y >= 0 && y < g.in_h
                       ? _mm512_maskz_loadu_ps(inside, OffsetAddress(plane + y * g.in_w, -g.pad_w))
                       : _mm512_setzero_ps();
       }
-      for (int j = 0; j < 4; ++j) {
+      MXLITE_UNROLL for (int j = 0; j < 4; ++j) {
         const __m512i index = _mm512_loadu_si512(pair_index + (pair * 4 + j) * kLanes);
         const __m512 columns = _mm512_permutex2var_ps(rows[0], index, rows[1]);
-        d[i][j] = pair == 0 ? columns : _mm512_mask_mov_ps(d[i][j], pair_lanes[pair], columns);
+        d[i][j] = _mm512_mask_mov_ps(d[i][j], pair_lanes[pair], columns);
       }
     }
   }
   __m512 t[4][4];  // t[i][j] = (B^T d)[i][j]
-  for (int j = 0; j < 4; ++j) {
+  MXLITE_UNROLL for (int j = 0; j < 4; ++j) {
     const __m512 column[4] = {d[0][j], d[1][j], d[2][j], d[3][j]};
     __m512 out[4];
     InputTransform4(column, out);
-    for (int i = 0; i < 4; ++i) t[i][j] = out[i];
+    MXLITE_UNROLL for (int i = 0; i < 4; ++i) t[i][j] = out[i];
   }
-  for (int i = 0; i < 4; ++i) {
+  MXLITE_UNROLL for (int i = 0; i < 4; ++i) {
     __m512 out[4];
     InputTransform4(t[i], out);
-    for (int j = 0; j < 4; ++j) _mm512_mask_storeu_ps(v + (i * 4 + j) * xi_stride, live, out[j]);
+    MXLITE_UNROLL for (int j = 0; j < 4; ++j) {
+      _mm512_mask_storeu_ps(v + (i * 4 + j) * xi_stride, live, out[j]);
+    }
   }
 }
 
@@ -99,15 +104,15 @@ MXLITE_TARGET_AVX512 void TransformOutput(const Winograd2x2Geometry& g, const fl
   const int64_t tiles_w = g.TilesW();
   const __mmask16 live = LanesBelowAvx512(group_rows * tiles_w);
   __m512 rows[4][2];  // A^T applied along each row of the 4x4 product
-  for (int i = 0; i < 4; ++i) {
+  MXLITE_UNROLL for (int i = 0; i < 4; ++i) {
     __m512 values[4];
-    for (int j = 0; j < 4; ++j) {
+    MXLITE_UNROLL for (int j = 0; j < 4; ++j) {
       values[j] = _mm512_maskz_loadu_ps(live, m + (i * 4 + j) * xi_stride);
     }
     OutputTransform4(values, rows[i]);
   }
   __m512 y[2][2];  // y[a][b]: output pixel (a, b) of each lane's tile
-  for (int b = 0; b < 2; ++b) {
+  MXLITE_UNROLL for (int b = 0; b < 2; ++b) {
     const __m512 column[4] = {rows[0][b], rows[1][b], rows[2][b], rows[3][b]};
     __m512 pixels[2];
     OutputTransform4(column, pixels);
@@ -123,7 +128,7 @@ MXLITE_TARGET_AVX512 void TransformOutput(const Winograd2x2Geometry& g, const fl
   for (int64_t k = 0; k < group_rows; ++k) {
     const __m512i index =
         _mm512_add_epi32(interleave, _mm512_set1_epi32(static_cast<int>(k * tiles_w)));
-    for (int a = 0; a < 2; ++a) {
+    MXLITE_UNROLL for (int a = 0; a < 2; ++a) {
       const int64_t row = 2 * (group_row0 + k) + a;
       if (row >= g.out_h) break;
       __m512 value = _mm512_add_ps(_mm512_permutex2var_ps(y[a][0], index, y[a][1]), bias_v);

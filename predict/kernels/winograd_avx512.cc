@@ -117,7 +117,7 @@ MXLITE_TARGET_AVX512 void TransformInputChannel(const WinogradGeometry& g, int64
   // next[k]: lanes 1..15 of one vector, then lane k of another (column 4
   // or 5 of tile i is column 0 or 1 of tile i + 1).
   __m512i idx[4];
-  for (int q = 0; q < 4; ++q) {
+  MXLITE_UNROLL for (int q = 0; q < 4; ++q) {
     idx[q] = _mm512_add_epi32(
         _mm512_set_epi32(60, 56, 52, 48, 44, 40, 36, 32, 28, 24, 20, 16, 12, 8, 4, 0),
         _mm512_set1_epi32(q));
@@ -162,15 +162,15 @@ MXLITE_TARGET_AVX512 void TransformInputChannel(const WinogradGeometry& g, int64
                      : _mm512_setzero_ps();
         }
         InputTransform6(d, out);
-        for (int r = 0; r < 6; ++r) _mm512_store_ps(vertical[r] + 16 * j, out[r]);
+        MXLITE_UNROLL for (int r = 0; r < 6; ++r) _mm512_store_ps(vertical[r] + 16 * j, out[r]);
       }
-      for (int r = 0; r < 6; ++r) {
+      MXLITE_UNROLL for (int r = 0; r < 6; ++r) {
         const float* row = vertical[r];
         const __m512 b0 = _mm512_load_ps(row), b1 = _mm512_load_ps(row + 16);
         const __m512 b2 = _mm512_load_ps(row + 32), b3 = _mm512_load_ps(row + 48);
         const __m512 b4 = _mm512_load_ps(row + 64);
         __m512 columns[6], out[6];
-        for (int q = 0; q < 4; ++q) {
+        MXLITE_UNROLL for (int q = 0; q < 4; ++q) {
           // Lanes 0..7 from b0/b1, lanes 8..15 from b2/b3 (the masked form
           // of the shuffle: GCC 12 warns about an undefined operand in the
           // plain one).
@@ -181,7 +181,7 @@ MXLITE_TARGET_AVX512 void TransformInputChannel(const WinogradGeometry& g, int64
         columns[4] = _mm512_permutex2var_ps(columns[0], next[0], b4);
         columns[5] = _mm512_permutex2var_ps(columns[1], next[1], b4);
         InputTransform6(columns, out);
-        for (int k = 0; k < 6; ++k) {
+        MXLITE_UNROLL for (int k = 0; k < 6; ++k) {
           StoreTileRun(v + (r * 6 + k) * v_stride, channels, nr, c, t, n, out[k]);
         }
       }
@@ -210,19 +210,21 @@ MXLITE_TARGET_AVX512 void TransformOutputFilter(const WinogradGeometry& g, int64
     const int64_t n = std::min<int64_t>(kLanes, count - t0);
     const __mmask16 live = static_cast<__mmask16>((1u << n) - 1);
     __m512 rows[6][4];  // A^T applied along each row of the 6x6 product
-    for (int r = 0; r < 6; ++r) {
+    MXLITE_UNROLL for (int r = 0; r < 6; ++r) {
       __m512 values[6];
-      for (int k = 0; k < 6; ++k) {
+      MXLITE_UNROLL for (int k = 0; k < 6; ++k) {
         values[k] = _mm512_maskz_loadu_ps(live, src + (r * 6 + k) * m_stride + t0);
       }
       OutputTransform6(values, rows[r]);
     }
-    for (int k = 0; k < 4; ++k) {
+    MXLITE_UNROLL for (int k = 0; k < 4; ++k) {
       const __m512 column[6] = {rows[0][k], rows[1][k], rows[2][k],
                                 rows[3][k], rows[4][k], rows[5][k]};
       __m512 y[4];
       OutputTransform6(column, y);
-      for (int r = 0; r < 4; ++r) _mm512_storeu_ps(lines + (r * 4 + k) * line_stride + t0, y[r]);
+      MXLITE_UNROLL for (int r = 0; r < 4; ++r) {
+        _mm512_storeu_ps(lines + (r * 4 + k) * line_stride + t0, y[r]);
+      }
     }
   }
 
@@ -248,7 +250,7 @@ MXLITE_TARGET_AVX512 void TransformOutputFilter(const WinogradGeometry& g, int64
       const int64_t x0 = tx0 * 4;
       // Output columns [x0, x_end) belong to these tiles and the plane.
       const int64_t x_end = std::min(g.out_w, x0 + 4 * n);
-      for (int r = 0; r < 4; ++r) {
+      MXLITE_UNROLL for (int r = 0; r < 4; ++r) {
         const int64_t y = ty * 4 + r;
         if (y >= g.out_h) break;
         const float* line = lines + r * 4 * line_stride + t;
@@ -265,7 +267,7 @@ MXLITE_TARGET_AVX512 void TransformOutputFilter(const WinogradGeometry& g, int64
                                  _mm512_permutex2var_ps(a_hi, quad_hi, b_hi)};
         float* out_row = out + y * g.out_w;
         const float* res_row = residual ? residual + y * g.out_w : nullptr;
-        for (int j = 0; j < 4; ++j) {
+        MXLITE_UNROLL for (int j = 0; j < 4; ++j) {
           const int64_t x = x0 + 16 * j;
           if (x >= x_end) break;
           const int64_t valid = std::min<int64_t>(16, x_end - x);
