@@ -86,10 +86,12 @@ MXLITE_TARGET_AVX512 void TransformInput(const float* plane, const Winograd1dAcc
                                          int64_t live_tiles, float* v, int64_t xi_stride) {
   const __mmask16 live = LanesBelowAvx512(live_tiles);
   __m512 d[kPoints];
-  for (int k = 0; k < kPoints; ++k) d[k] = LoadLanes(plane, access[k]);
+  MXLITE_UNROLL for (int k = 0; k < kPoints; ++k) d[k] = LoadLanes(plane, access[k]);
   __m512 t[kPoints];
   InputTransform8(d, t);
-  for (int k = 0; k < kPoints; ++k) _mm512_mask_storeu_ps(v + k * xi_stride, live, t[k]);
+  MXLITE_UNROLL for (int k = 0; k < kPoints; ++k) {
+    _mm512_mask_storeu_ps(v + k * xi_stride, live, t[k]);
+  }
 }
 
 // Output pixels of one filter for a group's tiles from M[xi][f][tiles]:
@@ -103,7 +105,9 @@ MXLITE_TARGET_AVX512 void TransformOutput(const float* m, int64_t xi_stride,
                                           bool clamp, float lower, float upper, float* out) {
   const __mmask16 live = LanesBelowAvx512(live_tiles);
   __m512 v[kPoints];
-  for (int k = 0; k < kPoints; ++k) v[k] = _mm512_maskz_loadu_ps(live, m + k * xi_stride);
+  MXLITE_UNROLL for (int k = 0; k < kPoints; ++k) {
+    v[k] = _mm512_maskz_loadu_ps(live, m + k * xi_stride);
+  }
   const __m512 sums[3] = {_mm512_add_ps(v[1], v[2]), _mm512_add_ps(v[3], v[4]),
                           _mm512_add_ps(v[5], v[6])};
   const __m512 differences[3] = {_mm512_sub_ps(v[1], v[2]), _mm512_sub_ps(v[3], v[4]),

@@ -70,7 +70,7 @@ MXLITE_TARGET_AVX2_INLINE void WindowColumns(const float* row, __m256 columns[6]
   // q[i]: tiles i and i + 4 (q[4]: tiles 4 and 8, whose first two columns
   // are columns 4 and 5 of tiles 3 and 7).
   __m256 q[5];
-  for (int i = 0; i < 5; ++i) q[i] = LoadPaired(row + 4 * i);
+  MXLITE_UNROLL for (int i = 0; i < 5; ++i) q[i] = LoadPaired(row + 4 * i);
   const __m256 lo01 = _mm256_unpacklo_ps(q[0], q[1]), hi01 = _mm256_unpackhi_ps(q[0], q[1]);
   const __m256 lo23 = _mm256_unpacklo_ps(q[2], q[3]), hi23 = _mm256_unpackhi_ps(q[2], q[3]);
   columns[0] = _mm256_shuffle_ps(lo01, lo23, 0x44);
@@ -115,11 +115,11 @@ MXLITE_TARGET_AVX2 void TransformInputChannel(const WinogradGeometry& g, int64_t
       const int64_t t = ty * tiles_w + tx0 - tile0;
       // Eight tiles read columns 4*tx0 ... 4*tx0 + 35 of six rows.
       const float* base = window + 4 * tx0;
-      for (int r = 0; r < 6; ++r) {
+      MXLITE_UNROLL for (int r = 0; r < 6; ++r) {
         __m256 columns[6], out[6];
         WindowColumns(base + r * scratch_w, columns);
         InputTransform6(columns, out);
-        for (int k = 0; k < 6; ++k) {
+        MXLITE_UNROLL for (int k = 0; k < 6; ++k) {
           _mm256_storeu_ps(lines + (r * 6 + k) * line_stride + t, out[k]);
         }
       }
@@ -127,13 +127,15 @@ MXLITE_TARGET_AVX2 void TransformInputChannel(const WinogradGeometry& g, int64_t
   }
   for (int64_t first_tile = 0; first_tile < strips * nr; first_tile += kLanes) {
     float* dst = v + ((first_tile / nr) * channels + c) * nr + first_tile % nr;
-    for (int k = 0; k < 6; ++k) {
+    MXLITE_UNROLL for (int k = 0; k < 6; ++k) {
       __m256 d[6], out[6];
-      for (int r = 0; r < 6; ++r) {
+      MXLITE_UNROLL for (int r = 0; r < 6; ++r) {
         d[r] = _mm256_loadu_ps(lines + (r * 6 + k) * line_stride + first_tile);
       }
       InputTransform6(d, out);
-      for (int r = 0; r < 6; ++r) _mm256_storeu_ps(dst + (r * 6 + k) * v_stride, out[r]);
+      MXLITE_UNROLL for (int r = 0; r < 6; ++r) {
+        _mm256_storeu_ps(dst + (r * 6 + k) * v_stride, out[r]);
+      }
     }
   }
 }
@@ -159,20 +161,22 @@ MXLITE_TARGET_AVX2 void TransformOutputFilter(const WinogradGeometry& g, int64_t
     const int64_t n = std::min<int64_t>(kLanes, count - t0);
     const __m256i live = LanesBelowAvx2(n);
     __m256 rows[6][4];  // A^T applied along each row of the 6x6 product
-    for (int r = 0; r < 6; ++r) {
+    MXLITE_UNROLL for (int r = 0; r < 6; ++r) {
       __m256 values[6];
-      for (int k = 0; k < 6; ++k) {
+      MXLITE_UNROLL for (int k = 0; k < 6; ++k) {
         const float* at = src + (r * 6 + k) * m_stride + t0;
         values[k] = n == kLanes ? _mm256_loadu_ps(at) : _mm256_maskload_ps(at, live);
       }
       OutputTransform6(values, rows[r]);
     }
-    for (int k = 0; k < 4; ++k) {
+    MXLITE_UNROLL for (int k = 0; k < 4; ++k) {
       const __m256 column[6] = {rows[0][k], rows[1][k], rows[2][k],
                                 rows[3][k], rows[4][k], rows[5][k]};
       __m256 y[4];
       OutputTransform6(column, y);
-      for (int r = 0; r < 4; ++r) _mm256_storeu_ps(lines + (r * 4 + k) * line_stride + t0, y[r]);
+      MXLITE_UNROLL for (int r = 0; r < 4; ++r) {
+        _mm256_storeu_ps(lines + (r * 4 + k) * line_stride + t0, y[r]);
+      }
     }
   }
 
@@ -189,7 +193,7 @@ MXLITE_TARGET_AVX2 void TransformOutputFilter(const WinogradGeometry& g, int64_t
       const int64_t x0 = tx0 * 4;
       // Output columns [x0, x_end) belong to these tiles and the plane.
       const int64_t x_end = std::min(g.out_w, x0 + 4 * n);
-      for (int r = 0; r < 4; ++r) {
+      MXLITE_UNROLL for (int r = 0; r < 4; ++r) {
         const int64_t y = ty * 4 + r;
         if (y >= g.out_h) break;
         const float* line = lines + r * 4 * line_stride + t;
@@ -209,7 +213,7 @@ MXLITE_TARGET_AVX2 void TransformOutputFilter(const WinogradGeometry& g, int64_t
                                   _mm256_permute2f128_ps(tiles[2], tiles[3], 0x31)};
         float* out_row = out + y * g.out_w;
         const float* res_row = residual ? residual + y * g.out_w : nullptr;
-        for (int j = 0; j < 4; ++j) {
+        MXLITE_UNROLL for (int j = 0; j < 4; ++j) {
           const int64_t x = x0 + 8 * j;
           if (x >= x_end) break;
           const int64_t valid = std::min<int64_t>(kLanes, x_end - x);
