@@ -37,16 +37,18 @@ MXLITE_TARGET_AVX512_INLINE void OutputTransform4(const __m512 m[4], __m512 y[2]
   y[1] = _mm512_sub_ps(_mm512_sub_ps(m[1], m[2]), m[3]);
 }
 
-// Lanes of a group of tile rows (see the header): lane l holds tile
-// (group_row0 + l / tiles_w, l % tiles_w), for l < rows * tiles_w.
+// A group is group_rows consecutive tile rows (Winograd2x2Geometry::
+// GroupRows): lane l holds tile (group_row0 + l / tiles_w, l % tiles_w).
+// A tile row of at most 7 tiles (kMaxSide) reads columns -pad_w ...
+// 2 tiles_w + 1 - pad_w of its window rows: sixteen floats at most.
 
 // V[xi][c][group's tiles] for one channel plane. Per window row i and pair
 // of tile rows, one masked load per tile row reads the plane row from
 // column -pad_w (the mask supplies the zero padding; rows outside the plane
 // are zero vectors), and per window column j one two-source permute puts
 // column 2 tx + j of both rows into the pair's lanes (pair_index[p][j]),
-// merged in by the pair's lane mask. Then B^T down the
-// window's columns, B along its rows; lanes [0, live_tiles) are stored.
+// merged in by the pair's lane mask. Then B^T down the window's columns,
+// B along its rows; the group's tiles' lanes are stored.
 MXLITE_TARGET_AVX512 void TransformInput(const Winograd2x2Geometry& g, const float* plane,
                                          int64_t group_row0, int64_t group_rows,
                                          const int32_t* pair_index, const uint16_t* pair_lanes,
