@@ -3,7 +3,7 @@
  * against a naive double-precision direct convolution: outputs 1..14 wide
  * (odd sizes leave half tiles on the right and bottom edges), non-square
  * planes, paddings 0..2, channel counts that are not multiples of anything,
- * 1 to 4 groups of sixteen tiles (the last one partial), with bias,
+ * 1 to 4 groups of tile rows (2 to 16 rows a group, the last one short), with bias,
  * residual and clamp, and with the bias alone, on one thread and on two.
  * The kernel is AVX-512 code: where MXLITE_ISA or the processor rules
  * AVX-512 out, the test checks that Winograd2x2Applies says no, since no
