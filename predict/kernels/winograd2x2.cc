@@ -20,7 +20,7 @@ constexpr double kG[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0
 // out (see Winograd2x2Applies).
 constexpr int64_t kMaxSide = 14;
 constexpr int64_t kMinChannels = 32;
-constexpr int64_t kMinFilters = 64;
+constexpr int64_t kMinFilters = 32;
 
 // t = B^T d for one column of four values; the same row of B^T applied
 // along a row gives d B.

@@ -62,12 +62,13 @@ struct Winograd2x2Geometry {
 };
 
 // Whether F(2x2, 3x3) runs this layer: AVX-512, 3x3, stride 1, dilation 1,
-// one group, an output of at most 14x14, at least 32 channels in and 64
+// one group, an output of at most 14x14, at least 32 channels in and 32
 // filters out. (Callers try F(4x4, 3x3) first.) Measured per layer, one
 // thread, against the shifted-view GEMM: 512->512 at 7x7 1.01 -> 0.78 ms,
 // 448->384 at 8x8 0.81 -> 0.52, 64->256 at 13x13 0.225 -> 0.175, 48->192 at
-// 13x13 0.129 -> 0.115; DenseNet's 128->32 at 14x14 and 7x7 came out even
-// (2.29 ms in all against 2.38), hence the 64 filters.
+// 13x13 0.129 -> 0.115. DenseNet's 128->32 layers came out even while the
+// transforms gathered; with whole tile rows a vector they gain too (24 at
+// 14x14 2.02 -> 1.10 ms, 16 at 7x7 0.47 -> 0.33), hence 32 filters.
 bool Winograd2x2Applies(int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64_t stride_w,
                         int64_t dilate_h, int64_t dilate_w, int64_t groups, int64_t channels,
                         int64_t filters, int64_t out_h, int64_t out_w);

@@ -22,7 +22,7 @@
 int main() {
   using namespace mxlite;
   int checks = 0, failures = 0;
-  const bool available = Winograd2x2Applies(3, 3, 1, 1, 1, 1, 1, 64, 64, 7, 7);
+  const bool available = Winograd2x2Applies(3, 3, 1, 1, 1, 1, 1, 128, 32, 14, 14);
   ++checks;
   if (available != (SelectedIsa() == Isa::kAvx512)) {
     ++failures;
@@ -35,7 +35,7 @@ int main() {
                           Winograd2x2Applies(3, 3, 1, 1, 2, 2, 1, 64, 64, 7, 7),
                           Winograd2x2Applies(3, 3, 1, 1, 1, 1, 2, 64, 64, 7, 7),
                           Winograd2x2Applies(5, 5, 1, 1, 1, 1, 1, 64, 64, 7, 7),
-                          Winograd2x2Applies(3, 3, 1, 1, 1, 1, 1, 64, 32, 7, 7)};
+                          Winograd2x2Applies(3, 3, 1, 1, 1, 1, 1, 64, 16, 7, 7)};
   for (bool applies : refused) {
     ++checks;
     if (applies) {
