@@ -519,15 +519,6 @@ Status FindEntryParts(const Graph& graph, const EntryShapes& shapes, const Entry
         offsets.size() != node.inputs.size()) {
       continue;
     }
-    // Only inputs made just before, by the operators right ahead of this
-    // one in node order (see "Laid end to end" in memory_plan.h).
-    std::set<int> recent;
-    for (int m = n - 1; m >= 0 && recent.size() < node.inputs.size(); --m) {
-      if (!graph.nodes[m].is_variable()) recent.insert(m);
-    }
-    bool all_recent = true;
-    for (const NodeEntry& input : node.inputs) all_recent = all_recent && recent.count(input.node);
-    if (!all_recent) continue;
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       const NodeEntry& input = node.inputs[i];
       const std::pair<int, int> key{input.node, input.index};

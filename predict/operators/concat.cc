@@ -12,10 +12,10 @@
  * its column range of the output with memcpy, the copies shared among the
  * threads. When outer is 1 (a batch of one joined along channels), the
  * output is the inputs end to end: the memory planner then usually places
- * each input inside the output (InputsLaidEndToEnd), and an input already
- * in place is not copied: SqueezeNet's fire modules copy nothing. The
- * planner places only inputs made just before the Concat (see memory_plan.h),
- * so DenseNet's and Inception's joins still copy.
+ * each input inside the output (InputsLaidEndToEnd; see memory_plan.h for
+ * the inputs it leaves out), and an input already in place is not copied:
+ * SqueezeNet's fire modules and DenseNet's and Inception's joins copy
+ * nothing.
  */
 #include <algorithm>
 #include <cstdint>
