@@ -2,7 +2,7 @@
  * Winograd convolution F(2x2, 3x3) for the small maps where F(4x4, 3x3)
  * does not pay: 3x3, stride-1 layers whose output is at most 14x14 (a
  * ResNet's last stage at 7x7, InceptionV3's 8x8 blocks, SqueezeNet's
- * 13x13 ones), on AVX-512.
+ * 13x13 ones, DenseNet's 14x14 and 7x7 ones), on AVX-512.
  *
  * A 2x2 block of outputs needs a 4x4 block of inputs; per input channel
  *     Y = A^T [ (G g G^T) .* (B^T d B) ] A
@@ -74,7 +74,7 @@ bool Winograd2x2Applies(int64_t kernel_h, int64_t kernel_w, int64_t stride_h, in
                         int64_t filters, int64_t out_h, int64_t out_w);
 
 // The weights transformed (U[xi] = (G g G^T)[xi]) and packed for the GEMM,
-// and the gather/scatter indices of the geometry.
+// and the permute indices of the geometry (see pair_index_).
 class Winograd2x2Plan {
  public:
   Status Prepare(const Winograd2x2Geometry& g, const float* weights);
