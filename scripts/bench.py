@@ -851,7 +851,9 @@ def render(report):
     load_lines = report.get('load_warnings', [])
     if len(load_lines) > 3:  # the busy-machine paragraph says it; the details are in the JSON
         load_lines = ['%d of the rows above were measured while other processes ran (details '
-                      'in build/bench/results.json, "load_warnings")' % len(load_lines)]
+                      'in %s, "load_warnings")' % (
+                          len(load_lines),
+                          report.get('results_json', 'build/bench/results.json'))]
     if report['warnings'] or load_lines:
         lines += ['Warnings:', ''] + ['- ' + w for w in report['warnings'] + load_lines] + ['']
     else:
@@ -1015,7 +1017,7 @@ def main(argv=None):
         'args': {'warmup': args.warmup, 'note': args.note, 'nice': args.nice,
                  'turn': args.turn},
         'results': {}, 'background': {}, 'warnings': [],
-        'load_warnings': []}
+        'load_warnings': [], 'results_json': args.results_json}
     rounds_seen = []
     for model in args.model_list:
         for threads in args.thread_list:
