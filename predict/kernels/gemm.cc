@@ -134,11 +134,11 @@ TileEpilogue TileEpilogueAt(const GemmEpilogue& ep, int64_t row0, int64_t col0) 
 void GemmRange(const PackedMatrix& a, const float* b, const float* const* b_segments,
                int64_t ldb, bool b_transposed, const float* b_packed,
                const GemmRowTransform* transform, float* c, int64_t ldc, const GemmEpilogue& ep,
-               int64_t row_begin, int64_t row_end, int64_t col_begin, int64_t col_end) {
+               int64_t row_begin, int64_t row_end, int64_t col_begin, int64_t col_end,
+               int64_t block_begin, int64_t block_end) {
   const MicroKernel& kernel = a.kernel();
   const int mr = kernel.mr, nr = kernel.nr;
   const int64_t depth = a.depth();
-  const int64_t blocks = a.blocks();
   // With a kernel that reads B at any row stride, a plain B is read in place
   // (no packing pass), unless its rows are a multiple of 8 KiB apart: then a
   // strip's rows fall into so few cache sets that they evict each other
@@ -159,7 +159,7 @@ void GemmRange(const PackedMatrix& a, const float* b, const float* const* b_segm
 
   for (int64_t j0 = col_begin; j0 < col_end; j0 += kNc) {
     const int64_t nc = std::min(kNc, col_end - j0);
-    for (int64_t block = 0; block < blocks; ++block) {
+    for (int64_t block = block_begin; block < block_end; ++block) {
       const int64_t p0 = a.BlockStart(block);
       const int64_t kc = a.BlockDepth(block);
       // The block's first row of B at the panel's first column (a plain or
@@ -191,8 +191,8 @@ void GemmRange(const PackedMatrix& a, const float* b, const float* const* b_segm
           PackB(b_block, b_block_ld, false, 0, kc, 0, nc, nr, panel_data);
         }
       }
-      const bool first = block == 0 && !ep.accumulate;
-      const bool last = block == blocks - 1;
+      const bool first = block == block_begin && !ep.accumulate;
+      const bool last = block == block_end - 1;
       // The panel's columns from jr on, in B.
       const auto b_strip_at = [&](int64_t jr) {
         return b_packed     ? b_packed + ((j0 + jr) / nr) * depth * nr + p0 * nr
@@ -260,7 +260,9 @@ void GemmRange(const PackedMatrix& a, const float* b, const float* const* b_segm
 void GemmDispatch(const PackedMatrix& a, const float* b, const float* const* b_segments,
                   int64_t ldb, bool b_transposed, const float* b_packed, int64_t n, float* c,
                   int64_t ldc, const GemmEpilogue& ep, ThreadPool* pool,
-                  const GemmRowTransform* transform = nullptr) {
+                  const GemmRowTransform* transform = nullptr, int64_t block_begin = 0,
+                  int64_t block_end = -1) {
+  if (block_end < 0) block_end = a.blocks();
   const int64_t m = a.rows();
   if (m <= 0 || n <= 0) return;
   if (a.depth() == 0) {
@@ -305,7 +307,7 @@ void GemmDispatch(const PackedMatrix& a, const float* b, const float* const* b_s
     const int64_t c1 = std::min(n, (cc + 1) * strips_per_col_chunk * col_unit);
     if (r0 < r1 && c0 < c1) {
       GemmRange(a, b, b_segments, ldb, b_transposed, b_packed, transform, c, ldc, ep, r0, r1, c0,
-                c1);
+                c1, block_begin, block_end);
     }
   });
 }
@@ -442,6 +444,42 @@ void GemmSegmentedB(const PackedMatrix& a, const float* const* b_segments, int64
 void GemmPrepackedB(const PackedMatrix& a, const float* b_packed, int64_t n, float* c,
                     int64_t ldc, const GemmEpilogue& epilogue, ThreadPool* pool) {
   gemm_cc::GemmDispatch(a, nullptr, nullptr, 0, false, b_packed, n, c, ldc, epilogue, pool);
+}
+
+namespace gemm_cc {
+
+// The depth blocks of A that make up its depth segments [segment_begin,
+// segment_end) (one segment: the whole depth, when A has none).
+void SegmentBlocks(const PackedMatrix& a, int64_t segment_begin, int64_t segment_end,
+                   int64_t* block_begin, int64_t* block_end) {
+  const int64_t segment = a.segment_depth() > 0 ? a.segment_depth() : a.depth();
+  int64_t block = 0;
+  while (block < a.blocks() && a.BlockStart(block) < segment_begin * segment) ++block;
+  *block_begin = block;
+  while (block < a.blocks() && a.BlockStart(block) < segment_end * segment) ++block;
+  *block_end = block;
+}
+
+}  // namespace gemm_cc
+
+void GemmPackedSegments(const PackedMatrix& a, int64_t segment_begin, int64_t segment_end,
+                        const float* b, int64_t ldb, int64_t n, float* c, int64_t ldc,
+                        const GemmEpilogue& epilogue, ThreadPool* pool) {
+  int64_t block_begin = 0, block_end = 0;
+  gemm_cc::SegmentBlocks(a, segment_begin, segment_end, &block_begin, &block_end);
+  if (block_begin == block_end) return;
+  gemm_cc::GemmDispatch(a, b, nullptr, ldb, false, nullptr, n, c, ldc, epilogue, pool, nullptr,
+                        block_begin, block_end);
+}
+
+void GemmPrepackedBSegments(const PackedMatrix& a, int64_t segment_begin, int64_t segment_end,
+                            const float* b_packed, int64_t n, float* c, int64_t ldc,
+                            const GemmEpilogue& epilogue, ThreadPool* pool) {
+  int64_t block_begin = 0, block_end = 0;
+  gemm_cc::SegmentBlocks(a, segment_begin, segment_end, &block_begin, &block_end);
+  if (block_begin == block_end) return;
+  gemm_cc::GemmDispatch(a, nullptr, nullptr, 0, false, b_packed, n, c, ldc, epilogue, pool,
+                        nullptr, block_begin, block_end);
 }
 
 void PackBMatrix(const float* b, int64_t ldb, bool transposed, int64_t depth, int64_t n,

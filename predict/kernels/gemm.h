@@ -110,6 +110,20 @@ void GemmPackedTransformedB(const PackedMatrix& a, const float* b, int64_t ldb, 
 void GemmPrepackedB(const PackedMatrix& a, const float* b_packed, int64_t n, float* c,
                     int64_t ldc, const GemmEpilogue& epilogue, ThreadPool* pool);
 
+// GemmPacked and GemmPrepackedB over A's depth segments [segment_begin,
+// segment_end) only (A packed with a segment_depth; without one its whole
+// depth is one segment): C = epilogue(A[:, those depths] * B[those depths,
+// :]), with b still the whole B (all depth rows, plain or prepacked). For a
+// depth split between threads. Two parts of one depth block each (at most
+// KC = 256 deep) added up give the bits of the whole product, whose
+// micro-kernels add the second block's sum to the first's the same way.
+void GemmPackedSegments(const PackedMatrix& a, int64_t segment_begin, int64_t segment_end,
+                        const float* b, int64_t ldb, int64_t n, float* c, int64_t ldc,
+                        const GemmEpilogue& epilogue, ThreadPool* pool);
+void GemmPrepackedBSegments(const PackedMatrix& a, int64_t segment_begin, int64_t segment_end,
+                            const float* b_packed, int64_t n, float* c, int64_t ldc,
+                            const GemmEpilogue& epilogue, ThreadPool* pool);
+
 // The same with B's depth cut into segments of a.segment_depth() steps
 // that lie in different places: segment s (depth steps s*S ... s*S+S-1)
 // starts at b_segments[s], its rows ldb floats apart. A convolution's taps

@@ -147,6 +147,12 @@ int64_t WinogradGeometry::ChunkAt(int64_t tile0) const {
   return Tiles() - tile0 - count < winograd_cc::kMergedTiles ? Tiles() - tile0 : count;
 }
 
+bool WinogradSplitsDepth(int64_t channels, int64_t filters) {
+  return channels % 2 == 0 && channels >= 64 && channels >= 2 * filters;
+}
+
+bool WinogradGeometry::SplitsDepth() const { return WinogradSplitsDepth(channels, filters); }
+
 size_t WinogradGeometry::WorkspaceBytes() const {
   // V's tile count is rounded up to whole 32-column strips for the AVX-512
   // path, which writes V in the GEMM's packed layout. The largest chunk is
@@ -154,7 +160,9 @@ size_t WinogradGeometry::WorkspaceBytes() const {
   const int64_t chunk = std::min(Tiles(), ChunkTiles() + winograd_cc::kMergedTiles - 1);
   const int64_t strip_tiles = (chunk + 31) / 32 * 32;
   // (+32: the AVX-512 path pads each xi's V and M by a cache line.)
-  return static_cast<size_t>(36 * (channels * strip_tiles + filters * chunk + 32)) *
+  // (A split depth has a second M, see WinogradSplitsDepth.)
+  const int64_t m_count = SplitsDepth() ? 2 : 1;
+  return static_cast<size_t>(36 * (channels * strip_tiles + m_count * (filters * chunk + 32))) *
          sizeof(float);
 }
 
@@ -219,7 +227,9 @@ Status WinogradPackWeights(const float* weights, int64_t filters, int64_t channe
   packed->resize(36);
   for (int xi = 0; xi < 36; ++xi) {
     MXL_RETURN_IF_ERROR(
-        (*packed)[xi].Pack(u.data() + xi * filters * channels, channels, filters, channels));
+        (*packed)[xi].Pack(u.data() + xi * filters * channels, channels, filters, channels,
+                           false, nullptr,
+                           WinogradSplitsDepth(channels, filters) ? channels / 2 : 0));
   }
   return Status();
 }

@@ -1,6 +1,7 @@
 #include "winograd2x2.h"
 
 #include "cpu_features.h"
+#include "winograd.h"
 #include "x86_simd.h"
 
 #include <algorithm>
@@ -99,7 +100,8 @@ MXLITE_TARGET_AVX512 void TransformInput(const Winograd2x2Geometry& g, const flo
 // 0 ... 2 tiles_w - 1; + bias, + residual, clamp, and a masked store of
 // out_w columns.
 MXLITE_TARGET_AVX512 void TransformOutput(const Winograd2x2Geometry& g, const float* m,
-                                          int64_t xi_stride, int64_t group_row0,
+                                          const float* m_half, int64_t xi_stride,
+                                          int64_t group_row0,
                                           int64_t group_rows, float bias,
                                           const float* residual, bool clamp, float lower,
                                           float upper, float* out) {
@@ -110,6 +112,11 @@ MXLITE_TARGET_AVX512 void TransformOutput(const Winograd2x2Geometry& g, const fl
     __m512 values[4];
     MXLITE_UNROLL for (int j = 0; j < 4; ++j) {
       values[j] = _mm512_maskz_loadu_ps(live, m + (i * 4 + j) * xi_stride);
+      if (m_half) {
+        // The second half's sum added last, as a whole-depth GEMM does.
+        values[j] = _mm512_add_ps(_mm512_maskz_loadu_ps(live, m_half + (i * 4 + j) * xi_stride),
+                                  values[j]);
+      }
     }
     OutputTransform4(values, rows[i]);
   }
@@ -146,6 +153,8 @@ MXLITE_TARGET_AVX512 void TransformOutput(const Winograd2x2Geometry& g, const fl
 #endif  // MXLITE_X86_64
 
 }  // namespace winograd2x2_cc
+
+bool Winograd2x2Geometry::SplitsDepth() const { return WinogradSplitsDepth(channels, filters); }
 
 bool Winograd2x2Applies(int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64_t stride_w,
                         int64_t dilate_h, int64_t dilate_w, int64_t groups, int64_t channels,
@@ -189,7 +198,8 @@ Status Winograd2x2Plan::Prepare(const Winograd2x2Geometry& g, const float* weigh
   packed_.resize(16);
   for (int xi = 0; xi < 16; ++xi) {
     MXL_RETURN_IF_ERROR(packed_[xi].Pack(u.data() + xi * g.filters * g.channels, g.channels,
-                                         g.filters, g.channels));
+                                         g.filters, g.channels, false, nullptr,
+                                         g.SplitsDepth() ? g.channels / 2 : 0));
   }
   // The input permutes' indices and lane masks, per pair of tile rows in a
   // group (see TransformInput).
@@ -232,7 +242,7 @@ void Winograd2x2Plan::Convolve(const float* input, const float* bias, const floa
     *row0 = group * group_rows;
     *rows = std::min(group_rows, g.TilesH() - *row0);
   };
-  ParallelFor(pool, g.channels, [&](int64_t c) {
+  auto transform_input = [&](int64_t c) {
     for (int64_t group = 0; group < groups; ++group) {
       int64_t row0 = 0, rows = 0;
       group_span(group, &row0, &rows);
@@ -240,16 +250,37 @@ void Winograd2x2Plan::Convolve(const float* input, const float* bias, const floa
                                      pair_lanes_.data(), v + c * tiles + row0 * tiles_w,
                                      v_stride);
     }
-  });
-  ParallelFor(pool, 16, [&](int64_t xi) {
-    GemmPacked(packed_[xi], v + xi * v_stride, tiles, tiles, m + xi * m_stride, tiles,
-               GemmEpilogue(), nullptr);
-  });
+  };
+  // With the depth split on two threads (see WinogradSplitsDepth), each
+  // transforms half the channels and multiplies them into its own M; the
+  // second half's is m_half.
+  float* m_half = nullptr;
+  if (g.SplitsDepth() && pool && pool->size() == 2) {
+    m_half = m + 16 * m_stride;
+    ParallelFor(pool, 2, [&](int64_t half) {
+      for (int64_t c = half * g.channels / 2; c < (half + 1) * g.channels / 2; ++c) {
+        transform_input(c);
+      }
+      float* m_out = half == 0 ? m : m_half;
+      for (int64_t xi = 0; xi < 16; ++xi) {
+        GemmPackedSegments(packed_[xi], half, half + 1, v + xi * v_stride, tiles, tiles,
+                           m_out + xi * m_stride, tiles, GemmEpilogue(), nullptr);
+      }
+    });
+  } else {
+    ParallelFor(pool, g.channels, transform_input);
+    ParallelFor(pool, 16, [&](int64_t xi) {
+      GemmPacked(packed_[xi], v + xi * v_stride, tiles, tiles, m + xi * m_stride, tiles,
+                 GemmEpilogue(), nullptr);
+    });
+  }
   ParallelFor(pool, g.filters, [&](int64_t f) {
     for (int64_t group = 0; group < groups; ++group) {
       int64_t row0 = 0, rows = 0;
       group_span(group, &row0, &rows);
-      winograd2x2_cc::TransformOutput(g, m + f * tiles + row0 * tiles_w, m_stride, row0, rows,
+      const int64_t at = f * tiles + row0 * tiles_w;
+      winograd2x2_cc::TransformOutput(g, m + at, m_half ? m_half + at : nullptr, m_stride, row0,
+                                      rows,
                                       bias ? bias[f] : 0.f,
                                       residual ? residual + f * out_plane : nullptr, clamp,
                                       lower, upper, output + f * out_plane);

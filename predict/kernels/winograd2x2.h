@@ -55,9 +55,13 @@ struct Winograd2x2Geometry {
   int64_t Tiles() const { return TilesH() * TilesW(); }
   // Tile rows that travel together in the sixteen lanes of a vector.
   int64_t GroupRows() const { return std::max<int64_t>(1, 16 / TilesW()); }
-  // V and M of one image.
+  // Whether the weights are packed in two halves of the channels, split
+  // between two threads as F(4x4) does (WinogradSplitsDepth).
+  bool SplitsDepth() const;
+  // V and M of one image (and the second half's M of a split depth).
   size_t WorkspaceBytes() const {
-    return static_cast<size_t>(16 * (channels + filters) * Tiles()) * sizeof(float);
+    return static_cast<size_t>(16 * (channels + (SplitsDepth() ? 2 : 1) * filters) * Tiles()) *
+           sizeof(float);
   }
 };
 

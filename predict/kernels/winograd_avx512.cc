@@ -200,12 +200,14 @@ MXLITE_TARGET_AVX512 void TransformInputChannel(const WinogradGeometry& g, int64
 // epilogue (contiguous residual loads) and masked stores at the edges.
 MXLITE_TARGET_AVX512 void TransformOutputFilter(const WinogradGeometry& g, int64_t tile0,
                                                   int64_t count, const float* m,
-                                                  int64_t m_stride, int64_t line_stride,
+                                                  const float* m_half, int64_t m_stride,
+                                                  int64_t line_stride,
                                                   float* lines, int64_t f,
                                                   float bias, const float* residual,
                                                   bool clamp, float lower, float upper,
                                                   float* out) {
   const float* src = m + f * count;
+  const float* src_half = m_half ? m_half + f * count : nullptr;
   for (int64_t t0 = 0; t0 < count; t0 += kLanes) {
     const int64_t n = std::min<int64_t>(kLanes, count - t0);
     const __mmask16 live = static_cast<__mmask16>((1u << n) - 1);
@@ -214,6 +216,11 @@ MXLITE_TARGET_AVX512 void TransformOutputFilter(const WinogradGeometry& g, int64
       __m512 values[6];
       MXLITE_UNROLL for (int k = 0; k < 6; ++k) {
         values[k] = _mm512_maskz_loadu_ps(live, src + (r * 6 + k) * m_stride + t0);
+        if (src_half) {
+          // The second half's sum added last, as a whole-depth GEMM does.
+          values[k] = _mm512_add_ps(
+              _mm512_maskz_loadu_ps(live, src_half + (r * 6 + k) * m_stride + t0), values[k]);
+        }
       }
       OutputTransform6(values, rows[r]);
     }

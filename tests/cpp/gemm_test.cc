@@ -3,8 +3,10 @@
  * 1 and 3 threads) and the GEMV against a naive double-precision product,
  * on awkward sizes that exercise every edge tile (and the AVX-512 kernel's
  * single-column tails) and depth block, with B read in place and packed, and
- * B in scattered depth segments (GemmSegmentedB); and the vector GEMVs'
- * order of summation, bit for bit. The
+ * B in scattered depth segments (GemmSegmentedB), products over a range of
+ * A's depth segments (GemmPackedSegments, GemmPrepackedBSegments), whose
+ * halves add up to the whole product's bits; and the vector GEMVs' order
+ * of summation, bit for bit. The
  * micro-kernel is the one MXLITE_ISA allows, so running this under
  * MXLITE_ISA=scalar / avx2 / unset covers every variant.
  */
@@ -48,6 +50,54 @@ void Compare(const std::vector<float>& got, const std::vector<double>& want, dou
     ++g_failures;
     std::printf("FAIL %s m=%lld n=%lld k=%lld: max error %g\n", what, (long long)m, (long long)n,
                 (long long)k, worst);
+  }
+}
+
+// GemmPackedSegments and GemmPrepackedBSegments: A packed in two segments
+// of `half` depth steps, each segment's product into its own C; the two
+// added (second + first, as the output transforms of a split Winograd do)
+// are the whole product's bits when each segment is one depth block.
+void TestDepthSegments(int64_t m, int64_t n, int64_t half, ThreadPool* pool) {
+  const int64_t k = 2 * half;
+  std::vector<float> a = Random(m * k, 15), b = Random(k * n, 16);
+  PackedMatrix packed;
+  if (!packed.Pack(a.data(), k, m, k, false, nullptr, half).ok()) {
+    ++g_failures;
+    std::printf("FAIL depth-segment pack m=%lld k=%lld\n", (long long)m, (long long)k);
+    return;
+  }
+  std::vector<float> b_packed;
+  PackBMatrix(b.data(), n, false, k, n, &b_packed);
+  const size_t size = static_cast<size_t>(m * n);
+  std::vector<float> whole(size, NAN), plain[2], prepacked[2];
+  GemmPacked(packed, b.data(), n, n, whole.data(), n, GemmEpilogue(), pool);
+  for (int64_t s = 0; s < 2; ++s) {
+    plain[s].assign(size, NAN);
+    prepacked[s].assign(size, NAN);
+    GemmPackedSegments(packed, s, s + 1, b.data(), n, n, plain[s].data(), n, GemmEpilogue(),
+                       pool);
+    GemmPrepackedBSegments(packed, s, s + 1, b_packed.data(), n, prepacked[s].data(), n,
+                           GemmEpilogue(), pool);
+  }
+  const bool one_block_each = half <= 256;
+  std::vector<double> want(size);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0;
+      for (int64_t p = 0; p < k; ++p) sum += double(a[i * k + p]) * b[p * n + j];
+      want[i * n + j] = sum;
+    }
+  }
+  for (const auto* parts : {plain, prepacked}) {
+    std::vector<float> added(size);
+    for (size_t i = 0; i < size; ++i) added[i] = parts[1][i] + parts[0][i];
+    Compare(added, want, 1.0, "GemmPackedSegments", m, n, k);
+    ++g_checks;
+    if (one_block_each && std::memcmp(added.data(), whole.data(), size * sizeof(float)) != 0) {
+      ++g_failures;
+      std::printf("FAIL depth segments m=%lld n=%lld k=%lld: halves added differ from the "
+                  "whole product\n", (long long)m, (long long)n, (long long)k);
+    }
   }
 }
 
@@ -200,6 +250,9 @@ int main() {
     const int64_t segmented[][4] = {{12, 50, 64, 9}, {13, 33, 300, 3}, {25, 100, 520, 2},
                                     {5, 7, 1, 4}};
     for (const auto& s : segmented) TestSegmented(s[0], s[1], s[2], s[3], pool);
+    // Halves of one block each (Winograd's split depth), and of two.
+    const int64_t depth_halves[][3] = {{32, 49, 64}, {13, 100, 36}, {25, 33, 300}};
+    for (const auto& s : depth_halves) TestDepthSegments(s[0], s[1], s[2], pool);
   }
   // A segment depth that does not divide the depth is an error.
   {

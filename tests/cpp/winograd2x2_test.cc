@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <vector>
 
 #include "../../predict/kernels/cpu_features.h"
@@ -50,7 +51,8 @@ int main() {
   }
   TestRandom next(2024u);
   ThreadPool pool(2);
-  const int64_t channel_cases[][2] = {{1, 1}, {5, 3}, {37, 70}};
+  // 72 -> 20 splits its depth on two threads (WinogradSplitsDepth).
+  const int64_t channel_cases[][2] = {{1, 1}, {5, 3}, {37, 70}, {72, 20}};
   for (const auto& cf : channel_cases) {
     for (int64_t pad = 0; pad <= 2; ++pad) {
       for (int64_t out_size = 1; out_size <= 14; ++out_size) {
@@ -92,6 +94,19 @@ int main() {
           std::printf("FAIL C=%lld F=%lld pad=%lld out=%lldx%lld: max error %g\n",
                       (long long)g.channels, (long long)g.filters, (long long)pad,
                       (long long)g.out_h, (long long)g.out_w, worst);
+        }
+        if (out_size % 2 == 0 && g.SplitsDepth()) {
+          // The two halves' sums add up to the one-thread result's bits.
+          std::vector<float> one_thread(out.size(), NAN);
+          plan.Convolve(in.data(), bias.data(), plain ? nullptr : residual.data(), lower, upper,
+                        one_thread.data(), workspace.data(), nullptr);
+          ++checks;
+          if (std::memcmp(one_thread.data(), out.data(), out.size() * sizeof(float)) != 0) {
+            ++failures;
+            std::printf("FAIL C=%lld F=%lld pad=%lld out=%lldx%lld: two threads differ from one\n",
+                        (long long)g.channels, (long long)g.filters, (long long)pad,
+                        (long long)g.out_h, (long long)g.out_w);
+          }
         }
       }
     }

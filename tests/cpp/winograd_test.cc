@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <vector>
 
 #include "../../predict/kernels/winograd.h"
@@ -20,7 +21,8 @@ int main() {
   int checks = 0, failures = 0;
   TestRandom next(777u);
   ThreadPool pool(2);
-  const int64_t channel_cases[][2] = {{1, 1}, {3, 5}, {16, 8}, {40, 33}};
+  // 72 -> 20 splits its depth on two threads (WinogradSplitsDepth).
+  const int64_t channel_cases[][2] = {{1, 1}, {3, 5}, {16, 8}, {40, 33}, {72, 20}};
   for (const auto& cf : channel_cases) {
     for (int64_t pad = 0; pad <= 2; ++pad) {
       // 141 with 73 channels in and out needs more than one chunk of tiles;
@@ -80,6 +82,19 @@ int main() {
           std::printf("FAIL C=%lld F=%lld pad=%lld size=%lld: max error %g\n",
                       (long long)g.channels, (long long)g.filters, (long long)pad,
                       (long long)size, worst);
+        }
+        if (size % 4 == 1 && WinogradSplitsDepth(g.channels, g.filters)) {
+          // The two halves' sums add up to the one-thread result's bits.
+          std::vector<float> one_thread(out.size(), NAN);
+          WinogradConvolve(g, packed, in.data(), bias.data(), plain ? nullptr : residual.data(),
+                           lower, upper, one_thread.data(), workspace.data(), nullptr);
+          ++checks;
+          if (std::memcmp(one_thread.data(), out.data(), out.size() * sizeof(float)) != 0) {
+            ++failures;
+            std::printf("FAIL C=%lld F=%lld pad=%lld size=%lld: two threads differ from one\n",
+                        (long long)g.channels, (long long)g.filters, (long long)pad,
+                        (long long)size);
+          }
         }
       }
     }
