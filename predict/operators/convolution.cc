@@ -884,11 +884,25 @@ class Convolution : public Operator {
     for (int64_t grp = 0; grp < g.groups; ++grp) {
       MXL_RETURN_IF_ERROR(packed_[grp].Pack(
           weights_.data() + grp * group_out * per_filter, per_filter, group_out, per_filter,
-          false, nullptr, method_ == kShifted && !shifted_.plain ? g.channels / g.groups : 0));
+          false, nullptr, SegmentDepth()));
     }
     weights_.clear();  // the packed copy is all the GEMM needs
     weights_.shrink_to_fit();
     return Status();
+  }
+
+  // The packed weights' depth segments: a tap's channels for shifted views
+  // (GemmSegmentedB), or, for a 1x1 layer that normalises its input and is
+  // deeper than one depth block, two halves, which two threads split on
+  // small maps (see kSplitDepthMaxColumns in gemm.cc).
+  int64_t SegmentDepth() const {
+    const Geometry& g = geometry_;
+    if (method_ == kShifted && !shifted_.plain) return g.channels / g.groups;
+    if (method_ == kPointwise && fusion_.input_bn && g.groups == 1 && g.channels % 2 == 0 &&
+        g.channels > 256) {
+      return g.channels / 2;
+    }
+    return 0;
   }
 
   std::vector<int64_t> kernel_, stride_, dilate_, pad_;

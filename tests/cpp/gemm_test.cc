@@ -101,6 +101,62 @@ void TestDepthSegments(int64_t m, int64_t n, int64_t half, ThreadPool* pool) {
   }
 }
 
+// B's rows scaled and shifted per row as the GEMM reads them.
+void ScaleRow(const void*, int64_t row, const float* src, float* dst, int64_t count) {
+  const float scale = 0.5f + 0.01f * static_cast<float>(row % 7), shift = -0.25f;
+  for (int64_t j = 0; j < count; ++j) dst[j] = src[j] * scale + shift;
+}
+
+// GemmPackedTransformedB with A in two depth halves on few columns, which
+// splits the depth between threads (kSplitDepthMaxColumns in gemm.cc): right
+// against the naive product, with bias and clamp, and the same bits on 1, 2
+// and 3 threads.
+void TestTransformedDepthHalves(int64_t m, int64_t n, int64_t half) {
+  const int64_t k = 2 * half;
+  std::vector<float> a = Random(m * k, 17), b = Random(k * n, 18), bias = Random(m, 19);
+  PackedMatrix packed;
+  if (!packed.Pack(a.data(), k, m, k, false, nullptr, half).ok()) {
+    ++g_failures;
+    std::printf("FAIL depth-half pack m=%lld k=%lld\n", (long long)m, (long long)k);
+    return;
+  }
+  GemmEpilogue ep;
+  ep.bias = bias.data();
+  ep.lower = -1.5f;
+  ep.upper = 1.5f;
+  GemmRowTransform transform;
+  transform.apply = &ScaleRow;
+  std::vector<double> want(static_cast<size_t>(m * n));
+  std::vector<float> row(static_cast<size_t>(n));
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = bias[i];
+      for (int64_t p = 0; p < k; ++p) {
+        ScaleRow(nullptr, p, b.data() + p * n + j, row.data(), 1);
+        sum += double(a[i * k + p]) * row[0];
+      }
+      want[i * n + j] = std::min(std::max(sum, -1.5), 1.5);
+    }
+  }
+  ThreadPool one(1), two(2), three(3);
+  std::vector<float> first;
+  for (ThreadPool* pool : {&one, &two, &three}) {
+    std::vector<float> c(static_cast<size_t>(m * n), NAN);
+    GemmPackedTransformedB(packed, b.data(), n, n, c.data(), n, ep, transform, pool);
+    Compare(c, want, 1.0, "GemmPackedTransformedB depth halves", m, n, k);
+    if (first.empty()) {
+      first = c;
+      continue;
+    }
+    ++g_checks;
+    if (std::memcmp(first.data(), c.data(), c.size() * sizeof(float)) != 0) {
+      ++g_failures;
+      std::printf("FAIL depth halves m=%lld n=%lld k=%lld: %d threads differ from one\n",
+                  (long long)m, (long long)n, (long long)k, pool->size());
+    }
+  }
+}
+
 void TestPacked(int64_t m, int64_t n, int64_t k, ThreadPool* pool) {
   std::vector<float> a = Random(m * k, 1), b = Random(k * n, 2), bias = Random(m, 3),
                      residual = Random(m * n, 4), c(static_cast<size_t>(m * n), 7.f);
@@ -254,6 +310,10 @@ int main() {
     const int64_t depth_halves[][3] = {{32, 49, 64}, {13, 100, 36}, {25, 33, 300}};
     for (const auto& s : depth_halves) TestDepthSegments(s[0], s[1], s[2], pool);
   }
+  // Halves of one depth block, of two (600 = 2 x 300), on 49 and 196
+  // columns; 300 columns take the whole-depth path.
+  const int64_t transformed[][3] = {{128, 196, 144}, {13, 49, 600}, {30, 300, 150}};
+  for (const auto& s : transformed) TestTransformedDepthHalves(s[0], s[1], s[2]);
   // A segment depth that does not divide the depth is an error.
   {
     ++g_checks;
