@@ -1,7 +1,7 @@
 /*
  * Winograd convolution F(2x2, 3x3) for the small maps where F(4x4, 3x3)
  * does not pay: 3x3, stride-1 layers whose output is at most 14x14 (a
- * ResNet's last stage at 7x7, InceptionV3's 8x8 blocks, SqueezeNet's
+ * ResNet's 14x14 and 7x7 stages, InceptionV3's 8x8 blocks, SqueezeNet's
  * 13x13 ones, DenseNet's 14x14 and 7x7 ones), on AVX-512.
  *
  * A 2x2 block of outputs needs a 4x4 block of inputs; per input channel
@@ -67,7 +67,8 @@ struct Winograd2x2Geometry {
 
 // Whether F(2x2, 3x3) runs this layer: AVX-512, 3x3, stride 1, dilation 1,
 // one group, an output of at most 14x14, at least 32 channels in and 32
-// filters out. (Callers try F(4x4, 3x3) first.) Measured per layer, one
+// filters out. (Callers try F(4x4, 3x3) first, which leaves it every such
+// layer: see WinogradApplies.) Measured per layer, one
 // thread, against the shifted-view GEMM: 512->512 at 7x7 1.01 -> 0.78 ms,
 // 448->384 at 8x8 0.81 -> 0.52, 64->256 at 13x13 0.225 -> 0.175, 48->192 at
 // 13x13 0.129 -> 0.115. DenseNet's 128->32 layers came out even while the
