@@ -23,9 +23,13 @@ CONFIGURATIONS = {
 
 
 @pytest.mark.parametrize('name', sorted(CONFIGURATIONS))
-def test_suites_pass_under(name):
+def test_suites_pass_under(name, tmp_path):
     env = {**os.environ, **CONFIGURATIONS[name]}
+    # The inner session's own --basetemp: left to number its own directory
+    # under /tmp, it would take part in pytest's rotation of those, which
+    # can remove the outer session's (see test_sanitizers.py).
     result = subprocess.run(
-        [sys.executable, '-m', 'pytest', '-q', '-p', 'no:cacheprovider', 'test_zoo.py',
-         'test_ops.py'], cwd=HERE, env=env, capture_output=True, text=True, timeout=1200)
+        [sys.executable, '-m', 'pytest', '-q', '-p', 'no:cacheprovider',
+         '--basetemp', str(tmp_path / 'inner'), 'test_zoo.py', 'test_ops.py'],
+        cwd=HERE, env=env, capture_output=True, text=True, timeout=1200)
     assert result.returncode == 0, result.stdout[-4000:]

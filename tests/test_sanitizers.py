@@ -24,9 +24,15 @@ def test_suites_are_clean_under_asan_and_ubsan(tmp_path):
            # Python itself leaks by design; huge requests must return NULL, as
            # calloc does outside the sanitizer.
            'ASAN_OPTIONS': 'detect_leaks=0:allocator_may_return_null=1'}
+    # The inner session keeps its temporary files under this test's own
+    # directory (--basetemp): numbering one of its own under /tmp put it in
+    # pytest's rotation of those directories, and once (after
+    # test_isa_paths' four inner sessions) the library built above vanished
+    # before the inner tests loaded it (OSError in every test's setup).
     result = subprocess.run(
-        [sys.executable, '-m', 'pytest', '-q', '-p', 'no:cacheprovider', 'test_fuzz.py',
-         'test_bad_input.py', 'test_c_api.py', 'test_ops.py'],
+        [sys.executable, '-m', 'pytest', '-q', '-p', 'no:cacheprovider',
+         '--basetemp', str(tmp_path / 'inner'), 'test_fuzz.py', 'test_bad_input.py',
+         'test_c_api.py', 'test_ops.py'],
         cwd=HERE, env=env, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, (result.stdout[-3000:] + result.stderr[-6000:])
     assert 'ERROR: AddressSanitizer' not in result.stderr
