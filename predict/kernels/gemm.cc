@@ -327,9 +327,15 @@ void AddRowsAndFinish(const GemmEpilogue& ep, const float* addend, int64_t ld_ad
 void GemmDispatch(const PackedMatrix& a, const float* b, const float* const* b_segments,
                   int64_t ldb, bool b_transposed, const float* b_packed, int64_t n, float* c,
                   int64_t ldc, const GemmEpilogue& ep, ThreadPool* pool,
-                  const GemmRowTransform* transform = nullptr, int64_t block_begin = 0,
-                  int64_t block_end = -1) {
-  if (block_end < 0) block_end = a.blocks();
+                  const GemmRowTransform* transform = nullptr, int64_t segment_begin = 0,
+                  int64_t segment_end = -1) {
+  // A's depth blocks to multiply: all, or those of segments [segment_begin,
+  // segment_end) (GemmPackedSegments); none leaves C as it is.
+  int64_t block_begin = 0, block_end = a.blocks();
+  if (segment_end >= 0) {
+    SegmentBlocks(a, segment_begin, segment_end, &block_begin, &block_end);
+    if (block_begin == block_end) return;
+  }
   const int64_t m = a.rows();
   if (m <= 0 || n <= 0) return;
   if (a.depth() == 0) {
@@ -358,10 +364,10 @@ void GemmDispatch(const PackedMatrix& a, const float* b, const float* const* b_s
       const int64_t half = task % 2, chunk = task / 2;
       const int64_t r0 = chunk * row_strips / row_chunks * mr;
       const int64_t r1 = std::min(m, (chunk + 1) * row_strips / row_chunks * mr);
-      int64_t block_begin = 0, block_end = 0;
-      SegmentBlocks(a, half, half + 1, &block_begin, &block_end);
+      int64_t half_begin = 0, half_end = 0;
+      SegmentBlocks(a, half, half + 1, &half_begin, &half_end);
       GemmRange(a, b, nullptr, ldb, false, nullptr, transform, half == 0 ? c : second,
-                half == 0 ? ldc : n, GemmEpilogue(), r0, r1, 0, n, block_begin, block_end);
+                half == 0 ? ldc : n, GemmEpilogue(), r0, r1, 0, n, half_begin, half_end);
     });
     ParallelFor(pool, threads, [&](int64_t part) {
       AddRowsAndFinish(ep, second, n, part * m / threads, (part + 1) * m / threads, n, c, ldc);
@@ -542,21 +548,15 @@ void GemmPrepackedB(const PackedMatrix& a, const float* b_packed, int64_t n, flo
 void GemmPackedSegments(const PackedMatrix& a, int64_t segment_begin, int64_t segment_end,
                         const float* b, int64_t ldb, int64_t n, float* c, int64_t ldc,
                         const GemmEpilogue& epilogue, ThreadPool* pool) {
-  int64_t block_begin = 0, block_end = 0;
-  gemm_cc::SegmentBlocks(a, segment_begin, segment_end, &block_begin, &block_end);
-  if (block_begin == block_end) return;
   gemm_cc::GemmDispatch(a, b, nullptr, ldb, false, nullptr, n, c, ldc, epilogue, pool, nullptr,
-                        block_begin, block_end);
+                        segment_begin, segment_end);
 }
 
 void GemmPrepackedBSegments(const PackedMatrix& a, int64_t segment_begin, int64_t segment_end,
                             const float* b_packed, int64_t n, float* c, int64_t ldc,
                             const GemmEpilogue& epilogue, ThreadPool* pool) {
-  int64_t block_begin = 0, block_end = 0;
-  gemm_cc::SegmentBlocks(a, segment_begin, segment_end, &block_begin, &block_end);
-  if (block_begin == block_end) return;
   gemm_cc::GemmDispatch(a, nullptr, nullptr, 0, false, b_packed, n, c, ldc, epilogue, pool,
-                        nullptr, block_begin, block_end);
+                        nullptr, segment_begin, segment_end);
 }
 
 void PackBMatrix(const float* b, int64_t ldb, bool transposed, int64_t depth, int64_t n,

@@ -67,6 +67,12 @@ struct WinogradGeometry {
 // (see GemmPrepackedBSegments): one and two threads give the same bits.
 bool WinogradSplitsDepth(int64_t channels, int64_t filters);
 
+// Whether a layer whose weights split their depth (SplitsDepth()) runs
+// split on this pool: on two threads exactly, one half each.
+inline bool WinogradRunsSplit(bool splits_depth, const ThreadPool* pool) {
+  return splits_depth && pool && pool->size() == 2;
+}
+
 // Whether Winograd pays for this layer: 3x3, stride 1, dilation 1, one
 // group, and enough output tiles to keep the 36 GEMMs busy.
 bool WinogradApplies(int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64_t stride_w,
@@ -131,7 +137,7 @@ void WinogradConvolveVector(const WinogradGeometry& g, const std::vector<PackedM
   const bool clamp = lower != -std::numeric_limits<float>::infinity() ||
                      upper != std::numeric_limits<float>::infinity();
   const bool claim = WinogradClaims(pool);
-  const bool split = Transforms::kReadsPlane && g.SplitsDepth() && pool && pool->size() == 2;
+  const bool split = Transforms::kReadsPlane && WinogradRunsSplit(g.SplitsDepth(), pool);
   for (int64_t tile0 = 0, count = 0; tile0 < tiles; tile0 += count) {
     count = g.ChunkAt(tile0);
     const int64_t strips = (count + nr - 1) / nr;
@@ -147,7 +153,6 @@ void WinogradConvolveVector(const WinogradGeometry& g, const std::vector<PackedM
     // transforms half the channels and multiplies them into its own M; the
     // second half's is m_half.
     const float* m_half = nullptr;
-    bool multiplied = false;
     if constexpr (Transforms::kReadsPlane) {
       if (split) {
         float* m_second = m + 36 * m_stride;
@@ -163,7 +168,6 @@ void WinogradConvolveVector(const WinogradGeometry& g, const std::vector<PackedM
                                    m_out + xi * m_stride, count, GemmEpilogue(), nullptr);
           }
         });
-        multiplied = true;
       } else {
         ParallelFor(pool, g.channels, [&](int64_t c) {
           Transforms::Input(g, tile0, count, input + c * in_plane, g.channels, strips, nr, c,
@@ -190,7 +194,7 @@ void WinogradConvolveVector(const WinogradGeometry& g, const std::vector<PackedM
                           strips, nr, c, v, v_stride);
       });
     }
-    if (!multiplied) {
+    if (!split) {
       ParallelFor(pool, 36, [&](int64_t xi) {
         ClaimWorkspace(claim, m + xi * m_stride, g.filters * count);
         GemmPrepackedB(packed[xi], v + xi * v_stride, count, m + xi * m_stride, count,

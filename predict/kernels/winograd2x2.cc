@@ -255,7 +255,7 @@ void Winograd2x2Plan::Convolve(const float* input, const float* bias, const floa
   // transforms half the channels and multiplies them into its own M; the
   // second half's is m_half.
   float* m_half = nullptr;
-  if (g.SplitsDepth() && pool && pool->size() == 2) {
+  if (WinogradRunsSplit(g.SplitsDepth(), pool)) {
     m_half = m + 16 * m_stride;
     ParallelFor(pool, 2, [&](int64_t half) {
       for (int64_t c = half * g.channels / 2; c < (half + 1) * g.channels / 2; ++c) {
@@ -280,8 +280,7 @@ void Winograd2x2Plan::Convolve(const float* input, const float* bias, const floa
       group_span(group, &row0, &rows);
       const int64_t at = f * tiles + row0 * tiles_w;
       winograd2x2_cc::TransformOutput(g, m + at, m_half ? m_half + at : nullptr, m_stride, row0,
-                                      rows,
-                                      bias ? bias[f] : 0.f,
+                                      rows, bias ? bias[f] : 0.f,
                                       residual ? residual + f * out_plane : nullptr, clamp,
                                       lower, upper, output + f * out_plane);
     }

@@ -53,6 +53,28 @@ void Compare(const std::vector<float>& got, const std::vector<double>& want, dou
   }
 }
 
+// Packs A (m x k) with depth segments of `segment` steps; a failure is
+// counted and reported under `what`.
+bool PackInSegments(const std::vector<float>& a, int64_t m, int64_t k, int64_t segment,
+                    const char* what, PackedMatrix* packed) {
+  if (packed->Pack(a.data(), k, m, k, false, nullptr, segment).ok()) return true;
+  ++g_failures;
+  std::printf("FAIL %s pack m=%lld k=%lld\n", what, (long long)m, (long long)k);
+  return false;
+}
+
+// Checks that two results have the same bits.
+void CheckSameBits(const std::vector<float>& got, const std::vector<float>& want,
+                   const char* what, int64_t m, int64_t n, int64_t k) {
+  ++g_checks;
+  if (got.size() != want.size() ||
+      std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) != 0) {
+    ++g_failures;
+    std::printf("FAIL %s m=%lld n=%lld k=%lld: bits differ\n", what, (long long)m, (long long)n,
+                (long long)k);
+  }
+}
+
 // GemmPackedSegments and GemmPrepackedBSegments: A packed in two segments
 // of `half` depth steps, each segment's product into its own C; the two
 // added (second + first, as the output transforms of a split Winograd do)
@@ -61,11 +83,7 @@ void TestDepthSegments(int64_t m, int64_t n, int64_t half, ThreadPool* pool) {
   const int64_t k = 2 * half;
   std::vector<float> a = Random(m * k, 15), b = Random(k * n, 16);
   PackedMatrix packed;
-  if (!packed.Pack(a.data(), k, m, k, false, nullptr, half).ok()) {
-    ++g_failures;
-    std::printf("FAIL depth-segment pack m=%lld k=%lld\n", (long long)m, (long long)k);
-    return;
-  }
+  if (!PackInSegments(a, m, k, half, "depth-segment", &packed)) return;
   std::vector<float> b_packed;
   PackBMatrix(b.data(), n, false, k, n, &b_packed);
   const size_t size = static_cast<size_t>(m * n);
@@ -92,11 +110,8 @@ void TestDepthSegments(int64_t m, int64_t n, int64_t half, ThreadPool* pool) {
     std::vector<float> added(size);
     for (size_t i = 0; i < size; ++i) added[i] = parts[1][i] + parts[0][i];
     Compare(added, want, 1.0, "GemmPackedSegments", m, n, k);
-    ++g_checks;
-    if (one_block_each && std::memcmp(added.data(), whole.data(), size * sizeof(float)) != 0) {
-      ++g_failures;
-      std::printf("FAIL depth segments m=%lld n=%lld k=%lld: halves added differ from the "
-                  "whole product\n", (long long)m, (long long)n, (long long)k);
+    if (one_block_each) {
+      CheckSameBits(added, whole, "depth segments added against the whole product", m, n, k);
     }
   }
 }
@@ -115,11 +130,7 @@ void TestTransformedDepthHalves(int64_t m, int64_t n, int64_t half) {
   const int64_t k = 2 * half;
   std::vector<float> a = Random(m * k, 17), b = Random(k * n, 18), bias = Random(m, 19);
   PackedMatrix packed;
-  if (!packed.Pack(a.data(), k, m, k, false, nullptr, half).ok()) {
-    ++g_failures;
-    std::printf("FAIL depth-half pack m=%lld k=%lld\n", (long long)m, (long long)k);
-    return;
-  }
+  if (!PackInSegments(a, m, k, half, "depth-half", &packed)) return;
   GemmEpilogue ep;
   ep.bias = bias.data();
   ep.lower = -1.5f;
@@ -148,12 +159,9 @@ void TestTransformedDepthHalves(int64_t m, int64_t n, int64_t half) {
       first = c;
       continue;
     }
-    ++g_checks;
-    if (std::memcmp(first.data(), c.data(), c.size() * sizeof(float)) != 0) {
-      ++g_failures;
-      std::printf("FAIL depth halves m=%lld n=%lld k=%lld: %d threads differ from one\n",
-                  (long long)m, (long long)n, (long long)k, pool->size());
-    }
+    CheckSameBits(c, first, pool->size() == 2 ? "depth halves, 2 threads against 1"
+                                              : "depth halves, 3 threads against 1",
+                  m, n, k);
   }
 }
 
@@ -193,11 +201,7 @@ void TestSegmented(int64_t m, int64_t n, int64_t segment, int64_t segments, Thre
     starts[s] = buffer.data() + ((segments - 1 - s) * (segment + 2) + 1) * ldb + 2;
   }
   PackedMatrix packed;
-  if (!packed.Pack(a.data(), k, m, k, false, nullptr, segment).ok()) {
-    ++g_failures;
-    std::printf("FAIL segmented pack m=%lld k=%lld\n", (long long)m, (long long)k);
-    return;
-  }
+  if (!PackInSegments(a, m, k, segment, "segmented", &packed)) return;
   GemmEpilogue ep;
   ep.bias = bias.data();
   GemmSegmentedB(packed, starts.data(), ldb, n, c.data(), n, ep, pool);
