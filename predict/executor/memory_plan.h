@@ -30,11 +30,12 @@
  *   than copying the old joins (their readers waited on memory the copy
  *   had streamed in); since the 1x1 GEMM prefetches the rows it normalises
  *   (gemm.cc), densenet121 runs 2% faster at one thread and 4% at two laid
- *   in place, Inception's towers the same either way, SqueezeNet 3% faster. Parts may still nest. An entry is a
- *   part of at most one output (the first Concat in node order that takes
- *   it), and never when it is a graph output or a variable, appears twice
- *   in the same Concat, is an identity view, is empty, or would start off
- *   kBufferAlignment; such inputs are copied. The buffer is live from its
+ *   in place, Inception's towers the same either way, SqueezeNet 3%
+ *   faster. Parts may still nest. An entry is a part of at most one
+ *   output (the first Concat in node order that takes it), and never when
+ *   it is a graph output or a variable, appears twice in the same Concat,
+ *   is an identity view, is empty, or would start off kBufferAlignment;
+ *   such inputs are copied. The buffer is live from its
  *   first part's writer to the output's last reader, and the reuse rules
  *   below treat every part's writer as a writer of the buffer. No operator
  *   overwrites a part in place, and no part is made in place of another
