@@ -78,3 +78,5 @@ def test_section_from_results(tmp_path):
     assert peak > 0 and at_peak > 0
     # The share is computed before the time is rounded to two decimals.
     assert abs(float(cells[8].rstrip('%')) - 100 * at_peak / 1.70) <= 1
+    # One Strassen level: 7/8 of the multiplications, so 7/8 of the share.
+    assert abs(float(cells[9].rstrip('%')) - 100 * 7 / 8 * at_peak / 1.70) <= 1

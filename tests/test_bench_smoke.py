@@ -99,3 +99,33 @@ def test_bench_runs_every_runtime_on_a_small_model(tmp_path):
     assert again.count('## CPU performance') == 1
     assert 'Note (by hand): checked afterwards.' in again
     assert row in again.splitlines()
+
+
+def test_core_latency_probe_builds_warning_free_and_reports(tmp_path):
+    source = os.path.join(ROOT, 'scripts', 'bench', 'core_latency.cc')
+    for compiler in ('g++', 'clang++'):
+        exe = str(tmp_path / ('core_latency_' + compiler.replace('+', 'x')))
+        build = subprocess.run([compiler, '-std=c++17', '-O2', '-Wall', '-Wextra', '-Werror',
+                                source, '-o', exe, '-lpthread'], capture_output=True, text=True)
+        assert build.returncode == 0, build.stderr
+        run = subprocess.run([exe, '0.05'], capture_output=True, text=True, timeout=60)
+        assert run.returncode == 0, run.stderr
+        report = json.loads(run.stdout)
+        assert report['cpus'] == [0, 1] and report['round_trip_ns'] > 0
+
+
+def test_placement_check_prints_windows_and_both_summaries():
+    script = os.path.join(ROOT, 'scripts', 'bench', 'placement_check.py')
+    run = subprocess.run([sys.executable, script, '--model', 'squeezenet1.1', '--seconds', '1.5',
+                          '--window-s', '0.3', '--probe-s', '0.05', '--zoo', ZOO_DIR,
+                          '--library', library_under_test()],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    windows = [line for line in lines if 'squeezenet1.1 at 2 threads' in line]
+    assert len(windows) >= 2 and all('round trip' in line for line in windows)
+    summaries = [line for line in lines if line.startswith(('near', 'far'))]
+    assert [line.split()[0] for line in summaries] == ['near', 'far']
+    # Every window is counted on one side or the other.
+    counted = sum(int(line.split(': ')[1].split()[0]) for line in summaries)
+    assert counted == len(windows)

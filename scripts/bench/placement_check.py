@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""mxlite's two-thread latency beside the round trip between the two CPUs.
+
+    python3 scripts/bench/placement_check.py                  # resnet18_v1, 60 s
+    python3 scripts/bench/placement_check.py --model squeezenet1.1 --seconds 120
+
+On a virtual machine the host may move the two virtual CPUs between core
+complexes while a program runs; a cache line then takes about 300 ns to go
+from one to the other and back instead of about 50 (scripts/bench/
+core_latency.cc). This runs inferences of one zoo model through the C
+predict API (build/libmxlite.so, MXLITE_NUM_THREADS=2 unless set) in windows
+of --window-s seconds and probes the round trip after each window, printing
+one line per window and, at the end, the median latency of the windows on
+either side of --far-ns. The zoo checkpoints come from scripts/make_fixtures.py
+(`make test` writes them to build/fixtures/zoo).
+"""
+import argparse
+import ctypes
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PROBE_SOURCE = os.path.join(ROOT, 'scripts', 'bench', 'core_latency.cc')
+mx_uint = ctypes.c_uint32
+
+
+def build_probe(work_dir):
+    os.makedirs(work_dir, exist_ok=True)
+    exe = os.path.join(work_dir, 'core_latency')
+    subprocess.run(['g++', '-std=c++17', '-O2', PROBE_SOURCE, '-o', exe, '-lpthread'],
+                   check=True)
+    return exe
+
+
+def round_trip_ns(probe, seconds):
+    out = subprocess.run([probe, str(seconds)], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)['round_trip_ns']
+
+
+class Predictor:
+    """One zoo model behind MXNet's C predict API."""
+
+    def __init__(self, library, zoo, model):
+        self.lib = ctypes.CDLL(library)
+        self.lib.MXGetLastError.restype = ctypes.c_char_p
+        with open(os.path.join(zoo, 'manifest.json')) as f:
+            inputs = json.load(f)['cases'][model]['inputs']
+        (name, shape), = inputs.items()
+        with open(os.path.join(zoo, model + '-symbol.json'), 'rb') as f:
+            symbol = f.read()
+        with open(os.path.join(zoo, model + '-0000.params'), 'rb') as f:
+            params = f.read()
+        self.name = name.encode()
+        self.input = np.random.default_rng(0).random(shape, dtype=np.float32)
+        keys = (ctypes.c_char_p * 1)(self.name)
+        dims = (mx_uint * len(shape))(*shape)
+        indptr = (mx_uint * 2)(0, len(shape))
+        self.handle = ctypes.c_void_p()
+        if self.lib.MXPredCreate(symbol, params, len(params), 1, 0, 1, keys, indptr, dims,
+                                 ctypes.byref(self.handle)) != 0:
+            raise RuntimeError(self.lib.MXGetLastError().decode())
+        out_shape, ndim = ctypes.POINTER(mx_uint)(), mx_uint()
+        self.lib.MXPredGetOutputShape(self.handle, 0, ctypes.byref(out_shape), ctypes.byref(ndim))
+        self.output = np.empty([out_shape[i] for i in range(ndim.value)], np.float32)
+
+    def infer(self):
+        """One inference as an application makes it; returns its seconds."""
+        start = time.perf_counter()
+        self.lib.MXPredSetInput(self.handle, self.name,
+                                self.input.ctypes.data_as(ctypes.c_void_p), mx_uint(self.input.size))
+        self.lib.MXPredForward(self.handle)
+        self.lib.MXPredGetOutput(self.handle, 0, self.output.ctypes.data_as(ctypes.c_void_p),
+                                 mx_uint(self.output.size))
+        return time.perf_counter() - start
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--model', default='resnet18_v1')
+    parser.add_argument('--seconds', type=float, default=60.0)
+    parser.add_argument('--window-s', type=float, default=1.0)
+    parser.add_argument('--probe-s', type=float, default=0.5)
+    parser.add_argument('--far-ns', type=float, default=150.0,
+                        help='round trips above this count as a far placement')
+    parser.add_argument('--library', default=os.path.join(ROOT, 'build', 'libmxlite.so'))
+    parser.add_argument('--zoo', default=os.path.join(ROOT, 'build', 'fixtures', 'zoo'))
+    args = parser.parse_args(argv)
+    os.environ.setdefault('MXLITE_NUM_THREADS', '2')
+
+    probe = build_probe(os.path.join(ROOT, 'build', 'bench', 'tools'))
+    predictor = Predictor(args.library, args.zoo, args.model)
+    for _ in range(3):
+        predictor.infer()
+    windows = []  # (median ms, round trip ns)
+    start = time.time()
+    while time.time() - start < args.seconds:
+        times = []
+        window_start = time.time()
+        while time.time() - window_start < args.window_s:
+            times.append(predictor.infer())
+        latency_ms = 1e3 * statistics.median(times)
+        trip = round_trip_ns(probe, args.probe_s)
+        windows.append((latency_ms, trip))
+        print('%6.1f s  %s at %s threads: median %7.2f ms over %4d  | round trip %4.0f ns' % (
+            time.time() - start, args.model, os.environ['MXLITE_NUM_THREADS'], latency_ms,
+            len(times), trip), flush=True)
+    for label, selected in (('near', [w for w in windows if w[1] <= args.far_ns]),
+                            ('far', [w for w in windows if w[1] > args.far_ns])):
+        summary = '%s (round trip %s %.0f ns): %d windows' % (
+            label, '<=' if label == 'near' else '>', args.far_ns, len(selected))
+        if selected:
+            summary += ', median of their medians %.2f ms' % statistics.median(
+                w[0] for w in selected)
+        print(summary)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
