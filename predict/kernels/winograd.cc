@@ -14,6 +14,9 @@ namespace winograd_cc {
 constexpr int64_t kWorkspaceBudget = int64_t{2} << 20;
 // A last chunk smaller than this joins the one before it (see ChunkAt).
 constexpr int64_t kMergedTiles = 32;
+// Tiles a thread from which threads split a layer's tiles (see
+// WinogradSplitsTiles).
+constexpr int64_t kMinTilesPerThreadPart = 64;
 // Where Winograd beats im2col + GEMM (see WinogradApplies).
 constexpr int64_t kMinTiles = 49;
 constexpr int64_t kMinChannels = 256;
@@ -144,9 +147,13 @@ int64_t WinogradGeometry::ChunkTiles() const {
   return std::min(Tiles(), std::max<int64_t>(chunk / 32 * 32, 64));
 }
 
-int64_t WinogradGeometry::ChunkAt(int64_t tile0) const {
-  const int64_t count = std::min(ChunkTiles(), Tiles() - tile0);
-  return Tiles() - tile0 - count < winograd_cc::kMergedTiles ? Tiles() - tile0 : count;
+int64_t WinogradGeometry::ChunkIn(int64_t tile0, int64_t end) const {
+  const int64_t count = std::min(ChunkTiles(), end - tile0);
+  return end - tile0 - count < winograd_cc::kMergedTiles ? end - tile0 : count;
+}
+
+bool WinogradSplitsTiles(int64_t tiles, int threads) {
+  return threads > 1 && tiles >= winograd_cc::kMinTilesPerThreadPart * threads;
 }
 
 bool WinogradSplitsDepth(int64_t channels, int64_t filters) {

@@ -47,7 +47,9 @@ struct WinogradGeometry {
   // Tiles in the chunk that starts at tile0: ChunkTiles(), but the last
   // chunk also takes a remainder of fewer than kMergedTiles tiles (a chunk
   // of a few tiles re-reads all 36 weight matrices for little work).
-  int64_t ChunkAt(int64_t tile0) const;
+  int64_t ChunkAt(int64_t tile0) const { return ChunkIn(tile0, Tiles()); }
+  // The same within tiles [tile0, end): one thread's part of them.
+  int64_t ChunkIn(int64_t tile0, int64_t end) const;
   size_t WorkspaceBytes() const;
   // Whether the weights are packed in two halves of the channels, so that
   // on two threads each transforms and multiplies its own half (see
@@ -72,6 +74,23 @@ bool WinogradSplitsDepth(int64_t channels, int64_t filters);
 inline bool WinogradRunsSplit(bool splits_depth, const ThreadPool* pool) {
   return splits_depth && pool && pool->size() == 2;
 }
+
+// Whether a layer of `tiles` output tiles splits them between `threads`
+// threads, each taking a contiguous part (rows of tiles) through all three
+// steps in its own workspace, instead of splitting each step: the input
+// transform by channels, the GEMMs by tile position, the output transform
+// by filters, where each step reads what the other threads wrote in the
+// step before. From 64 tiles a thread (56x56 maps and larger). Where the
+// host puts a virtual machine's two CPUs in different core complexes (a
+// cache line's round trip ~310 ns instead of ~55; scripts/bench/
+// placement_check.py), data one thread wrote and the other reads is what
+// costs: resnet18_v1 at two threads, 100 windows of 1 s in each setting
+// alternating (Zen 4), 17.0-17.3 -> 15.4 ms far apart, 10.75-10.81 ->
+// 10.84-10.92 near. From 16 tiles a thread near was 3% slower (the GEMMs of
+// 24 columns at 28x28). The parts' workspaces beyond the first are the
+// pool threads' own (thread_local, WorkspaceBytes each). Every tile's
+// arithmetic is the same in any chunk, so the bits do not change.
+bool WinogradSplitsTiles(int64_t tiles, int threads);
 
 // Whether Winograd pays for this layer: 3x3, stride 1, dilation 1, one
 // group, and enough output tiles to keep the 36 GEMMs busy.
@@ -124,7 +143,9 @@ inline int64_t WinogradXiStride(int64_t floats) { return floats + 16; }
 // scratch first where the transform needs one), the 36 GEMMs are split
 // between threads (not each one), and each filter's outputs are transformed
 // back. A split depth (WinogradSplitsDepth) on two threads fuses the first
-// two steps per half of the channels (AVX-512 path only).
+// two steps per half of the channels (AVX-512 path only). Layers with
+// enough tiles instead give each thread a contiguous part of the tiles to
+// take through every step (WinogradSplitsTiles).
 template <class Transforms>
 void WinogradConvolveVector(const WinogradGeometry& g, const std::vector<PackedMatrix>& packed,
                             const float* input, const float* bias, const float* residual,
@@ -136,15 +157,17 @@ void WinogradConvolveVector(const WinogradGeometry& g, const std::vector<PackedM
   const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
   const bool clamp = lower != -std::numeric_limits<float>::infinity() ||
                      upper != std::numeric_limits<float>::infinity();
-  const bool claim = WinogradClaims(pool);
   const bool split = Transforms::kReadsPlane && WinogradRunsSplit(g.SplitsDepth(), pool);
-  for (int64_t tile0 = 0, count = 0; tile0 < tiles; tile0 += count) {
-    count = g.ChunkAt(tile0);
+  // One chunk of tiles in chunk_workspace, each step split over step_pool
+  // (null: all on this thread).
+  const auto run_chunk = [&](int64_t tile0, int64_t count, float* chunk_workspace,
+                             ThreadPool* step_pool) {
+    const bool claim = WinogradClaims(step_pool);
     const int64_t strips = (count + nr - 1) / nr;
-    float* v = workspace;  // [36][strips][channels][nr]
+    float* v = chunk_workspace;  // [36][strips][channels][nr]
     const int64_t v_stride = WinogradXiStride(strips * nr * g.channels);
     const int64_t m_stride = WinogradXiStride(g.filters * count);
-    float* m = workspace + 36 * v_stride;  // [36][filters][count]
+    float* m = chunk_workspace + 36 * v_stride;  // [36][filters][count]
     // Lines of the transforms, with room for a kLanes-wide read past the
     // chunk's last tile.
     const int64_t line_stride = strips * nr + kLanes;
@@ -157,7 +180,7 @@ void WinogradConvolveVector(const WinogradGeometry& g, const std::vector<PackedM
       if (split) {
         float* m_second = m + 36 * m_stride;
         m_half = m_second;
-        ParallelFor(pool, 2, [&](int64_t half) {
+        ParallelFor(step_pool, 2, [&](int64_t half) {
           for (int64_t c = half * g.channels / 2; c < (half + 1) * g.channels / 2; ++c) {
             Transforms::Input(g, tile0, count, input + c * in_plane, g.channels, strips, nr,
                               c, v, v_stride);
@@ -169,7 +192,7 @@ void WinogradConvolveVector(const WinogradGeometry& g, const std::vector<PackedM
           }
         });
       } else {
-        ParallelFor(pool, g.channels, [&](int64_t c) {
+        ParallelFor(step_pool, g.channels, [&](int64_t c) {
           Transforms::Input(g, tile0, count, input + c * in_plane, g.channels, strips, nr, c,
                             v, v_stride);
         });
@@ -184,7 +207,7 @@ void WinogradConvolveVector(const WinogradGeometry& g, const std::vector<PackedM
       const int64_t first_row = (tile0 / tiles_w) * 4 - g.pad_h;
       const int64_t src_row = std::max<int64_t>(first_row, 0), top = src_row - first_row;
       const int64_t rows = std::max<int64_t>(0, std::min(g.in_h - src_row, scratch_h - top));
-      ParallelFor(pool, g.channels, [&](int64_t c) {
+      ParallelFor(step_pool, g.channels, [&](int64_t c) {
         thread_local std::vector<float> scratch, lines;
         scratch.resize(static_cast<size_t>(scratch_h * scratch_w));
         lines.resize(static_cast<size_t>(36 * line_stride));
@@ -195,13 +218,13 @@ void WinogradConvolveVector(const WinogradGeometry& g, const std::vector<PackedM
       });
     }
     if (!split) {
-      ParallelFor(pool, 36, [&](int64_t xi) {
+      ParallelFor(step_pool, 36, [&](int64_t xi) {
         ClaimWorkspace(claim, m + xi * m_stride, g.filters * count);
         GemmPrepackedB(packed[xi], v + xi * v_stride, count, m + xi * m_stride, count,
                        GemmEpilogue(), nullptr);
       });
     }
-    ParallelFor(pool, g.filters, [&](int64_t f) {
+    ParallelFor(step_pool, g.filters, [&](int64_t f) {
       thread_local std::vector<float> out_lines;
       out_lines.resize(static_cast<size_t>(16 * line_stride));
       if constexpr (Transforms::kReadsPlane) {
@@ -214,6 +237,29 @@ void WinogradConvolveVector(const WinogradGeometry& g, const std::vector<PackedM
                            clamp, lower, upper, output + f * out_plane);
       }
     });
+  };
+  const int threads = pool ? pool->size() : 1;
+  if (!split && WinogradSplitsTiles(tiles, threads)) {
+    // Part p of the tiles, start to end on one thread, in its own workspace
+    // (the first part in the operator's; see WinogradSplitsTiles).
+    ParallelFor(pool, threads, [&](int64_t part) {
+      const int64_t begin = tiles * part / threads, end = tiles * (part + 1) / threads;
+      float* own = workspace;
+      if (part > 0) {
+        thread_local std::vector<float> part_workspace;
+        part_workspace.resize(g.WorkspaceBytes() / sizeof(float));
+        own = part_workspace.data();
+      }
+      for (int64_t tile0 = begin, count = 0; tile0 < end; tile0 += count) {
+        count = g.ChunkIn(tile0, end);
+        run_chunk(tile0, count, own, nullptr);
+      }
+    });
+    return;
+  }
+  for (int64_t tile0 = 0, count = 0; tile0 < tiles; tile0 += count) {
+    count = g.ChunkAt(tile0);
+    run_chunk(tile0, count, workspace, pool);
   }
 }
 

@@ -49,6 +49,11 @@ int main() {
         for (float& v : in) v = next();
         for (float& v : bias) v = next();
         for (float& v : residual) v = next();
+        if ((size == 57 || size == 141) && !WinogradSplitsTiles(g.Tiles(), pool.size())) {
+          ++failures;
+          std::printf("FAIL: size %lld was meant to split its tiles between the threads\n",
+                      static_cast<long long>(size));
+        }
         if (size == 141 && g.ChunkTiles() >= g.Tiles()) {
           ++failures;
           std::printf("FAIL: the large case was meant to be chunked\n");
@@ -83,8 +88,12 @@ int main() {
                       (long long)g.channels, (long long)g.filters, (long long)pad,
                       (long long)size, worst);
         }
-        if (size % 4 == 1 && WinogradSplitsDepth(g.channels, g.filters)) {
-          // The two halves' sums add up to the one-thread result's bits.
+        if (size % 4 == 1) {
+          // Two threads give one thread's bits: a split depth's two halves
+          // add up to the whole sum, and with enough tiles (57, and 141
+          // where the depth does not split: WinogradSplitsTiles) each
+          // thread's own part of the tiles, in its own chunks, computes
+          // each tile as one thread does.
           std::vector<float> one_thread(out.size(), NAN);
           WinogradConvolve(g, packed, in.data(), bias.data(), plain ? nullptr : residual.data(),
                            lower, upper, one_thread.data(), workspace.data(), nullptr);
