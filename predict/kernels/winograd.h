@@ -87,8 +87,9 @@ inline bool WinogradRunsSplit(bool splits_depth, const ThreadPool* pool) {
 // costs: resnet18_v1 at two threads, 100 windows of 1 s in each setting
 // alternating (Zen 4), 17.0-17.3 -> 15.4 ms far apart, 10.75-10.81 ->
 // 10.84-10.92 near. From 16 tiles a thread near was 3% slower (the GEMMs of
-// 24 columns at 28x28). The parts' workspaces beyond the first are the
-// pool threads' own (thread_local, WorkspaceBytes each). Every tile's
+// 24 columns at 28x28). The parts beyond the first run in a thread_local
+// workspace of WorkspaceBytes on whichever thread takes them, kept for the
+// thread's lifetime. Every tile's
 // arithmetic is the same in any chunk, so the bits do not change.
 bool WinogradSplitsTiles(int64_t tiles, int threads);
 
