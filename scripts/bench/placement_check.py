@@ -15,7 +15,6 @@ either side of --far-ns. The zoo checkpoints come from scripts/make_fixtures.py
 (`make test` writes them to build/fixtures/zoo).
 """
 import argparse
-import ctypes
 import json
 import os
 import statistics
@@ -25,9 +24,11 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from worker import CPredictRuntime  # noqa: E402  (the benchmark's C predict API driver)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PROBE_SOURCE = os.path.join(ROOT, 'scripts', 'bench', 'core_latency.cc')
-mx_uint = ctypes.c_uint32
 
 
 def build_probe(work_dir):
@@ -43,41 +44,25 @@ def round_trip_ns(probe, seconds):
     return json.loads(out.stdout)['round_trip_ns']
 
 
-class Predictor:
-    """One zoo model behind MXNet's C predict API."""
+def load_predictor(library, zoo, model):
+    """One zoo model behind the C predict API, through the benchmark worker's
+    driver (worker.py's CPredictRuntime), with a random input."""
+    with open(os.path.join(zoo, 'manifest.json')) as f:
+        (name, shape), = json.load(f)['cases'][model]['inputs'].items()
+    runtime = CPredictRuntime(library)
+    runtime.load({'symbol': os.path.join(zoo, model + '-symbol.json'),
+                  'params': os.path.join(zoo, model + '-0000.params'),
+                  'input_name': name, 'input_shape': shape}, threads=None)
+    runtime.prepare({name: np.random.default_rng(0).random(shape, dtype=np.float32)})
+    return runtime
 
-    def __init__(self, library, zoo, model):
-        self.lib = ctypes.CDLL(library)
-        self.lib.MXGetLastError.restype = ctypes.c_char_p
-        with open(os.path.join(zoo, 'manifest.json')) as f:
-            inputs = json.load(f)['cases'][model]['inputs']
-        (name, shape), = inputs.items()
-        with open(os.path.join(zoo, model + '-symbol.json'), 'rb') as f:
-            symbol = f.read()
-        with open(os.path.join(zoo, model + '-0000.params'), 'rb') as f:
-            params = f.read()
-        self.name = name.encode()
-        self.input = np.random.default_rng(0).random(shape, dtype=np.float32)
-        keys = (ctypes.c_char_p * 1)(self.name)
-        dims = (mx_uint * len(shape))(*shape)
-        indptr = (mx_uint * 2)(0, len(shape))
-        self.handle = ctypes.c_void_p()
-        if self.lib.MXPredCreate(symbol, params, len(params), 1, 0, 1, keys, indptr, dims,
-                                 ctypes.byref(self.handle)) != 0:
-            raise RuntimeError(self.lib.MXGetLastError().decode())
-        out_shape, ndim = ctypes.POINTER(mx_uint)(), mx_uint()
-        self.lib.MXPredGetOutputShape(self.handle, 0, ctypes.byref(out_shape), ctypes.byref(ndim))
-        self.output = np.empty([out_shape[i] for i in range(ndim.value)], np.float32)
 
-    def infer(self):
-        """One inference as an application makes it; returns its seconds."""
-        start = time.perf_counter()
-        self.lib.MXPredSetInput(self.handle, self.name,
-                                self.input.ctypes.data_as(ctypes.c_void_p), mx_uint(self.input.size))
-        self.lib.MXPredForward(self.handle)
-        self.lib.MXPredGetOutput(self.handle, 0, self.output.ctypes.data_as(ctypes.c_void_p),
-                                 mx_uint(self.output.size))
-        return time.perf_counter() - start
+def timed_inference(runtime):
+    """One inference as an application makes it (set input, forward, get
+    output); its seconds."""
+    start = time.perf_counter()
+    runtime.infer()
+    return time.perf_counter() - start
 
 
 def main(argv=None):
@@ -94,7 +79,7 @@ def main(argv=None):
     os.environ.setdefault('MXLITE_NUM_THREADS', '2')
 
     probe = build_probe(os.path.join(ROOT, 'build', 'bench', 'tools'))
-    predictor = Predictor(args.library, args.zoo, args.model)
+    predictor = load_predictor(args.library, args.zoo, args.model)
     for _ in range(3):
         predictor.infer()
     windows = []  # (median ms, round trip ns)
@@ -103,7 +88,7 @@ def main(argv=None):
         times = []
         window_start = time.time()
         while time.time() - window_start < args.window_s:
-            times.append(predictor.infer())
+            times.append(timed_inference(predictor))
         latency_ms = 1e3 * statistics.median(times)
         trip = round_trip_ns(probe, args.probe_s)
         windows.append((latency_ms, trip))
