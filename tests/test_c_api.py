@@ -5,13 +5,16 @@ Expected numbers come from the oracle fixtures, or from arithmetic on them
 from).
 """
 import ctypes
+import os
+import subprocess
+import sys
 import threading
 
 import numpy as np
 import pytest
 
 from capi import MONITOR_CALLBACK, CAPIError
-from conftest import FIXTURES, assert_close, load_cases
+from conftest import FIXTURES, HERE, assert_close, load_cases
 
 CASES = {case.name: case for case in load_cases(f'{FIXTURES}/ops')}
 EXPORTED = ['MXGetLastError', 'MXPredCreate', 'MXPredCreateEx', 'MXPredCreatePartialOut',
@@ -244,3 +247,37 @@ def test_gpu_device_is_refused(api, composite):
     case, data, _ = composite
     with pytest.raises(CAPIError, match='dev_type 2 is not available'):
         api.create(case.symbol_json, case.params, {'data': data.shape}, dev_type=2)
+
+
+# A child that predicts composite_net under an address-space limit with far
+# more threads than the limit leaves stacks for (8 MiB each by default).
+THREAD_LIMIT_CHILD = r'''
+import resource, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from capi import API, load_library
+from conftest import FIXTURES, load_cases
+api = API(load_library())
+case = {c.name: c for c in load_cases(FIXTURES + '/ops')}['composite_net']
+inputs, expected = case.io()
+with open('/proc/self/status', encoding='ascii') as f:
+    vm_kib = next(int(line.split()[1]) for line in f if line.startswith('VmSize:'))
+limit = vm_kib * 1024 + (256 << 20)
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+out = api.predict(case.symbol_json, case.params, {'data': inputs['data']})[0]
+print('max error', float(np.max(np.abs(out - expected[0]))))
+'''
+
+
+@pytest.mark.parametrize('threads', ['64', '1000000000', '99999999999999999999'])
+def test_refused_threads_do_not_abort(threads):
+    # The pool runs with the threads the system lets it create (at most
+    # 256): before, the first refused thread terminated the process
+    # ("terminate called without an active exception"). The child sets
+    # the limit after its imports, 256 MiB above the address space they took.
+    result = subprocess.run(
+        [sys.executable, '-c', THREAD_LIMIT_CHILD, HERE],
+        env={**os.environ, 'MXLITE_NUM_THREADS': threads}, capture_output=True, text=True,
+        timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert float(result.stdout.split()[-1]) < 1e-4, result.stdout

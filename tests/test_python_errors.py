@@ -168,3 +168,33 @@ def test_corrupted_checkpoints_never_crash(seed):
     assert result.returncode == 0, f'crashed or raised another exception:\n{result.stderr[-3000:]}'
     outcomes = ast.literal_eval(result.stdout.strip().splitlines()[-1])
     assert outcomes['error'] > 50, outcomes  # most corruptions are caught
+
+
+THREADS_CHILD = r'''
+import resource, sys
+import numpy as np
+from mxlite import Predictor
+symbol, params, threads = open(sys.argv[1]).read(), open(sys.argv[2], 'rb').read(), int(sys.argv[3])
+x = np.random.default_rng(0).standard_normal((2, 3, 8, 8)).astype(np.float32)
+one = Predictor(symbol, params, threads=1)(data=x)
+with open('/proc/self/status', encoding='ascii') as f:
+    vm_kib = next(int(line.split()[1]) for line in f if line.startswith('VmSize:'))
+limit = vm_kib * 1024 + (256 << 20)
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+many = Predictor(symbol, params, threads=threads)(data=x)
+print(float(np.max(np.abs(many - one))))
+'''
+
+
+@pytest.mark.parametrize('threads', [10**9, 10**30])
+def test_absurd_thread_counts_are_clamped(threads):
+    # Accepted, and then the first call aborted the process when the system
+    # refused a thread; now the count is clamped (to 256) and the pool runs
+    # with the threads it could make, here under an address-space limit that
+    # leaves room for about 32 thread stacks. In a child: an abort would end
+    # pytest.
+    result = subprocess.run([sys.executable, '-c', THREADS_CHILD, CASE.path('-symbol.json'),
+                             CASE.path('-0000.params'), str(threads)],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert float(result.stdout.split()[-1]) < 1e-5, result.stdout

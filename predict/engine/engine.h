@@ -161,7 +161,8 @@ class Engine {
 // The synchronous engine.
 std::unique_ptr<Engine> NewNaiveEngine();
 // The threaded engine with `threads` workers (0: MXLITE_ENGINE_THREADS, else
-// one per hardware thread). Naive under MXLITE_NO_THREADS.
+// one per hardware thread), or as many as the system lets it create. Naive
+// under MXLITE_NO_THREADS and when no worker thread could be created.
 std::unique_ptr<Engine> NewThreadedEngine(int threads = 0);
 // "naive" or "threaded" (what MXLITE_ENGINE accepts).
 Status NewEngine(const char* kind, int threads, std::unique_ptr<Engine>* out);

@@ -27,6 +27,7 @@
 #ifndef MXLITE_NO_THREADS
 
 #include <condition_variable>
+#include <system_error>
 #include <thread>
 
 namespace mxlite {
@@ -34,8 +35,23 @@ namespace mxlite {
 class ThreadedEngine : public Engine {
  public:
   explicit ThreadedEngine(int threads) {
-    for (int i = 0; i < threads; ++i) workers_.emplace_back([this] { WorkerLoop(); });
+    for (int i = 0; i < threads; ++i) {
+#ifndef MXLITE_NO_EXCEPTIONS
+      // A thread the system refuses (address space, a process limit) ends
+      // the list: the engine runs with the workers made so far, and
+      // NewThreadedEngine falls back to the naive engine when there are none.
+      try {
+        workers_.emplace_back([this] { WorkerLoop(); });
+      } catch (const std::system_error&) {
+        break;
+      }
+#else
+      workers_.emplace_back([this] { WorkerLoop(); });
+#endif
+    }
   }
+
+  size_t workers() const { return workers_.size(); }
 
   ~ThreadedEngine() override {
     WaitUntilIdle();
@@ -253,7 +269,9 @@ class ThreadedEngine : public Engine {
 std::unique_ptr<Engine> NewThreadedEngine(int threads) {
   if (threads <= 0) threads = static_cast<int>(std::thread::hardware_concurrency());
   if (threads <= 0) threads = 1;
-  return std::unique_ptr<Engine>(new ThreadedEngine(threads));
+  std::unique_ptr<ThreadedEngine> engine(new ThreadedEngine(threads));
+  if (engine->workers() == 0) return NewNaiveEngine();
+  return std::unique_ptr<Engine>(std::move(engine));
 }
 
 }  // namespace mxlite

@@ -3,17 +3,19 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <system_error>
 
 namespace mxlite {
 
 int ThreadPool::DefaultThreads() {
 #if MXLITE_THREADS
   if (const char* env = std::getenv("MXLITE_NUM_THREADS")) {
-    int value = std::atoi(env);
-    if (value >= 1) return value;
+    char* end = nullptr;
+    const long value = std::strtol(env, &end, 10);
+    if (end != env && value >= 1) return static_cast<int>(std::min<long>(value, kMaxThreads));
   }
-  unsigned hardware = std::thread::hardware_concurrency();
-  return hardware == 0 ? 1 : static_cast<int>(hardware);
+  const unsigned hardware = std::thread::hardware_concurrency();
+  return hardware == 0 ? 1 : static_cast<int>(std::min<unsigned>(hardware, kMaxThreads));
 #else
   return 1;
 #endif
@@ -60,8 +62,24 @@ bool SpinUntil(const Done& done) {
 
 }  // namespace thread_pool_cc
 
-ThreadPool::ThreadPool(int threads) : threads_(threads < 1 ? 1 : threads) {
-  for (int i = 1; i < threads_; ++i) workers_.emplace_back([this] { WorkerLoop(); });
+ThreadPool::ThreadPool(int threads) : threads_(std::max(1, std::min(threads, kMaxThreads))) {
+  workers_.reserve(static_cast<size_t>(threads_ - 1));
+  for (int i = 1; i < threads_; ++i) {
+#ifndef MXLITE_NO_EXCEPTIONS
+    // The system may refuse a thread (address space, a process limit):
+    // keep the workers made so far instead of letting the exception leave
+    // the constructor, whose vector of still joinable threads would then
+    // terminate the process.
+    try {
+      workers_.emplace_back([this] { WorkerLoop(); });
+    } catch (const std::system_error&) {
+      break;
+    }
+#else
+    workers_.emplace_back([this] { WorkerLoop(); });
+#endif
+  }
+  threads_ = 1 + static_cast<int>(workers_.size());
 }
 
 ThreadPool::~ThreadPool() {

@@ -11,6 +11,10 @@
  * while the last tasks finish on the workers before it sleeps. The spin
  * lasts MXLITE_SPIN_MS milliseconds (default 100; 0: sleep at once).
  *
+ * A pool has at most kMaxThreads threads (larger requests are clamped),
+ * and fewer when the system refuses to create more (an address-space or
+ * process limit): it then runs with the workers it could make.
+ *
  * One loop runs at a time per pool; a second caller waits for the first.
  * An exception thrown by a task is rethrown by ParallelFor on the calling
  * thread once every task has finished.
@@ -45,7 +49,13 @@ namespace mxlite {
 
 class ThreadPool {
  public:
-  // `threads` counts the caller: 1 means no workers.
+  // The most threads a pool runs (the caller included). Far more than any
+  // operator can use, and few enough that a mistyped count (10^9) does not
+  // try to reserve an address space the size of the machine's for stacks.
+  static constexpr int kMaxThreads = 256;
+
+  // `threads` counts the caller: 1 means no workers. Clamped to
+  // [1, kMaxThreads]; size() is lower when thread creation failed.
   explicit ThreadPool(int threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
@@ -55,7 +65,7 @@ class ThreadPool {
   void ParallelFor(int64_t count, const std::function<void(int64_t)>& fn);
 
   // Threads to use by default: MXLITE_NUM_THREADS if set, else the number of
-  // hardware threads (1 where threads are unavailable).
+  // hardware threads (1 where threads are unavailable), at most kMaxThreads.
   static int DefaultThreads();
 
  private:

@@ -63,7 +63,9 @@ def _threads(threads):
         raise MXLiteError(f'threads must be a positive integer or None, got {threads!r}') from None
     if count < 1:
         raise MXLiteError(f'threads must be a positive integer or None, got {threads!r}')
-    return count
+    # The runtime clamps the count to its pool's maximum (256); clamping
+    # here first keeps huge values inside the C int the binding takes.
+    return min(count, 2**31 - 1)
 
 
 def _output_names(outputs):
@@ -127,7 +129,8 @@ class Predictor:
         get_internals(); MXNet's partial-output key "conv0" means
         "conv0_output"); the graph is pruned to what they need.
     threads: threads the forward pass may use (None: MXLITE_NUM_THREADS, else
-        one per core).
+        one per core); at most 256, and fewer where the system refuses to
+        create more threads. Less than 1 is an error.
     input_dtypes: {input name: dtype} for inputs that are not float32 (a
         float16 network, int32 token ids, uint8 pixels), as MXNet's
         type_dict; arrays given to predict are converted to these.
