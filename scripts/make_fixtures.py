@@ -590,6 +590,7 @@ def define_op_cases() -> List[OpCase]:
 
     cases.extend(coverage_cases())
     cases.extend(dtype_cases())
+    cases.extend(tie_order_cases())
 
     # ---- graphs ----------------------------------------------------------
     shared = mx.sym.Convolution(data, kernel=(3, 3), pad=(1, 1), num_filter=5, name="conv0")
@@ -1073,6 +1074,81 @@ def coverage_cases() -> List[OpCase]:
             sym_op(op)(data, scalar=scalar, name="op0"), {"data": (2, 3, 5)},
             "%s with scalar=%g." % (op, scalar), make_input=make)
     return cases
+
+
+# --------------------------------------------------------------------------
+# topk / sort / argsort tie order (issue 29, item 4)
+# --------------------------------------------------------------------------
+
+def tie_order_cases() -> List[OpCase]:
+    """topk, sort and argsort on whole numbers from a small range, so that most
+    comparisons are ties: MXNet's CPU kernels order each row with libstdc++'s
+    std::sort (k * 8 > n) or std::partial_sort (k * 8 <= n), neither stable,
+    and the indices (and the mask's set) show that order exactly. Rows are
+    longer than 16 (the introsort's insertion-sort threshold) and both
+    algorithms are reached."""
+    cases: List[OpCase] = []
+    data = mx.sym.var("data")
+
+    def add(name, sym, inputs, notes, **kw):
+        cases.append(OpCase("ties_" + name, sym, inputs, notes, **kw))
+
+    def topk(**kw):
+        op = mx.sym.topk(data, name="op0", **kw)
+        return mx.sym.Group(list(op)) if kw.get("ret_typ") == "both" else op
+
+    few = integers(0, 3)
+    two = integers(0, 1)
+    for ret in ("indices", "value", "mask", "both"):
+        for ascend in (False, True):
+            for k in (3, 12):  # 3 * 8 <= 40: partial_sort; 12 * 8 > 40: sort
+                add("topk_%s_%s_k%d" % (ret, "ascend" if ascend else "descend", k),
+                    topk(k=k, ret_typ=ret, is_ascend=ascend), {"data": (3, 40)},
+                    "topk k=%d of 40 per row, ret_typ=%s, is_ascend=%s, values in 0..3 "
+                    "(ties: MXNet's libstdc++ %s order)."
+                    % (k, ret, ascend, "partial_sort" if k * 8 <= 40 else "sort"),
+                    make_input=few)
+    add("topk_axis1_both", topk(axis=1, k=5, ret_typ="both"), {"data": (2, 37, 3)},
+        "topk k=5 along axis 1 (not the last), ret_typ=both, values in 0..1.", make_input=two)
+    add("topk_axis0_mask_ascend", topk(axis=0, k=9, ret_typ="mask", is_ascend=True),
+        {"data": (33, 2, 2)}, "topk k=9 along axis 0, ret_typ=mask, ascending, values in 0..3.",
+        make_input=few)
+    add("topk_axis_none_indices", topk(axis=None, k=7, ret_typ="indices"), {"data": (4, 25)},
+        "topk k=7 over the flattened input (axis None), values in 0..3.", make_input=few)
+    add("topk_1d_k20", topk(k=20, ret_typ="indices"), {"data": (300,)},
+        "topk k=20 of 300 (partial_sort), 1-D, values in 0..1.", make_input=two)
+    add("topk_1d_k150", topk(k=150, ret_typ="both", is_ascend=True), {"data": (300,)},
+        "topk k=150 of 300 (introsort), 1-D, ascending, values in 0..3.", make_input=few)
+    for ascend in (True, False):
+        word = "ascend" if ascend else "descend"
+        add("sort_" + word, mx.sym.sort(data, is_ascend=ascend, name="op0"), {"data": (3, 40)},
+            "sort along the last axis, is_ascend=%s, values in 0..3." % ascend, make_input=few)
+        add("argsort_" + word, mx.sym.argsort(data, is_ascend=ascend, name="op0"),
+            {"data": (3, 40)}, "argsort along the last axis, is_ascend=%s, values in 0..3."
+            % ascend, make_input=few)
+        add("argsort_axis0_" + word, mx.sym.argsort(data, axis=0, is_ascend=ascend, name="op0"),
+            {"data": (50, 3)}, "argsort along axis 0, is_ascend=%s, values in 0..1." % ascend,
+            make_input=two)
+    add("argsort_1d_long", mx.sym.argsort(data, name="op0"), {"data": (500,)},
+        "argsort of 500 values in 0..3, 1-D (deep introsort).", make_input=few)
+    add("argsort_axis_none", mx.sym.argsort(data, axis=None, is_ascend=False, name="op0"),
+        {"data": (5, 9)}, "argsort of the flattened input (axis None), descending, values in 0..3.",
+        make_input=few)
+
+    def with_nan(rng, shape):
+        x = rng.randint(0, 4, shape).astype(np.float64)
+        x.reshape(-1)[::7] = np.nan
+        return x
+
+    add("argsort_nan", mx.sym.argsort(data, name="op0"), {"data": (3, 40)},
+        "argsort with NaN at every 7th element among values in 0..3: NaN compares false both "
+        "ways, and the indices come out where libstdc++'s sort leaves them.", make_input=with_nan)
+    add("topk_nan_indices", topk(k=4, ret_typ="indices"), {"data": (3, 40)},
+        "topk k=4 (partial_sort) with NaN at every 7th element, values in 0..3.",
+        make_input=with_nan)
+    return cases
+
+# ---- end of the tie-order cases -------------------------------------------
 
 
 def mixed_net() -> mx.sym.Symbol:

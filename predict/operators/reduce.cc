@@ -24,6 +24,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "mxnet_sort.h"
 #include "operator.h"
 #include "tensor_util.h"
 
@@ -452,13 +453,15 @@ class SortOp : public Operator {
     for (int64_t r = 0; r < blocks_.rows; ++r) {
       const float* row = x + r * length;
       std::iota(order_.begin(), order_.end(), 0);
-      // Ties keep their input order: the earlier index first.
-      auto before = [&](int64_t a, int64_t b) {
-        if (row[a] != row[b]) return ascending_ ? row[a] < row[b] : row[a] > row[b];
-        return a < b;
-      };
-      const int64_t needed = output_ == kMask ? k_used_ : width;
-      std::partial_sort(order_.begin(), order_.begin() + needed, order_.end(), before);
+      // MXNet's comparisons and algorithms, so that ties (and NaN) come out
+      // in MXNet's order, which is not the input order (mxnet_sort.h).
+      if (ascending_) {
+        mxnet_sort::TopKOrder(order_.data(), length, k_used_,
+                              [row](int64_t a, int64_t b) { return row[a] < row[b]; });
+      } else {
+        mxnet_sort::TopKOrder(order_.data(), length, k_used_,
+                              [row](int64_t a, int64_t b) { return row[a] > row[b]; });
+      }
       float* value_row = values_.data() + r * width;
       float* index_row = indices_.data() + r * width;
       if (output_ == kMask) {
