@@ -281,3 +281,19 @@ def test_refused_threads_do_not_abort(threads):
         timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert float(result.stdout.split()[-1]) < 1e-4, result.stdout
+
+
+def test_load_time_and_memory_grow_linearly_with_the_graph():
+    # A chain of 100 000 relu nodes: above kMaxParallelSafeOperators (16384)
+    # the planner used to add an ordering edge per earlier access of the one
+    # in-place buffer (n^2 / 2), and loading did not finish in minutes. Each
+    # size runs in a fresh child (scripts/bench/load_scaling.py), which
+    # checks the output; 100x the nodes may take at most 1000x the time of
+    # the small chain (linear is 100x, quadratic 10 000x) and under 1 GiB.
+    sys.path.insert(0, os.path.join(HERE, '..', 'scripts', 'bench'))
+    import load_scaling
+    library = load_scaling.default_library()
+    small = load_scaling.measure(library, 1000, timeout=120)
+    large = load_scaling.measure(library, 100000, timeout=120)
+    assert large['load_s'] < 1000 * max(small['load_s'], 0.005), (small, large)
+    assert large['peak_rss_mib'] < 1024, large

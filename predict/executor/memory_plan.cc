@@ -121,7 +121,12 @@ std::vector<std::vector<Holder>> Holders(const Graph& graph,
 // the dataflow rule an operator overwrites an input only when every earlier
 // reader is its ancestor; under the execution-order rule being the last
 // reader in node order is enough, and each earlier reader that is not an
-// ancestor (all of them when `ancestry` is null) adds an edge to `edges`.
+// ancestor adds an edge to `edges`. When `ancestry` is null (too many
+// operators), only the accesses since the buffer's previous in-place
+// overwrite get an edge: every access before it already has a path to that
+// overwriter, which is an ancestor of every later one (each later entry of
+// the buffer is made from its output). That keeps the edges, and the work,
+// linear in the accesses instead of quadratic along an in-place chain.
 // With `inplace`, entries in `parts` share their outermost entry's buffer.
 void BuildBuffers(const Graph& graph, const std::vector<std::vector<size_t>>& entry_bytes,
                   const std::vector<EntryPart>& parts, bool inplace, bool dataflow,
@@ -143,6 +148,9 @@ void BuildBuffers(const Graph& graph, const std::vector<std::vector<size_t>>& en
   buffers.clear();
   out->entry_buffer.assign(count, {});
   std::vector<int> pending;  // per buffer: reads not yet done
+  // Per buffer, without ancestry: the first access that may lack a path to
+  // the buffer's next in-place overwriter.
+  std::vector<size_t> unordered_from;
   auto touch = [&](int buffer, int node) {
     Buffer& b = buffers[buffer];
     if (b.accesses.empty() || b.accesses.back() != node) b.accesses.push_back(node);
@@ -180,14 +188,22 @@ void BuildBuffers(const Graph& graph, const std::vector<std::vector<size_t>>& en
         }
         if (!pair.identity) {
           if (pending[buffer] != 1) continue;
-          std::vector<int> unordered;  // earlier accesses the graph does not order before n
-          for (int access : buffers[buffer].accesses) {
-            if (access != n && (ancestry == nullptr || !ancestry->IsAncestor(access, n))) {
-              unordered.push_back(access);
+          const std::vector<int>& accesses = buffers[buffer].accesses;
+          if (ancestry == nullptr) {
+            for (size_t a = unordered_from[buffer]; a < accesses.size(); ++a) {
+              if (accesses[a] != n) edges->insert({accesses[a], n});
             }
+            // n is accessed next (as the reader of its input); the edges
+            // from the accesses after it start past it.
+            unordered_from[buffer] = accesses.size() + 1;
+          } else {
+            std::vector<int> unordered;  // earlier accesses the graph does not order before n
+            for (int access : accesses) {
+              if (access != n && !ancestry->IsAncestor(access, n)) unordered.push_back(access);
+            }
+            if (dataflow && !unordered.empty()) continue;
+            for (int access : unordered) edges->insert({access, n});
           }
-          if (dataflow && !unordered.empty()) continue;
-          for (int access : unordered) edges->insert({access, n});
         }
         mine[pair.output] = buffer;
         offsets[pair.output] = 0;
@@ -210,6 +226,7 @@ void BuildBuffers(const Graph& graph, const std::vector<std::vector<size_t>>& en
           buffer.last = n;
           buffers.push_back(buffer);
           pending.push_back(0);
+          unordered_from.push_back(0);
           found = root_buffer.emplace(root, static_cast<int>(buffers.size()) - 1).first;
         }
         mine[i] = found->second;
@@ -225,6 +242,7 @@ void BuildBuffers(const Graph& graph, const std::vector<std::vector<size_t>>& en
       buffer.writers.push_back(n);
       buffers.push_back(buffer);
       pending.push_back(readers[n][i]);
+      unordered_from.push_back(0);
       mine[i] = static_cast<int>(buffers.size()) - 1;
     }
     for (const NodeEntry& input : node.inputs) {
@@ -255,11 +273,31 @@ bool Before(const Buffer& x, const Buffer& y, const Ancestry* dataflow) {
   return true;
 }
 
-// conflicts[b]: the buffers that may not share any byte with b.
+// conflicts[b]: the buffers that may not share any byte with b, ascending.
 std::vector<std::vector<int>> Conflicts(const std::vector<Buffer>& buffers,
                                         const Ancestry* dataflow) {
   const int count = static_cast<int>(buffers.size());
   std::vector<std::vector<int>> conflicts(count);
+  if (dataflow == nullptr) {
+    // Under the execution-order rule two buffers conflict when their
+    // [first, last] steps overlap: sorted by first step, each buffer
+    // conflicts with the ones after it that start before it ends. Time in
+    // the size of the answer, not in all pairs (large graphs).
+    std::vector<int> by_first(static_cast<size_t>(count));
+    std::iota(by_first.begin(), by_first.end(), 0);
+    std::stable_sort(by_first.begin(), by_first.end(),
+                     [&](int a, int b) { return buffers[a].first < buffers[b].first; });
+    for (size_t i = 0; i < by_first.size(); ++i) {
+      const int a = by_first[i];
+      for (size_t j = i + 1; j < by_first.size() && buffers[by_first[j]].first <= buffers[a].last;
+           ++j) {
+        conflicts[a].push_back(by_first[j]);
+        conflicts[by_first[j]].push_back(a);
+      }
+    }
+    for (std::vector<int>& list : conflicts) std::sort(list.begin(), list.end());
+    return conflicts;
+  }
   for (int a = 0; a < count; ++a) {
     for (int b = a + 1; b < count; ++b) {
       if (Before(buffers[a], buffers[b], dataflow) || Before(buffers[b], buffers[a], dataflow)) {
@@ -438,6 +476,56 @@ Status CheckEntryBytes(const Graph& graph, const std::vector<std::vector<size_t>
   return Status();
 }
 
+// The ordering edges of an execution-order plan without ancestry (too many
+// operators to tell which reuses the graph already orders): for each buffer
+// and each of its bytes, only the latest earlier tenant of that byte gets
+// edges (from each of its accesses to each writer of the buffer). An
+// earlier tenant of the byte has edges to that tenant's writers, which are
+// among its accesses, so the chain orders it too; the checker in
+// tests/cpp/plan_tool.cc follows such paths. The arena is painted in order
+// of first steps, each buffer over the byte ranges it takes, so the work is
+// n log n in the buffers plus the edges.
+void AddReuseEdgesWithoutAncestry(const std::vector<Buffer>& buffers,
+                                  const std::vector<size_t>& offsets,
+                                  std::set<std::pair<int, int>>* edges) {
+  std::vector<int> by_first(buffers.size());
+  std::iota(by_first.begin(), by_first.end(), 0);
+  std::stable_sort(by_first.begin(), by_first.end(),
+                   [&](int a, int b) { return buffers[a].first < buffers[b].first; });
+  // Byte ranges of the arena: each key starts a range that runs to the next
+  // key, holding its latest tenant (-1: none yet).
+  std::map<size_t, int> tenant{{0, -1}};
+  // Splits the range holding `at` so that one starts there; returns it.
+  auto split = [&](size_t at) {
+    auto next = tenant.upper_bound(at);
+    auto holder = std::prev(next);
+    if (holder->first == at) return holder;
+    return tenant.emplace_hint(next, at, holder->second);
+  };
+  std::vector<int> previous;
+  for (int b : by_first) {
+    const Buffer& y = buffers[b];
+    if (y.bytes == 0) continue;
+    const size_t begin = offsets[b], end = begin + y.bytes;
+    split(end);  // first: splitting at `begin` next keeps this iterator valid
+    auto first = split(begin);
+    auto last = tenant.find(end);
+    previous.clear();
+    for (auto it = first; it != last; ++it) {
+      if (it->second >= 0) previous.push_back(it->second);
+    }
+    std::sort(previous.begin(), previous.end());
+    previous.erase(std::unique(previous.begin(), previous.end()), previous.end());
+    for (int p : previous) {
+      for (int access : buffers[p].accesses) {
+        for (int writer : y.writers) edges->insert({access, writer});
+      }
+    }
+    tenant.erase(std::next(first), last);
+    first->second = b;
+  }
+}
+
 // One plan under one reuse rule. The placement search stops once the
 // arena is down to `good_enough` (or to the live-bytes peak, if higher).
 void PlanWithRule(const Graph& graph, const std::vector<std::vector<size_t>>& entry_bytes,
@@ -468,7 +556,9 @@ void PlanWithRule(const Graph& graph, const std::vector<std::vector<size_t>>& en
     }
     plan->arena_bytes = offset;
   }
-  if (!dataflow && options.coshare) {
+  if (!dataflow && options.coshare && ancestry == nullptr) {
+    AddReuseEdgesWithoutAncestry(set.buffers, plan->block_offset, &edges);
+  } else if (!dataflow && options.coshare) {
     // Every reuse of bytes the graph does not already order becomes an edge
     // from each access of the earlier tenant to each of the later one's
     // writers.
@@ -548,7 +638,7 @@ Status PlanMemory(const Graph& graph, const std::vector<std::vector<size_t>>& en
   using namespace memory_plan_cc;
   MXL_RETURN_IF_ERROR(CheckEntryBytes(graph, entry_bytes));
   Ancestry ancestry;
-  const bool have_ancestry = ancestry.Build(graph);
+  const bool have_ancestry = options.ancestry && ancestry.Build(graph);
   const Ancestry* known = have_ancestry ? &ancestry : nullptr;
   const bool dataflow_possible = have_ancestry && options.rule != ReuseRule::kExecutionOrder;
   if (!dataflow_possible) {

@@ -76,8 +76,13 @@
  * By default (ReuseRule::kAuto) the planner makes both plans and keeps the
  * dataflow one unless it is more than kDataflowTolerancePercent larger.
  * Graphs with more than kMaxParallelSafeOperators operators get the
- * execution-order plan, with every reuse listed as edges (the ancestor
- * bitsets would be too large to tell which the graph already implies). The
+ * execution-order plan, with reuses listed as edges (the ancestor bitsets
+ * would be too large to tell which the graph already implies): for an
+ * in-place overwrite, from the buffer's accesses since its previous
+ * overwrite; for co-shared bytes, from the accesses of each byte's latest
+ * earlier tenant. Earlier accesses reach the writer through those, so the
+ * listed edges are enough, and their number and the planning time grow
+ * with the graph, not with its square. The
  * executor runs operators sequentially in node order today, for which both
  * plans are safe.
  *
@@ -117,6 +122,9 @@ struct PlanOptions {
   bool inplace = true;  // let outputs take over inputs' buffers
   bool coshare = true;  // let buffers with disjoint lifetimes share bytes
   ReuseRule rule = ReuseRule::kAuto;
+  // False: plan as for a graph of more than kMaxParallelSafeOperators
+  // operators, whatever its size (lets tests check that plan on small graphs).
+  bool ancestry = true;
 };
 
 // An operator output laid inside another (see "Laid end to end" above):

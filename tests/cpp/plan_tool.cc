@@ -3,7 +3,10 @@
  * independent check of the plan the executor would use.
  *
  *   plan_tool SYMBOL_JSON --shape NAME=D0,D1,... [--shape ...] [--fused] [--json] [--check]
+ *             [--no-ancestry]
  *
+ * With --no-ancestry the plans are made as for a graph too large for the
+ * ancestor bitsets (PlanOptions::ancestry; the report stays the normal one).
  * With --fused the graph is first rewritten by FuseOperators and Concat
  * inputs are laid inside their outputs, as an executor does by default.
  * Prints naive, in-place-only, co-share-only and planned bytes and the lower
@@ -203,12 +206,12 @@ int Main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
                  "usage: %s SYMBOL_JSON --shape NAME=D0,D1,... [--shape ...] [--fused] [--json] "
-                 "[--check]\n",
+                 "[--check] [--no-ancestry]\n",
                  argv[0]);
     return 2;
   }
   std::map<std::string, Shape> shapes;
-  bool json = false, check = false, fused = false;
+  bool json = false, check = false, fused = false, ancestry = true;
   for (int a = 2; a < argc; ++a) {
     const std::string arg = argv[a];
     if (arg == "--json") {
@@ -217,6 +220,8 @@ int Main(int argc, char** argv) {
       check = true;
     } else if (arg == "--fused") {
       fused = true;
+    } else if (arg == "--no-ancestry") {
+      ancestry = false;
     } else if (arg == "--shape" && a + 1 < argc && ParseShapeArg(argv[a + 1], &shapes)) {
       ++a;
     } else {
@@ -263,11 +268,13 @@ int Main(int argc, char** argv) {
   }
   MemoryPlan execution_order, dataflow, planned;
   PlanOptions options;
+  options.ancestry = ancestry;
   options.rule = ReuseRule::kExecutionOrder;
   if (status.ok()) status = PlanMemory(graph, entry_bytes, parts, options, &execution_order);
   options.rule = ReuseRule::kDataflow;
   if (status.ok()) status = PlanMemory(graph, entry_bytes, parts, options, &dataflow);
-  if (status.ok()) status = PlanMemory(graph, entry_bytes, parts, PlanOptions(), &planned);
+  options.rule = ReuseRule::kAuto;
+  if (status.ok()) status = PlanMemory(graph, entry_bytes, parts, options, &planned);
   if (!status.ok()) {
     std::fprintf(stderr, "%s\n", status.message().c_str());
     return 1;
