@@ -798,7 +798,7 @@ void DepthwiseConv3x3Plane(const DepthwisePlaneArgs& args) {
   depthwise_cc::PlaneScalar(args);
 }
 
-bool DepthwiseBlockedApplies(int64_t in_w) {
+bool DepthwiseBlockedPays(int64_t in_w) {
 #if defined(MXLITE_X86_64)
   static const bool avx512 = SelectedIsa() == Isa::kAvx512;
   // Up to 64 input columns (MobileNets' 56x56 layers and smaller). Against
@@ -842,7 +842,7 @@ void DepthwiseConv3x3Block(const DepthwiseBlockArgs& args) {
     return;
   }
 #endif
-  // Elsewhere one plane at a time (DepthwiseBlockedApplies keeps layers off
+  // Elsewhere one plane at a time (DepthwiseBlockedPays keeps layers off
   // this path there; it serves tests and callers that take it anyway).
   const int64_t lanes = depthwise_cc::kBlockLanes;
   for (int64_t c = 0; c < args.channels; ++c) {

@@ -55,7 +55,7 @@ constexpr int64_t kDepthwiseBlockChannels = 16;
 
 // Up to sixteen channels of one image at once, one channel per vector lane
 // (the channel-blocked path; without AVX-512 or AVX2 it runs the plane
-// kernel on each channel, and DepthwiseBlockedApplies keeps layers off it).
+// kernel on each channel, and DepthwiseBlockedPays keeps layers off it).
 struct DepthwiseBlockArgs {
   const float* input;      // `channels` planes of in_h x in_w, in_plane apart
   int64_t channels;        // 1..16
@@ -74,7 +74,7 @@ struct DepthwiseBlockArgs {
 // CPU has AVX-512 or AVX2 and the planes are small enough that lanes spent
 // on row ends, shuffles and per-row start-up cost more than transposing
 // the planes into channel-minor order and back (see depthwise.cc).
-bool DepthwiseBlockedApplies(int64_t in_w);
+bool DepthwiseBlockedPays(int64_t in_w);
 
 // weights: channels x 9, bias: channels. Writes ceil(channels / 16) blocks
 // of 9 x 16 weights and of 16 biases, lanes past the last channel zero.

@@ -359,7 +359,7 @@ RowsFunction VectorRows(int64_t stride) {
 
 }  // namespace direct_conv_cc
 
-bool DirectConvApplies(int64_t channels, int64_t groups, int64_t kernel_h, int64_t kernel_w,
+bool DirectConvPays(int64_t channels, int64_t groups, int64_t kernel_h, int64_t kernel_w,
                        int64_t stride_h, int64_t stride_w, int64_t dilate_h, int64_t dilate_w) {
 #if defined(MXLITE_X86_64)
   static const Isa isa = SelectedIsa();

@@ -39,7 +39,7 @@ struct DirectConvGeometry {
 // True when a layer takes the direct kernel: AVX-512 or AVX2 with FMA, one
 // group, 2-D, dilation 1, equal strides of 1 or 2, at most 4 input channels
 // and at most 11x11 taps. (Elsewhere the layer stays on im2col + GEMM.)
-bool DirectConvApplies(int64_t channels, int64_t groups, int64_t kernel_h, int64_t kernel_w,
+bool DirectConvPays(int64_t channels, int64_t groups, int64_t kernel_h, int64_t kernel_w,
                        int64_t stride_h, int64_t stride_w, int64_t dilate_h, int64_t dilate_w);
 
 // weights: filters x (channels * kernel_h * kernel_w), as MXNet stores them.

@@ -17,7 +17,7 @@ constexpr int64_t kMergedTiles = 32;
 // Tiles a thread from which threads split a layer's tiles (see
 // WinogradSplitsTiles).
 constexpr int64_t kMinTilesPerThreadPart = 64;
-// Where Winograd beats im2col + GEMM (see WinogradApplies).
+// Where Winograd beats im2col + GEMM (see WinogradPays).
 constexpr int64_t kMinTiles = 49;
 constexpr int64_t kMinChannels = 256;
 constexpr int64_t kMinTilesVector = 32;
@@ -175,7 +175,7 @@ size_t WinogradGeometry::WorkspaceBytes() const {
          sizeof(float);
 }
 
-bool WinogradApplies(int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64_t stride_w,
+bool WinogradPays(int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64_t stride_w,
                      int64_t dilate_h, int64_t dilate_w, int64_t groups, int64_t channels,
                      int64_t filters, int64_t out_h, int64_t out_w) {
   if (kernel_h != 3 || kernel_w != 3 || stride_h != 1 || stride_w != 1 || dilate_h != 1 ||
@@ -207,7 +207,7 @@ bool WinogradApplies(int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64
     // stream. With ResNets' 14x14 stages moved, in two runs alternating in
     // one process: resnet50_v2 15.09 -> 14.86 and 15.66 -> 15.46 ms at two
     // threads, 0.3-1% faster at one; resnet18_v1 2% at two, 0.5-0.7% at one.
-    if (Winograd2x2Applies(kernel_h, kernel_w, stride_h, stride_w, dilate_h, dilate_w, groups,
+    if (Winograd2x2Pays(kernel_h, kernel_w, stride_h, stride_w, dilate_h, dilate_w, groups,
                            channels, filters, out_h, out_w)) {
       return false;
     }

@@ -95,7 +95,7 @@ bool WinogradSplitsTiles(int64_t tiles, int threads);
 
 // Whether Winograd pays for this layer: 3x3, stride 1, dilation 1, one
 // group, and enough output tiles to keep the 36 GEMMs busy.
-bool WinogradApplies(int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64_t stride_w,
+bool WinogradPays(int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64_t stride_w,
                      int64_t dilate_h, int64_t dilate_w, int64_t groups, int64_t channels,
                      int64_t filters, int64_t out_h, int64_t out_w);
 

@@ -132,7 +132,7 @@ MXLITE_TARGET_AVX512 void TransformOutput(const float* m, int64_t xi_stride,
 
 }  // namespace winograd1d_cc
 
-bool Winograd1dApplies(int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64_t stride_w,
+bool Winograd1dPays(int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64_t stride_w,
                        int64_t dilate_h, int64_t dilate_w, int64_t groups, int64_t channels,
                        int64_t filters) {
 #if defined(MXLITE_X86_64)
@@ -347,7 +347,7 @@ void Winograd1dPlan::Convolve(const float* input, const float* bias, const float
     });
   }
 #else
-  // Winograd1dApplies is false without AVX-512: never called.
+  // Winograd1dPays is false without AVX-512: never called.
   (void)input, (void)bias, (void)residual, (void)lower, (void)upper, (void)output,
       (void)workspace, (void)pool;
 #endif

@@ -123,14 +123,14 @@ struct Winograd1dAccess {
 
 // Whether this runs the layer: AVX-512, stride 1, dilation 1, one group, at
 // least 32 channels in and 32 filters out, and a 1x7, 7x1 or 5x5 kernel.
-bool Winograd1dApplies(int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64_t stride_w,
+bool Winograd1dPays(int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64_t stride_w,
                        int64_t dilate_h, int64_t dilate_w, int64_t groups, int64_t channels,
                        int64_t filters);
 
 // The weights transformed (U[xi][kx] = (G g[., kx])[xi]) and packed for the
 // GEMM, and the access records of the geometry. Any kernel of 2 to 7 rows
 // (in the frame) and up to 7 columns is computed correctly, for the tests;
-// Winograd1dApplies picks the layers where it pays.
+// Winograd1dPays picks the layers where it pays.
 class Winograd1dPlan {
  public:
   Status Prepare(const Winograd1dGeometry& g, const float* weights);

@@ -17,9 +17,7 @@ constexpr double kG[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0
 
 #if defined(MXLITE_X86_64)
 
-// Largest output side (14: 49 tiles) and fewest channels in and filters
-// out (see Winograd2x2Applies).
-constexpr int64_t kMaxSide = 14;
+// Fewest channels in and filters out (see Winograd2x2Pays).
 constexpr int64_t kMinChannels = 32;
 constexpr int64_t kMinFilters = 32;
 
@@ -40,7 +38,7 @@ MXLITE_TARGET_AVX512_INLINE void OutputTransform4(const __m512 m[4], __m512 y[2]
 
 // A group is group_rows consecutive tile rows (Winograd2x2Geometry::
 // GroupRows): lane l holds tile (group_row0 + l / tiles_w, l % tiles_w).
-// A tile row of at most 7 tiles (kMaxSide) reads columns -pad_w ...
+// A tile row of at most 7 tiles (kWinograd2x2MaxSide) reads columns -pad_w ...
 // 2 tiles_w + 1 - pad_w of its window rows: sixteen floats at most.
 
 // V[xi][c][group's tiles] for one channel plane. Per window row i and pair
@@ -156,14 +154,14 @@ MXLITE_TARGET_AVX512 void TransformOutput(const Winograd2x2Geometry& g, const fl
 
 bool Winograd2x2Geometry::SplitsDepth() const { return WinogradSplitsDepth(channels, filters); }
 
-bool Winograd2x2Applies(int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64_t stride_w,
+bool Winograd2x2Pays(int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64_t stride_w,
                         int64_t dilate_h, int64_t dilate_w, int64_t groups, int64_t channels,
                         int64_t filters, int64_t out_h, int64_t out_w) {
 #if defined(MXLITE_X86_64)
   using namespace winograd2x2_cc;
   return SelectedIsa() == Isa::kAvx512 && kernel_h == 3 && kernel_w == 3 && stride_h == 1 &&
          stride_w == 1 && dilate_h == 1 && dilate_w == 1 && groups == 1 &&
-         out_h <= kMaxSide && out_w <= kMaxSide && channels >= kMinChannels &&
+         out_h <= kWinograd2x2MaxSide && out_w <= kWinograd2x2MaxSide && channels >= kMinChannels &&
          filters >= kMinFilters;
 #else
   (void)kernel_h, (void)kernel_w, (void)stride_h, (void)stride_w, (void)dilate_h,
@@ -286,7 +284,7 @@ void Winograd2x2Plan::Convolve(const float* input, const float* bias, const floa
     }
   });
 #else
-  // Winograd2x2Applies is false without AVX-512: never called.
+  // Winograd2x2Pays is false without AVX-512: never called.
   (void)input, (void)bias, (void)residual, (void)lower, (void)upper, (void)output,
       (void)workspace, (void)pool;
 #endif

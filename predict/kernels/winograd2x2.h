@@ -45,6 +45,10 @@
 
 namespace mxlite {
 
+// Largest output side the kernel computes (7 tiles, 49 in all): a tile row
+// and its window columns must fit one vector of sixteen lanes.
+constexpr int64_t kWinograd2x2MaxSide = 14;
+
 struct Winograd2x2Geometry {
   int64_t channels = 0, filters = 0;
   int64_t in_h = 0, in_w = 0, out_h = 0, out_w = 0;
@@ -68,13 +72,13 @@ struct Winograd2x2Geometry {
 // Whether F(2x2, 3x3) runs this layer: AVX-512, 3x3, stride 1, dilation 1,
 // one group, an output of at most 14x14, at least 32 channels in and 32
 // filters out. (Callers try F(4x4, 3x3) first, which leaves it every such
-// layer: see WinogradApplies.) Measured per layer, one
+// layer: see WinogradPays.) Measured per layer, one
 // thread, against the shifted-view GEMM: 512->512 at 7x7 1.01 -> 0.78 ms,
 // 448->384 at 8x8 0.81 -> 0.52, 64->256 at 13x13 0.225 -> 0.175, 48->192 at
 // 13x13 0.129 -> 0.115. DenseNet's 128->32 layers came out even while the
 // transforms gathered; with whole tile rows a vector they gain too (24 at
 // 14x14 2.02 -> 1.10 ms, 16 at 7x7 0.47 -> 0.33), hence 32 filters.
-bool Winograd2x2Applies(int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64_t stride_w,
+bool Winograd2x2Pays(int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64_t stride_w,
                         int64_t dilate_h, int64_t dilate_w, int64_t groups, int64_t channels,
                         int64_t filters, int64_t out_h, int64_t out_w);
 

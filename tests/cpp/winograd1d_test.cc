@@ -1,7 +1,7 @@
 /*
  * winograd1d_test: Winograd convolution along one axis (kernels/
  * winograd1d.cc) against a naive double-precision direct convolution:
- * the 1x7, 7x1 and 5x5 layers Winograd1dApplies takes and, through the same
+ * the 1x7, 7x1 and 5x5 layers Winograd1dPays takes and, through the same
  * plan, other row counts (2 to 7: every A^T and G) and widths (shifted
  * views of 1 to 4 columns); outputs 1 to 19 down the kernel's axis (partial
  * last tiles), 1 to 19 across (lane groups over 1 to 16 tile rows: one or
@@ -10,7 +10,7 @@
  * NaN, with bias, residual and clamp, and with the bias alone, on one
  * thread and on two.
  * Without AVX-512 (MXLITE_ISA or the processor) it checks that
- * Winograd1dApplies says no, since no layer can reach the kernel there.
+ * Winograd1dPays says no, since no layer can reach the kernel there.
  */
 #include <algorithm>
 #include <cmath>
@@ -25,29 +25,29 @@
 int main() {
   using namespace mxlite;
   int checks = 0, failures = 0;
-  const bool available = Winograd1dApplies(1, 7, 1, 1, 1, 1, 1, 64, 64);
+  const bool available = Winograd1dPays(1, 7, 1, 1, 1, 1, 1, 64, 64);
   ++checks;
   if (available != (SelectedIsa() == Isa::kAvx512)) {
     ++failures;
-    std::printf("FAIL: Winograd1dApplies is %d with ISA %s\n", available,
+    std::printf("FAIL: Winograd1dPays is %d with ISA %s\n", available,
                 IsaName(SelectedIsa()));
   }
   // What it must refuse: other kernels, strides, dilations, groups, too
   // few channels or filters.
-  const bool refused[] = {Winograd1dApplies(1, 3, 1, 1, 1, 1, 1, 64, 64),
-                          Winograd1dApplies(3, 3, 1, 1, 1, 1, 1, 64, 64),
-                          Winograd1dApplies(5, 5, 2, 2, 1, 1, 1, 64, 64),
-                          Winograd1dApplies(7, 7, 1, 1, 1, 1, 1, 64, 64),
-                          Winograd1dApplies(1, 7, 1, 2, 1, 1, 1, 64, 64),
-                          Winograd1dApplies(7, 1, 1, 1, 2, 1, 1, 64, 64),
-                          Winograd1dApplies(1, 7, 1, 1, 1, 1, 2, 64, 64),
-                          Winograd1dApplies(7, 1, 1, 1, 1, 1, 1, 16, 64),
-                          Winograd1dApplies(1, 7, 1, 1, 1, 1, 1, 64, 16)};
+  const bool refused[] = {Winograd1dPays(1, 3, 1, 1, 1, 1, 1, 64, 64),
+                          Winograd1dPays(3, 3, 1, 1, 1, 1, 1, 64, 64),
+                          Winograd1dPays(5, 5, 2, 2, 1, 1, 1, 64, 64),
+                          Winograd1dPays(7, 7, 1, 1, 1, 1, 1, 64, 64),
+                          Winograd1dPays(1, 7, 1, 2, 1, 1, 1, 64, 64),
+                          Winograd1dPays(7, 1, 1, 1, 2, 1, 1, 64, 64),
+                          Winograd1dPays(1, 7, 1, 1, 1, 1, 2, 64, 64),
+                          Winograd1dPays(7, 1, 1, 1, 1, 1, 1, 16, 64),
+                          Winograd1dPays(1, 7, 1, 1, 1, 1, 1, 64, 16)};
   for (bool applies : refused) {
     ++checks;
     if (applies) {
       ++failures;
-      std::printf("FAIL: Winograd1dApplies accepted a layer it cannot take\n");
+      std::printf("FAIL: Winograd1dPays accepted a layer it cannot take\n");
     }
   }
   if (!available) {

@@ -6,7 +6,7 @@
  * 1 to 4 groups of tile rows (2 to 16 rows a group, the last one short), with bias,
  * residual and clamp, and with the bias alone, on one thread and on two.
  * The kernel is AVX-512 code: where MXLITE_ISA or the processor rules
- * AVX-512 out, the test checks that Winograd2x2Applies says no, since no
+ * AVX-512 out, the test checks that Winograd2x2Pays says no, since no
  * layer can reach the kernel there.
  */
 #include <algorithm>
@@ -23,25 +23,25 @@
 int main() {
   using namespace mxlite;
   int checks = 0, failures = 0;
-  const bool available = Winograd2x2Applies(3, 3, 1, 1, 1, 1, 1, 128, 32, 14, 14);
+  const bool available = Winograd2x2Pays(3, 3, 1, 1, 1, 1, 1, 128, 32, 14, 14);
   ++checks;
   if (available != (SelectedIsa() == Isa::kAvx512)) {
     ++failures;
-    std::printf("FAIL: Winograd2x2Applies is %d with ISA %s\n", available,
+    std::printf("FAIL: Winograd2x2Pays is %d with ISA %s\n", available,
                 IsaName(SelectedIsa()));
   }
   // What it must refuse: F(4x4)'s sizes, strides, groups, too few channels.
-  const bool refused[] = {Winograd2x2Applies(3, 3, 1, 1, 1, 1, 1, 64, 64, 15, 15),
-                          Winograd2x2Applies(3, 3, 2, 2, 1, 1, 1, 64, 64, 7, 7),
-                          Winograd2x2Applies(3, 3, 1, 1, 2, 2, 1, 64, 64, 7, 7),
-                          Winograd2x2Applies(3, 3, 1, 1, 1, 1, 2, 64, 64, 7, 7),
-                          Winograd2x2Applies(5, 5, 1, 1, 1, 1, 1, 64, 64, 7, 7),
-                          Winograd2x2Applies(3, 3, 1, 1, 1, 1, 1, 64, 16, 7, 7)};
+  const bool refused[] = {Winograd2x2Pays(3, 3, 1, 1, 1, 1, 1, 64, 64, 15, 15),
+                          Winograd2x2Pays(3, 3, 2, 2, 1, 1, 1, 64, 64, 7, 7),
+                          Winograd2x2Pays(3, 3, 1, 1, 2, 2, 1, 64, 64, 7, 7),
+                          Winograd2x2Pays(3, 3, 1, 1, 1, 1, 2, 64, 64, 7, 7),
+                          Winograd2x2Pays(5, 5, 1, 1, 1, 1, 1, 64, 64, 7, 7),
+                          Winograd2x2Pays(3, 3, 1, 1, 1, 1, 1, 64, 16, 7, 7)};
   for (bool applies : refused) {
     ++checks;
     if (applies) {
       ++failures;
-      std::printf("FAIL: Winograd2x2Applies accepted a layer it cannot take\n");
+      std::printf("FAIL: Winograd2x2Pays accepted a layer it cannot take\n");
     }
   }
   if (!available) {

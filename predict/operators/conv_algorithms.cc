@@ -1,0 +1,197 @@
+/*
+ * The convolution algorithm table (see conv_algorithms.h): for each
+ * algorithm, what it covers (applies) and where it is the one to take
+ * (pays), in priority order. The coverage predicates are written here, in
+ * one place, from what each kernel computes; the performance thresholds
+ * stay beside their kernels (WinogradPays, DirectConvPays, ...), which
+ * hold the measurements behind them.
+ */
+#include <cstdlib>
+#include <cstring>
+
+#include "../kernels/depthwise.h"
+#include "../kernels/direct_conv.h"
+#include "../kernels/winograd.h"
+#include "../kernels/winograd1d.h"
+#include "../kernels/winograd2x2.h"
+#include "conv_kernels.h"
+
+namespace mxlite {
+
+bool ConvGeometry::Pointwise() const {
+  for (int d = 0; d < 3; ++d) {
+    if (kernel[d] != 1 || stride[d] != 1 || pad[d] != 0) return false;
+  }
+  return true;
+}
+
+std::string ConvGeometry::ToString() const {
+  const auto triple = [](const int64_t v[3]) {
+    return StrCat(v[0], "x", v[1], "x", v[2]);
+  };
+  return StrCat("batch ", batch, ", ", channels, " -> ", filters, " channels in ", groups,
+                " group(s), input ", triple(in), ", output ", triple(out), ", kernel ",
+                triple(kernel), ", stride ", triple(stride), ", pad ", triple(pad), ", dilate ",
+                triple(dilate), normalises_input ? ", input normalised" : "");
+}
+
+namespace conv_algorithms_cc {
+
+// Every float offset inside one image fits 32 bits (the vector kernels
+// that index with 32-bit lanes need it).
+bool PlanesFit32Bits(const ConvGeometry& g) {
+  const int64_t limit = int64_t{1} << 30;
+  return g.InSpatial() < limit && g.OutSpatial() < limit;
+}
+
+bool Always(const ConvGeometry&, Isa) { return true; }
+
+// A planar layer that reads its input as it is (no input BatchNorm).
+bool PlainPlanar(const ConvGeometry& g) { return !g.normalises_input && g.Planar(); }
+
+// --- depthwise ---------------------------------------------------------------
+
+bool DepthwiseApplies(const ConvGeometry& g, Isa) {
+  return !g.normalises_input && g.Depthwise();
+}
+
+// A single channel is a plain convolution; one group of several, depthwise.
+bool DepthwisePays(const ConvGeometry& g, Isa) { return g.groups > 1; }
+
+// The 3x3 kernels: planar, equal strides of 1 or 2, dilation 1, pads below 3.
+bool Depthwise3x3Applies(const ConvGeometry& g, Isa isa) {
+  return DepthwiseApplies(g, isa) && g.Planar() && g.Kernel2d(3, 3) &&
+         DepthwiseConv3x3Supported(g.stride[1], g.stride[2], g.dilate[1], g.dilate[2],
+                                   g.pad[1], g.pad[2]);
+}
+
+bool DepthwiseBlockedPays(const ConvGeometry& g, Isa isa) {
+  return DepthwisePays(g, isa) && ::mxlite::DepthwiseBlockedPays(g.in[2]);
+}
+
+// --- pointwise ---------------------------------------------------------------
+
+// A layer that normalises its input does so only here, with one group.
+bool PointwiseApplies(const ConvGeometry& g, Isa) {
+  return g.Pointwise() && (!g.normalises_input || g.groups == 1);
+}
+
+// --- Winograd ----------------------------------------------------------------
+
+// Planar, one group, stride and dilation 1: what every Winograd kernel needs.
+bool WinogradCommon(const ConvGeometry& g) {
+  return PlainPlanar(g) && g.groups == 1 && g.UnitStride2d() && g.UnitDilation2d() &&
+         PlanesFit32Bits(g);
+}
+
+bool Winograd4x4Applies(const ConvGeometry& g, Isa) {
+  return WinogradCommon(g) && g.Kernel2d(3, 3);
+}
+
+bool Winograd4x4Pays(const ConvGeometry& g, Isa) {
+  return WinogradPays(g.kernel[1], g.kernel[2], g.stride[1], g.stride[2], g.dilate[1],
+                      g.dilate[2], g.groups, g.channels, g.filters, g.out[1], g.out[2]);
+}
+
+// AVX-512 only; an output of at most kWinograd2x2MaxSide a side.
+bool Winograd2x2Applies(const ConvGeometry& g, Isa isa) {
+  return isa == Isa::kAvx512 && WinogradCommon(g) && g.Kernel2d(3, 3) &&
+         g.out[1] <= kWinograd2x2MaxSide && g.out[2] <= kWinograd2x2MaxSide;
+}
+
+bool Winograd2x2Pays(const ConvGeometry& g, Isa) {
+  return ::mxlite::Winograd2x2Pays(g.kernel[1], g.kernel[2], g.stride[1], g.stride[2],
+                                   g.dilate[1], g.dilate[2], g.groups, g.channels, g.filters,
+                                   g.out[1], g.out[2]);
+}
+
+// AVX-512 only; kernels of 2 to 7 rows and at most 7 columns, or 1 row of
+// 2 to 7 columns (run transposed).
+bool Winograd1dApplies(const ConvGeometry& g, Isa isa) {
+  const int64_t kh = g.kernel[1], kw = g.kernel[2];
+  const bool kernel = (kh >= 2 && kh <= 7 && kw >= 1 && kw <= 7) || (kh == 1 && kw >= 2 && kw <= 7);
+  return isa == Isa::kAvx512 && WinogradCommon(g) && kernel;
+}
+
+bool Winograd1dPays(const ConvGeometry& g, Isa) {
+  return ::mxlite::Winograd1dPays(g.kernel[1], g.kernel[2], g.stride[1], g.stride[2],
+                                  g.dilate[1], g.dilate[2], g.groups, g.channels, g.filters);
+}
+
+// --- direct ------------------------------------------------------------------
+
+// Planar, one group, dilation 1, the same stride along both axes.
+bool DirectApplies(const ConvGeometry& g, Isa) {
+  return PlainPlanar(g) && g.groups == 1 && g.UnitDilation2d() && g.stride[1] == g.stride[2] &&
+         PlanesFit32Bits(g);
+}
+
+bool DirectPays(const ConvGeometry& g, Isa) {
+  return DirectConvPays(g.channels, g.groups, g.kernel[1], g.kernel[2], g.stride[1], g.stride[2],
+                        g.dilate[1], g.dilate[2]);
+}
+
+// --- GEMM --------------------------------------------------------------------
+
+bool ShiftedApplies(const ConvGeometry& g, Isa) { return PlainPlanar(g); }
+
+bool Im2colApplies(const ConvGeometry& g, Isa) { return !g.normalises_input; }
+
+}  // namespace conv_algorithms_cc
+
+const std::vector<ConvAlgorithm>& ConvAlgorithmTable() {
+  using namespace conv_algorithms_cc;
+  static const std::vector<ConvAlgorithm> table = {
+      {"depthwise 16-channel blocks", Depthwise3x3Applies, DepthwiseBlockedPays,
+       PrepareDepthwiseBlockedConv, ConvAlgorithm::kAlways},
+      {"depthwise 3x3", Depthwise3x3Applies, DepthwisePays, PrepareDepthwise3x3Conv,
+       ConvAlgorithm::kAlways},
+      {"depthwise", DepthwiseApplies, DepthwisePays, PrepareDepthwiseConv,
+       ConvAlgorithm::kAlways},
+      {"1x1 gemm", PointwiseApplies, Always, PreparePointwiseConv, ConvAlgorithm::kAlways},
+      {"winograd 4x4", Winograd4x4Applies, Winograd4x4Pays, PrepareWinograd4x4Conv,
+       ConvAlgorithm::kWinogradSwitch},
+      {"winograd 2x2", Winograd2x2Applies, Winograd2x2Pays, PrepareWinograd2x2Conv,
+       ConvAlgorithm::kWinogradSwitch},
+      {"winograd 1-D", Winograd1dApplies, Winograd1dPays, PrepareWinograd1dConv,
+       ConvAlgorithm::kWinogradSwitch},
+      {"direct", DirectApplies, DirectPays, PrepareDirectConv, ConvAlgorithm::kAlways},
+      {"shifted gemm", ShiftedApplies, Always, PrepareShiftedConv,
+       ConvAlgorithm::kShiftedSwitch},
+      {"im2col+gemm", Im2colApplies, Always, PrepareIm2colConv, ConvAlgorithm::kAlways},
+  };
+  return table;
+}
+
+const ConvOptions& ConvOptionsFromEnvironment() {
+  static const ConvOptions options = [] {
+    const auto off = [](const char* name) {
+      const char* value = std::getenv(name);
+      return value != nullptr && value[0] == '0';
+    };
+    ConvOptions o;
+    o.winograd = !off("MXLITE_WINOGRAD");
+    o.shifted_gemm = !off("MXLITE_SHIFTED_GEMM");
+    return o;
+  }();
+  return options;
+}
+
+const ConvAlgorithm* ChooseConvAlgorithm(const ConvGeometry& g, Isa isa,
+                                         const ConvOptions& options) {
+  for (const ConvAlgorithm& algorithm : ConvAlgorithmTable()) {
+    if (algorithm.switch_ == ConvAlgorithm::kWinogradSwitch && !options.winograd) continue;
+    if (algorithm.switch_ == ConvAlgorithm::kShiftedSwitch && !options.shifted_gemm) continue;
+    if (algorithm.applies(g, isa) && algorithm.pays(g, isa)) return &algorithm;
+  }
+  return nullptr;
+}
+
+const ConvAlgorithm* FindConvAlgorithm(const std::string& name) {
+  for (const ConvAlgorithm& algorithm : ConvAlgorithmTable()) {
+    if (name == algorithm.name) return &algorithm;
+  }
+  return nullptr;
+}
+
+}  // namespace mxlite

@@ -1,0 +1,141 @@
+/*
+ * Convolution algorithms as one ordered table.
+ *
+ * A convolution layer is described once, by ConvGeometry: every size in a
+ * three-spatial-dims form (a 1-D or 2-D layer gets unit dims in front:
+ * extent 1, kernel 1, stride 1, pad 0, which changes neither the
+ * arithmetic nor the memory layout), plus groups and whether the layer
+ * normalises its input (a pre-activation BatchNorm folded into a 1x1
+ * layer). Layout is always channel-first (NCW, NCHW, NCDHW) and the data
+ * float32: those are checked when the operator is created.
+ *
+ * Each algorithm is one entry of ConvAlgorithmTable(), in priority order:
+ *   - applies(geometry, isa): everything the algorithm computes correctly.
+ *     It is the only statement of coverage: the differential sweep
+ *     (tests/cpp/conv_sweep_test.cc) forces every algorithm on every
+ *     geometry its predicate accepts and compares with a reference;
+ *   - pays(geometry, isa): a performance heuristic, asked only where
+ *     applies holds: whether the algorithm is the one to take before the
+ *     entries after it;
+ *   - prepare: transforms and packs the final weights (a folded BatchNorm
+ *     already applied) into a ConvKernel, which knows its workspace size
+ *     and runs the forward pass over the whole batch.
+ * ChooseConvAlgorithm takes the first entry that applies, pays and is not
+ * switched off by ConvOptions. The last entry (im2col + GEMM) applies to
+ * every layer that does not normalise its input and always pays, so every
+ * layer gets an algorithm. `isa` is the instruction set the kernels will
+ * run (SelectedIsa()); the kernels read the same selection.
+ */
+#ifndef MXLITE_OPERATORS_CONV_ALGORITHMS_H_
+#define MXLITE_OPERATORS_CONV_ALGORITHMS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../base/status.h"
+#include "../kernels/cpu_features.h"
+#include "../kernels/thread_pool.h"
+
+namespace mxlite {
+
+struct ConvGeometry {
+  int64_t batch = 0, channels = 0, filters = 0, groups = 1;
+  // Per spatial axis: depth, height, width.
+  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1};
+  int64_t kernel[3] = {1, 1, 1}, stride[3] = {1, 1, 1}, pad[3] = {0, 0, 0},
+          dilate[3] = {1, 1, 1};
+  // The input passes through a BatchNorm (and clamp) as it is read.
+  bool normalises_input = false;
+
+  int64_t InSpatial() const { return in[0] * in[1] * in[2]; }
+  int64_t OutSpatial() const { return out[0] * out[1] * out[2]; }
+  int64_t KernelSize() const { return kernel[0] * kernel[1] * kernel[2]; }
+  // The depth axis is trivial (one input plane, a unit kernel along it, no
+  // padding, hence one output plane): a 2-D problem on height and width.
+  // Every algorithm that works on planes needs it.
+  bool Planar() const { return in[0] == 1 && kernel[0] == 1 && pad[0] == 0; }
+  // Kernel, stride all 1 and no padding: the input plane of a group is the
+  // GEMM's right-hand matrix as it is.
+  bool Pointwise() const;
+  // One filter per channel, one channel per group.
+  bool Depthwise() const { return groups == channels && filters == channels; }
+  // Whether a planar layer's 2-D kernel, stride and dilation are these.
+  bool Kernel2d(int64_t kh, int64_t kw) const { return kernel[1] == kh && kernel[2] == kw; }
+  bool UnitStride2d() const { return stride[1] == 1 && stride[2] == 1; }
+  bool UnitDilation2d() const { return dilate[1] == 1 && dilate[2] == 1; }
+  // "batch 2, 8 -> 16 channels, in 1x9x9, kernel 1x3x3, ..." for messages.
+  std::string ToString() const;
+};
+
+// What an algorithm prepares: the final weights (filters x channels/groups
+// x taps, MXNet's order, a folded BatchNorm applied) and bias, the clamp
+// after bias and residual, and for a layer that normalises its input, per
+// channel (mean, invstd, gamma, beta), whether gamma is used, and its clamp.
+struct ConvWeights {
+  std::vector<float> weights;
+  std::vector<float> bias;
+  float lower = -std::numeric_limits<float>::infinity();
+  float upper = std::numeric_limits<float>::infinity();
+  std::vector<float> input_scale;
+  bool input_has_gamma = false;
+  float input_lower = -std::numeric_limits<float>::infinity();
+  float input_upper = std::numeric_limits<float>::infinity();
+};
+
+// One forward call over the whole batch. residual (the output's shape) may
+// be null; workspace holds at least the kernel's WorkspaceBytes().
+struct ConvCall {
+  const float* data = nullptr;
+  const float* residual = nullptr;
+  float* output = nullptr;
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+  ThreadPool* pool = nullptr;
+};
+
+// A prepared algorithm for one geometry: its weights in the form it reads.
+class ConvKernel {
+ public:
+  virtual ~ConvKernel() = default;
+  virtual size_t WorkspaceBytes() const = 0;
+  virtual Status Forward(const ConvCall& call) const = 0;
+};
+
+struct ConvAlgorithm {
+  const char* name;
+  bool (*applies)(const ConvGeometry& g, Isa isa);
+  bool (*pays)(const ConvGeometry& g, Isa isa);
+  Status (*prepare)(const ConvGeometry& g, ConvWeights weights,
+                    std::unique_ptr<ConvKernel>* kernel);
+  // The ConvOptions switch that turns this entry off, if any.
+  enum Switch { kAlways, kWinogradSwitch, kShiftedSwitch } switch_;
+};
+
+// Switches for comparing and debugging (MXLITE_WINOGRAD=0 turns the
+// Winograd family off, MXLITE_SHIFTED_GEMM=0 the shifted-view GEMM).
+struct ConvOptions {
+  bool winograd = true;
+  bool shifted_gemm = true;
+};
+
+// Read once from the environment.
+const ConvOptions& ConvOptionsFromEnvironment();
+
+// The algorithms in priority order.
+const std::vector<ConvAlgorithm>& ConvAlgorithmTable();
+
+// The first entry that applies, pays and is switched on; null only for a
+// layer that normalises its input and is not pointwise with one group.
+const ConvAlgorithm* ChooseConvAlgorithm(const ConvGeometry& g, Isa isa,
+                                         const ConvOptions& options);
+
+// The entry of that name, or null.
+const ConvAlgorithm* FindConvAlgorithm(const std::string& name);
+
+}  // namespace mxlite
+
+#endif  // MXLITE_OPERATORS_CONV_ALGORITHMS_H_

@@ -1,0 +1,450 @@
+/*
+ * The GEMM family of convolution algorithms (see conv_algorithms.h):
+ *   - pointwise (kernel all 1, stride all 1, pad all 0, any rank): the
+ *     input plane of a group already is the GEMM's right-hand matrix
+ *     [C/g, D*H*W], so the GEMM runs on it directly; a layer that
+ *     normalises its input has the GEMM normalise each panel as it reads it;
+ *   - shifted views (planar layers): one GEMM per group whose depth
+ *     segments are the taps, each a view of a few stored copies of the
+ *     input displaced by whole rows, so no column matrix (ShiftedGeometry);
+ *   - im2col (every layer): for each image and group, the columns matrix
+ *     holds one row per (input channel, kd, kh, kw) and one column per
+ *     output position (zeros where a tap falls in the padding), and
+ *     out_g[F/g, OD*OH*OW] = W_g[F/g, C/g*KD*KH*KW] * col. The columns are
+ *     built a band of output rows at a time so the scratch stays bounded
+ *     (kColumnBytes) and warm in cache while the GEMM consumes it.
+ * The bias, and a fused residual and clamp, are applied as each output tile
+ * is finished (the GEMM's epilogue).
+ */
+#include <algorithm>
+#include <cstring>
+
+#include "../kernels/gemm.h"
+#include "../kernels/strided_copy.h"
+#include "batch_norm_row.h"
+#include "conv_kernels.h"
+
+namespace mxlite {
+namespace conv_gemm_cc {
+
+// Upper bound of the im2col and shifted-view scratch; a band is never less
+// than one output row. 2 MiB keeps a band in L2/L3 between the gather
+// writing it and the GEMM packing it.
+constexpr int64_t kColumnBytes = int64_t{2} << 20;
+
+GemmEpilogue Epilogue(const ConvWeights& w, const float* bias, const float* residual,
+                      int64_t stride) {
+  GemmEpilogue epilogue;
+  epilogue.bias = bias;
+  epilogue.residual = residual;
+  epilogue.residual_stride = stride;
+  epilogue.lower = w.lower;
+  epilogue.upper = w.upper;
+  return epilogue;
+}
+
+Status CheckWorkspace(const ConvCall& call, size_t bytes) {
+  MXL_CHECK(bytes == 0 || (call.workspace != nullptr && call.workspace_bytes >= bytes),
+            "convolution needs ", bytes, " bytes of workspace but got ", call.workspace_bytes);
+  return Status();
+}
+
+// Packs each group's weights (group_out rows of `depth`) for the GEMM.
+Status PackGroups(const ConvGeometry& g, const std::vector<float>& weights,
+                  int64_t segment_depth, std::vector<PackedMatrix>* packed) {
+  const int64_t group_out = g.filters / g.groups;
+  const int64_t depth = g.channels / g.groups * g.KernelSize();
+  packed->resize(static_cast<size_t>(g.groups));
+  for (int64_t grp = 0; grp < g.groups; ++grp) {
+    MXL_RETURN_IF_ERROR((*packed)[grp].Pack(weights.data() + grp * group_out * depth, depth,
+                                            group_out, depth, false, nullptr, segment_depth));
+  }
+  return Status();
+}
+
+// ---------------------------------------------------------------------------
+// Pointwise.
+
+class PointwiseKernel : public ConvKernel {
+ public:
+  Status Prepare(const ConvGeometry& g, ConvWeights w) {
+    g_ = g;
+    w_ = std::move(w);
+    // A layer that normalises its input and is deeper than one depth block
+    // packs its weights in two depth halves, which two threads split on
+    // small maps (see kSplitDepthMaxColumns in gemm.cc).
+    const int64_t segment = g.normalises_input && g.groups == 1 && g.channels % 2 == 0 &&
+                                    g.channels > 256
+                                ? g.channels / 2
+                                : 0;
+    MXL_RETURN_IF_ERROR(PackGroups(g, w_.weights, segment, &packed_));
+    w_.weights.clear();
+    w_.weights.shrink_to_fit();
+    return Status();
+  }
+  size_t WorkspaceBytes() const override { return 0; }
+
+  Status Forward(const ConvCall& call) const override {
+    const ConvGeometry& g = g_;
+    const int64_t plane = g.InSpatial();
+    const int64_t group_in = g.channels / g.groups, group_out = g.filters / g.groups;
+    for (int64_t n = 0; n < g.batch; ++n) {
+      for (int64_t grp = 0; grp < g.groups; ++grp) {
+        const float* in_g = call.data + (n * g.channels + grp * group_in) * plane;
+        const int64_t out_offset = (n * g.filters + grp * group_out) * plane;
+        const GemmEpilogue epilogue =
+            Epilogue(w_, w_.bias.data() + grp * group_out,
+                     call.residual ? call.residual + out_offset : nullptr, plane);
+        if (g.normalises_input) {
+          ForwardNormalised(in_g, call.output + out_offset, epilogue, call.pool);
+        } else {
+          GemmPacked(packed_[grp], in_g, plane, plane, call.output + out_offset, plane, epilogue,
+                     call.pool);
+        }
+      }
+    }
+    return Status();
+  }
+
+ private:
+  // The GEMM normalises each depth block of each column panel of the input
+  // as it reads it (GemmPackedTransformedB), with BatchNormRow, the
+  // BatchNorm operator's own arithmetic, so the bits are those of the
+  // unfused graph, which would write the normalised tensor and read it back.
+  void ForwardNormalised(const float* data, float* output, const GemmEpilogue& epilogue,
+                         ThreadPool* pool) const {
+    const int64_t plane = g_.InSpatial();
+    GemmRowTransform transform;
+    transform.context = this;
+    transform.apply = [](const void* context, int64_t channel, const float* src, float* dst,
+                         int64_t count) {
+      const ConvWeights& w = static_cast<const PointwiseKernel*>(context)->w_;
+      const float* s = w.input_scale.data() + 4 * channel;
+      const bool clamps = w.input_lower != -std::numeric_limits<float>::infinity() ||
+                          w.input_upper != std::numeric_limits<float>::infinity();
+      BatchNormRow(src, dst, count, s[0], s[1], w.input_has_gamma, s[2], s[3], clamps,
+                   w.input_lower, w.input_upper);
+    };
+    GemmPackedTransformedB(packed_[0], data, plane, plane, output, plane, epilogue, transform,
+                           pool);
+  }
+
+  ConvGeometry g_;
+  ConvWeights w_;
+  std::vector<PackedMatrix> packed_;  // per group
+};
+
+// ---------------------------------------------------------------------------
+// im2col.
+
+// Writes the column-matrix rows of input channel plane `plane` and kernel
+// offsets (kd, kh), one row per kw, for output rows [row_begin, row_end)
+// (a row is one (od, oh) pair); `col` is the first of those kernel[2] rows,
+// each (row_end - row_begin) * OW long.
+void Im2ColTapRows(const ConvGeometry& g, const float* plane, int64_t kd, int64_t kh,
+                   int64_t row_begin, int64_t row_end, float* col) {
+  const int64_t ow_count = g.out[2];
+  const int64_t columns = (row_end - row_begin) * ow_count;
+  for (int64_t kw = 0; kw < g.kernel[2]; ++kw, col += columns) {
+    const int64_t offset_w = kw * g.dilate[2] - g.pad[2];
+    if (g.out[0] == 1) {
+      // One output plane: the band's rows are consecutive output rows, one call.
+      const int64_t id = -g.pad[0] + kd * g.dilate[0];
+      if (id < 0 || id >= g.in[0]) {
+        std::fill(col, col + columns, 0.f);
+        continue;
+      }
+      GatherRowsZeroPadded(plane + id * g.in[1] * g.in[2], g.in[1], g.in[2],
+                           row_begin * g.stride[1] - g.pad[1] + kh * g.dilate[1], g.stride[1],
+                           row_end - row_begin, offset_w, g.stride[2], ow_count, col);
+      continue;
+    }
+    float* dst = col;
+    for (int64_t row = row_begin; row < row_end; ++row, dst += ow_count) {
+      const int64_t od = row / g.out[1], oh = row % g.out[1];
+      const int64_t id = od * g.stride[0] - g.pad[0] + kd * g.dilate[0];
+      const int64_t ih = oh * g.stride[1] - g.pad[1] + kh * g.dilate[1];
+      if (id < 0 || id >= g.in[0]) {
+        std::fill(dst, dst + ow_count, 0.f);
+        continue;
+      }
+      GatherRowsZeroPadded(plane + id * g.in[1] * g.in[2], g.in[1], g.in[2], ih, 1, 1, offset_w,
+                           g.stride[2], ow_count, dst);
+    }
+  }
+}
+
+class Im2colKernel : public ConvKernel {
+ public:
+  Status Prepare(const ConvGeometry& g, ConvWeights w) {
+    g_ = g;
+    w_ = std::move(w);
+    const int64_t depth = g.channels / g.groups * g.KernelSize();
+    const int64_t rows = g.out[0] * g.out[1];
+    const int64_t row_bytes = std::max<int64_t>(1, depth * g.out[2] * int64_t{sizeof(float)});
+    rows_per_band_ = std::max<int64_t>(1, std::min<int64_t>(rows, kColumnBytes / row_bytes));
+    MXL_RETURN_IF_ERROR(PackGroups(g, w_.weights, 0, &packed_));
+    w_.weights.clear();
+    w_.weights.shrink_to_fit();
+    return Status();
+  }
+  size_t WorkspaceBytes() const override {
+    const int64_t depth = g_.channels / g_.groups * g_.KernelSize();
+    return static_cast<size_t>(rows_per_band_ * g_.out[2] * depth) * sizeof(float);
+  }
+
+  Status Forward(const ConvCall& call) const override {
+    MXL_RETURN_IF_ERROR(CheckWorkspace(call, WorkspaceBytes()));
+    const ConvGeometry& g = g_;
+    const int64_t in_plane = g.InSpatial(), out_plane = g.OutSpatial();
+    const int64_t group_in = g.channels / g.groups, group_out = g.filters / g.groups;
+    float* col = static_cast<float*>(call.workspace);
+    const int64_t rows = g.out[0] * g.out[1];
+    for (int64_t n = 0; n < g.batch; ++n) {
+      for (int64_t grp = 0; grp < g.groups; ++grp) {
+        const float* in_g = call.data + (n * g.channels + grp * group_in) * in_plane;
+        const int64_t out_offset = (n * g.filters + grp * group_out) * out_plane;
+        float* out_g = call.output + out_offset;
+        const float* res_g = call.residual ? call.residual + out_offset : nullptr;
+        const float* bias_g = w_.bias.data() + grp * group_out;
+        for (int64_t row = 0; row < rows; row += rows_per_band_) {
+          const int64_t row_end = std::min(rows, row + rows_per_band_);
+          const int64_t columns = (row_end - row) * g.out[2];
+          // The column matrix's rows for each (channel, kd, kh) are
+          // independent tasks (not one per channel: a stem has only three).
+          const int64_t kernel_rows = g.kernel[0] * g.kernel[1];
+          ParallelFor(call.pool, group_in * kernel_rows, [&](int64_t task) {
+            const int64_t c = task / kernel_rows, kd = task % kernel_rows / g.kernel[1],
+                          kh = task % g.kernel[1];
+            Im2ColTapRows(g, in_g + c * in_plane, kd, kh, row, row_end,
+                          col + (task * g.kernel[2]) * columns);
+          });
+          GemmPacked(packed_[grp], col, columns, columns, out_g + row * g.out[2], out_plane,
+                     Epilogue(w_, bias_g, res_g ? res_g + row * g.out[2] : nullptr, out_plane),
+                     call.pool);
+        }
+      }
+    }
+    return Status();
+  }
+
+ private:
+  ConvGeometry g_;
+  ConvWeights w_;
+  int64_t rows_per_band_ = 0;
+  std::vector<PackedMatrix> packed_;  // per group
+};
+
+// ---------------------------------------------------------------------------
+// Shifted views: a planar convolution as one GEMM whose depth segments are
+// the taps, each a displaced view of copies of the input, in place of
+// im2col's column matrix. Along an axis, output o and tap k read input
+// s*o + a, with a = k*d - p. Rows first: write a = s*dy + py (0 <= py < s);
+// the input row is s*(o + dy) + py, so all taps with the same py read the
+// same rows (every s-th, from py) shifted by dy rows. Columns likewise give
+// px and dx, but a shift along a row cannot be a flat offset when the plane
+// is as wide as the output, so each distinct (py, px, dx) is one stored
+// view: the input's rows py, py+s, ... and columns s*(ow + dx) + px for
+// ow in [0, OW), zero outside the input, with span_h extra rows so that
+// every tap's dy is a whole-row offset. Output position j = oh*OW + ow of
+// tap (dy, view) is then element j + (dy - min dy)*OW of that view: each tap
+// is a flat run, read in place by the GEMM (GemmSegmentedB), and the GEMM
+// writes the output directly with its epilogue. A 3x3 layer stores 3 views
+// per channel at stride 1 and 6 at stride 2, where im2col writes 9; a 7x1
+// layer stores 1 against 7. The views are built a band of output rows at a
+// time (kColumnBytes) so they stay in cache while the GEMM reads them.
+//
+// The input is usually cold (made two or more layers back, or too large
+// for L2), and a gather reads each plane in short strided runs the
+// hardware prefetcher does not follow (at stride 2, every other row). So
+// the first view to read a set of rows prefetches the same rows
+// `prefetch_planes` planes further on, at least kPrefetchBytes ahead.
+struct ShiftedGeometry {
+  int64_t views = 0;          // stored views per channel
+  int64_t span_h = 0;         // extra rows per view: max dy - min dy
+  int64_t rows_per_band = 0;  // output rows per band
+  int64_t plane = 0;          // floats from one stored view to the next
+  // Every tap has a view of its own, in tap order, at row offset 0 (a
+  // kernel one row tall, such as 1x7): the views are then one plain
+  // matrix, im2col's in (tap, channel) order, and the GEMM reads its depth
+  // as one segment, in blocks of the full depth-block size.
+  bool plain = false;
+  // Per view: its first input row (for output row 0) and first column;
+  // per tap (kh-major): its view and its row offset in the view (dy - min dy).
+  std::vector<int64_t> first_row, first_col, tap_view, tap_row;
+  // Per view: whether it is the first with its first_row (views with the
+  // same first row read the same input rows); those prefetch.
+  std::vector<bool> first_with_rows;
+  int64_t prefetch_planes = 1;
+
+  size_t WorkspaceBytes(int64_t channels) const {
+    return static_cast<size_t>(views * channels * plane) * sizeof(float);
+  }
+};
+
+// How far ahead (at least) the views' gather prefetches its input: 1 plane at
+// 56x56, 2 at 28x28, 6 at 14x14.
+constexpr int64_t kPrefetchBytes = 4096;
+
+// Splits a = k*dilate - pad into stride * shift + phase, 0 <= phase < stride.
+inline void SplitTap(int64_t k, int64_t dilate, int64_t pad, int64_t stride, int64_t* shift,
+                     int64_t* phase) {
+  const int64_t a = k * dilate - pad;
+  *shift = a >= 0 ? a / stride : -((stride - 1 - a) / stride);
+  *phase = a - *shift * stride;
+}
+
+// Plans shifted views for a planar geometry.
+void PlanShifted(const ConvGeometry& g, int64_t column_bytes, ShiftedGeometry* plan) {
+  ShiftedGeometry& p = *plan;
+  p = ShiftedGeometry();
+  std::vector<int64_t> dy(static_cast<size_t>(g.kernel[1])), py(dy.size());
+  for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+    SplitTap(kh, g.dilate[1], g.pad[1], g.stride[1], &dy[kh], &py[kh]);
+  }
+  const int64_t min_dy = *std::min_element(dy.begin(), dy.end());
+  p.span_h = *std::max_element(dy.begin(), dy.end()) - min_dy;
+  for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+    for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+      int64_t dx = 0, px = 0;
+      SplitTap(kw, g.dilate[2], g.pad[2], g.stride[2], &dx, &px);
+      // A view is known by its first input row and column.
+      const int64_t row = g.stride[1] * min_dy + py[kh], col = g.stride[2] * dx + px;
+      int64_t view = 0;
+      while (view < p.views && !(p.first_row[view] == row && p.first_col[view] == col)) ++view;
+      if (view == p.views) {
+        p.first_row.push_back(row);
+        p.first_col.push_back(col);
+        ++p.views;
+      }
+      p.tap_view.push_back(view);
+      p.tap_row.push_back(dy[kh] - min_dy);
+    }
+  }
+  for (int64_t view = 0; view < p.views; ++view) {
+    const auto first = p.first_row.begin();
+    p.first_with_rows.push_back(std::find(first, first + view, p.first_row[view]) == first + view);
+  }
+  const int64_t plane_bytes = std::max<int64_t>(1, g.InSpatial() * int64_t{sizeof(float)});
+  p.prefetch_planes = (kPrefetchBytes + plane_bytes - 1) / plane_bytes;
+  p.plain = g.groups == 1 && p.views == static_cast<int64_t>(p.tap_view.size());
+  for (size_t t = 0; t < p.tap_view.size(); ++t) {
+    p.plain = p.plain && p.tap_view[t] == static_cast<int64_t>(t) && p.tap_row[t] == 0;
+  }
+  const int64_t band_row_bytes =
+      std::max<int64_t>(1, p.views * g.channels * g.out[2] * int64_t{sizeof(float)});
+  p.rows_per_band = std::max<int64_t>(1, std::min(g.out[1], column_bytes / band_row_bytes));
+  p.plane = (p.rows_per_band + p.span_h) * g.out[2];
+  // Rows a multiple of 8 KiB apart would fall into few cache sets (and the
+  // GEMM would then pack B instead of reading it in place).
+  if (p.plane % 2048 == 0) p.plane += 16;
+}
+
+class ShiftedKernel : public ConvKernel {
+ public:
+  Status Prepare(const ConvGeometry& g, ConvWeights w) {
+    g_ = g;
+    w_ = std::move(w);
+    PlanShifted(g, kColumnBytes, &plan_);
+    // Each group's depth in tap-major order (tap, channel): segment t is
+    // tap t's view.
+    const int64_t taps = g.KernelSize(), group_in = g.channels / g.groups;
+    std::vector<float> reordered(w_.weights.size());
+    for (int64_t f = 0; f < g.filters; ++f) {
+      for (int64_t c = 0; c < group_in; ++c) {
+        for (int64_t t = 0; t < taps; ++t) {
+          reordered[(f * taps + t) * group_in + c] = w_.weights[(f * group_in + c) * taps + t];
+        }
+      }
+    }
+    MXL_RETURN_IF_ERROR(PackGroups(g, reordered, plan_.plain ? 0 : group_in, &packed_));
+    w_.weights.clear();
+    w_.weights.shrink_to_fit();
+    return Status();
+  }
+  size_t WorkspaceBytes() const override { return plan_.WorkspaceBytes(g_.channels); }
+
+  Status Forward(const ConvCall& call) const override {
+    MXL_RETURN_IF_ERROR(CheckWorkspace(call, WorkspaceBytes()));
+    const ConvGeometry& g = g_;
+    for (int64_t n = 0; n < g.batch; ++n) {
+      const int64_t out_offset = n * g.filters * g.OutSpatial();
+      ForwardImage(call.data + n * g.channels * g.InSpatial(),
+                   call.residual ? call.residual + out_offset : nullptr,
+                   call.output + out_offset, static_cast<float*>(call.workspace), call.pool);
+    }
+    return Status();
+  }
+
+ private:
+  // One image: per band of output rows, the views, then per group one
+  // segmented GEMM writing the band's output rows.
+  void ForwardImage(const float* data, const float* residual, float* output, float* views,
+                    ThreadPool* pool) const {
+    const ConvGeometry& g = g_;
+    const ShiftedGeometry& p = plan_;
+    const int64_t in_plane = g.InSpatial(), out_plane = g.OutSpatial();
+    const int64_t ow_count = g.out[2];
+    const int64_t group_in = g.channels / g.groups, group_out = g.filters / g.groups;
+    const int64_t taps = static_cast<int64_t>(p.tap_view.size());
+    std::vector<const float*> segments(static_cast<size_t>(taps));
+    for (int64_t row = 0; row < g.out[1]; row += p.rows_per_band) {
+      const int64_t rows = std::min(p.rows_per_band, g.out[1] - row);
+      // A channel's views one after another, while its input rows are in L1
+      // (view-major tasks read each plane `views` times from L2).
+      ParallelFor(pool, p.views * g.channels, [&](int64_t task) {
+        const int64_t c = task / p.views, view = task % p.views;
+        const bool prefetch = p.first_with_rows[view] && c + p.prefetch_planes < g.channels;
+        GatherRowsZeroPadded(data + c * in_plane, g.in[1], g.in[2],
+                             p.first_row[view] + row * g.stride[1], g.stride[1],
+                             rows + p.span_h, p.first_col[view], g.stride[2], ow_count,
+                             views + (view * g.channels + c) * p.plane,
+                             prefetch ? p.prefetch_planes * in_plane * int64_t{sizeof(float)} : 0);
+      });
+      for (int64_t grp = 0; grp < g.groups; ++grp) {
+        for (int64_t t = 0; t < taps; ++t) {
+          segments[t] = views + (p.tap_view[t] * g.channels + grp * group_in) * p.plane +
+                        p.tap_row[t] * ow_count;
+        }
+        const int64_t at = grp * group_out * out_plane + row * ow_count;
+        GemmSegmentedB(packed_[grp], segments.data(), p.plane, rows * ow_count, output + at,
+                       out_plane,
+                       Epilogue(w_, w_.bias.data() + grp * group_out,
+                                residual ? residual + at : nullptr, out_plane),
+                       pool);
+      }
+    }
+  }
+
+  ConvGeometry g_;
+  ConvWeights w_;
+  ShiftedGeometry plan_;
+  std::vector<PackedMatrix> packed_;  // per group
+};
+
+template <class Kernel>
+Status PrepareKernel(const ConvGeometry& g, ConvWeights w, std::unique_ptr<ConvKernel>* out) {
+  std::unique_ptr<Kernel> kernel(new Kernel());
+  MXL_RETURN_IF_ERROR(kernel->Prepare(g, std::move(w)));
+  *out = std::move(kernel);
+  return Status();
+}
+
+}  // namespace conv_gemm_cc
+
+Status PreparePointwiseConv(const ConvGeometry& g, ConvWeights w,
+                            std::unique_ptr<ConvKernel>* kernel) {
+  return conv_gemm_cc::PrepareKernel<conv_gemm_cc::PointwiseKernel>(g, std::move(w), kernel);
+}
+
+Status PrepareIm2colConv(const ConvGeometry& g, ConvWeights w,
+                         std::unique_ptr<ConvKernel>* kernel) {
+  return conv_gemm_cc::PrepareKernel<conv_gemm_cc::Im2colKernel>(g, std::move(w), kernel);
+}
+
+Status PrepareShiftedConv(const ConvGeometry& g, ConvWeights w,
+                          std::unique_ptr<ConvKernel>* kernel) {
+  return conv_gemm_cc::PrepareKernel<conv_gemm_cc::ShiftedKernel>(g, std::move(w), kernel);
+}
+
+}  // namespace mxlite
