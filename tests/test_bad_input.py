@@ -183,3 +183,37 @@ def test_library_still_works_after_errors(api):
 def test_absurd_input_shape_is_refused(api):
     with pytest.raises(CAPIError, match='too large'):
         create(api, shapes={'data': (4000000000, 3, 4000000, 13)})
+
+
+@pytest.mark.parametrize('version, shown', [('1e300', r'1e\+300'), ('1e999', 'inf'),
+                                            ('-1e999', '-inf'), ('10901.5', '10901.5')])
+def test_mxnet_version_out_of_range_is_refused(api, version, shown):
+    # Cast to int, such a value was undefined behaviour (UBSan's
+    # float-cast-overflow) and the file then passed as a pre-0.9 one; MXNet
+    # refuses it.
+    text = CASE.symbol_json.replace('"attrs": {"mxnet_version": ["int", 10901]}',
+                                    f'"attrs": {{"mxnet_version": ["int", {version}]}}')
+    assert text != CASE.symbol_json
+    with pytest.raises(CAPIError, match=f'mxnet_version must be a whole number .*, not {shown}$'):
+        create(api, symbol=text)
+
+
+def reshape_symbol(shape):
+    return json.dumps({
+        'nodes': [{'op': 'null', 'name': 'data', 'inputs': []},
+                  {'op': 'Reshape', 'name': 'r', 'attrs': {'shape': shape}, 'inputs': [[0, 0, 0]]}],
+        'arg_nodes': [0], 'heads': [[1, 0, 0]], 'attrs': {'mxnet_version': ['int', 10901]}})
+
+
+@pytest.mark.parametrize('shape, message', [
+    ('(4294967296, 4294967296, 4)', r'output shape \(4294967296,4294967296,4\) has too many '
+                                    r'elements'),
+    ('(-1, 4294967296, 4294967296)', 'the other dims have too many elements'),
+    ('(-4, 4294967296, 4294967296)', '1 cannot be split into 4294967296 x 4294967296'),
+])
+def test_reshape_whose_element_count_overflows_is_refused(api, shape, message):
+    # The product of these dims overflows int64 (undefined, and it wrapped to
+    # a count of 0 before the check that then refused it with a wrong count).
+    with pytest.raises(CAPIError, match=message):
+        api.create(reshape_symbol(shape), b'', {'data': (1, 8)})
+    assert api.predict(reshape_symbol('(4, 2)'), b'', {'data': np.ones((1, 8), np.float32)})[0].shape == (4, 2)

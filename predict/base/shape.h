@@ -42,10 +42,24 @@ class Shape {
   const std::vector<int64_t>& dims() const { return dims_; }
 
   // Number of elements (1 for a 0-d shape); meaningful only when complete.
+  // -1 when the count exceeds kMaxElements (as CheckedSize), so that a
+  // hostile shape neither overflows int64 (undefined) nor wraps around to a
+  // count that matches another shape's.
   int64_t Size() const {
     int64_t size = 1;
-    for (int64_t d : dims_) size *= d;
+    for (int64_t d : dims_) {
+      if (d > kMaxElements || d < -kMaxElements) return -1;
+      const int64_t magnitude = d < 0 ? -d : d, current = size < 0 ? -size : size;
+      if (magnitude != 0 && current > kMaxElements / magnitude) return -1;
+      size *= d;
+    }
     return size;
+  }
+  // a * b for counts a, b >= 0, or -1 when the product exceeds kMaxElements
+  // or either is negative.
+  static int64_t CheckedProduct(int64_t a, int64_t b) {
+    if (a < 0 || b < 0 || (b != 0 && a > kMaxElements / b)) return -1;
+    return a * b;
   }
   // Number of elements, or -1 when it exceeds kMaxElements (a corrupt or
   // hostile shape must not wrap around to a small allocation).

@@ -81,7 +81,13 @@ Status ReadVersion(const JsonValue& root, int* version) {
   // Written as ["int", 10901] (a dmlc any).
   MXL_CHECK(entry->is_array() && entry->array.size() == 2 && entry->array[1].is_number(),
             "attrs.mxnet_version must be [\"int\", <version>]");
-  *version = static_cast<int>(entry->array[1].number);
+  // A version outside int (1e300, or 1e999 parsed as infinity) must not be
+  // cast, which is undefined, nor pass as an old file: MXNet refuses it.
+  const double number = entry->array[1].number;
+  MXL_CHECK(number >= 0 && number <= 2147483647.0 && number == std::floor(number),
+            "attrs.mxnet_version must be a whole number from 0 to 2147483647 (such as 10901 for "
+            "1.9.1), not ", number);
+  *version = static_cast<int>(number);
   return Status();
 }
 

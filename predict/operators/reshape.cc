@@ -55,10 +55,10 @@ class ViewOp : public Operator {
         unknown = d;
         ++count;
       } else {
-        known_product *= data[d];
+        known_product = Shape::CheckedProduct(known_product, data[d]);
       }
     }
-    if (count != 1 || known_product == 0) return Status();
+    if (count != 1 || known_product <= 0) return Status();
     Shape want = data;
     want[unknown] = oshape.Size() / known_product;
     return AssignShape(in, 0, want, "input", InputNames());
@@ -68,6 +68,10 @@ class ViewOp : public Operator {
   Status AssignViewShape(std::vector<Shape>* in, std::vector<Shape>* out,
                          const Shape& oshape) const {
     const Shape& data = (*in)[0];
+    // Counts past Shape::kMaxElements (a shape= whose product overflows)
+    // are refused before any arithmetic on them.
+    MXL_CHECK(!oshape.is_complete() || oshape.CheckedSize() >= 0, "the output shape ",
+              oshape.ToString(), " has too many elements (more than 2^48)");
     if (data.is_complete() && oshape.is_complete()) {
       MXL_CHECK(data.Size() == oshape.Size(), "input 'data' has shape ", data.ToString(), " (",
                 data.Size(), " elements) but the output shape ", oshape.ToString(), " has ",
@@ -142,8 +146,8 @@ class Reshape : public ViewOp {
                   ": the dims after -4 must be positive or -1");
         if (a == -1 && whole >= 0) a = whole / b;
         if (b == -1 && whole >= 0) b = whole / a;
-        MXL_CHECK(whole < 0 || a * b == whole, where, ": ", whole, " cannot be split into ", a,
-                  " x ", b);
+        MXL_CHECK(whole < 0 || Shape::CheckedProduct(a, b) == whole, where, ": ", whole,
+                  " cannot be split into ", a, " x ", b);
         result.push_back(a);
         result.push_back(b);
       } else {
@@ -155,8 +159,9 @@ class Reshape : public ViewOp {
     if (inferred >= 0) {
       if (data.is_complete()) {
         int64_t product = 1;
-        for (int64_t d : result) product *= d;
-        MXL_CHECK(product > 0, where, ": cannot infer the -1 dim next to a zero dim");
+        for (int64_t d : result) product = Shape::CheckedProduct(product, d);
+        MXL_CHECK(product != 0, where, ": cannot infer the -1 dim next to a zero dim");
+        MXL_CHECK(product > 0, where, ": the other dims have too many elements (more than 2^48)");
         result[inferred] = data.Size() / product;
       } else {
         result[inferred] = -1;
@@ -187,8 +192,14 @@ class Reshape : public ViewOp {
       if (data.is_complete()) {
         result[inferred] = 1;
         int64_t product = 1;
-        for (int64_t d : result) product *= d;
-        result[inferred] = product > 0 ? data.Size() / product : 0;
+        bool negative = false;
+        for (int64_t d : result) {
+          negative = negative || d < 0;
+          product = Shape::CheckedProduct(product, d);
+        }
+        MXL_CHECK(negative || product >= 0, "attribute target_shape=", TupleText(target_shape_),
+                  ": the other dims have too many elements (more than 2^48)");
+        result[inferred] = !negative && product > 0 ? data.Size() / product : 0;
       } else {
         result[inferred] = -1;
       }
