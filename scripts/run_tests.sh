@@ -7,7 +7,8 @@
 #  2. the oracle environment (build/venv-mxnet: MXNet 1.9.1, numpy<1.24),
 #     kept apart because MXNet needs an old numpy;
 #  3. the zoo checkpoints and MXNet's outputs for them (build/fixtures/zoo),
-#     regenerated only when scripts/make_fixtures.py changes;
+#     regenerated only when scripts/make_fixtures.py changes, and MXNet's
+#     convolutions for the differential sweep (build/fixtures/conv_sweep);
 #  4. pytest over tests/.
 # Extra arguments go to pytest.
 set -euo pipefail
@@ -30,6 +31,11 @@ echo "== oracle environment"
 bash scripts/setup_oracle.sh "$ORACLE_VENV"
 echo "== zoo fixtures"
 "$ORACLE_VENV/bin/python" scripts/make_fixtures.py zoo build/fixtures/zoo
+
+echo "== convolution sweep cases"
+# (MXNet logs a line per bind about its subgraph backend; keep the rest.)
+"$ORACLE_VENV/bin/python" scripts/conv_sweep_cases.py build/fixtures/conv_sweep 2>&1 |
+  { grep -v 'subgraph backend is not in use' || true; }
 
 echo "== tests"
 cd tests
