@@ -7,22 +7,104 @@
  * (num_hidden,), and like MXNet a bias already declared (num_hidden, 1) is
  * accepted too.
  *
- * A few rows (batch <= kGemvRows) are computed one matrix-vector product at
- * a time: that reads W once per row, which is the whole cost at batch 1,
- * without packing it. Larger batches go through the blocked GEMM with W^T
- * packed once, when the operator is prepared (up to kMaxPackedWeights
- * elements; a larger W is packed per call, to keep memory at one copy); the
- * data is packed per call, split over the threads, into a buffer the
- * operator keeps (one packed copy of its input).
+ * The product runs through the first algorithm of FcAlgorithmTable()
+ * (fully_connected.h) that covers and pays for the layer's sizes.
  */
+#include "fully_connected.h"
+
 #include "../kernels/gemm.h"
 #include "operator.h"
 
 namespace mxlite {
 namespace fully_connected_op {
 
-constexpr int64_t kGemvRows = 4;
-constexpr int64_t kMaxPackedWeights = int64_t{16} << 20;  // 64 MiB of float32
+class GemvRowsKernel : public FcKernel {
+ public:
+  explicit GemvRowsKernel(const FcGeometry& g) : g_(g) {}
+  Status Forward(const FcCall& call) override {
+    for (int64_t row = 0; row < g_.rows; ++row) {
+      SgemvRows(g_.hidden, g_.depth, call.weight, call.x + row * g_.depth,
+                call.y + row * g_.hidden, call.pool);
+    }
+    return Status();
+  }
+
+ private:
+  FcGeometry g_;
+};
+
+class PrepackedGemmKernel : public FcKernel {
+ public:
+  PrepackedGemmKernel(const FcGeometry& g, const float* weight) : g_(g) {
+    PackBMatrix(weight, g.depth, /*transposed=*/true, g.depth, g.hidden, &packed_weight_);
+  }
+  Status Forward(const FcCall& call) override {
+    MXL_RETURN_IF_ERROR(
+        packed_data_.Pack(call.x, g_.depth, g_.rows, g_.depth, /*transposed=*/false, call.pool));
+    GemmPrepackedB(packed_data_, packed_weight_.data(), g_.hidden, call.y, g_.hidden,
+                   GemmEpilogue(), call.pool);
+    return Status();
+  }
+
+ private:
+  FcGeometry g_;
+  std::vector<float> packed_weight_;  // W^T in GemmPrepackedB's layout
+  // The data packed for the GEMM, kept between calls so that its buffer is
+  // reused rather than faulted in afresh each call.
+  PackedMatrix packed_data_;
+};
+
+class GemmKernel : public FcKernel {
+ public:
+  explicit GemmKernel(const FcGeometry& g) : g_(g) {}
+  Status Forward(const FcCall& call) override {
+    Sgemm(false, true, g_.rows, g_.hidden, g_.depth, call.x, g_.depth, call.weight, g_.depth,
+          0.f, call.y, g_.hidden, call.pool);
+    return Status();
+  }
+
+ private:
+  FcGeometry g_;
+};
+
+bool Always(const FcGeometry&) { return true; }
+bool FewRows(const FcGeometry& g) { return g.rows <= kFcGemvRows; }
+bool WeightsFitPacked(const FcGeometry& g) { return g.depth * g.hidden <= kFcMaxPackedWeights; }
+
+Status PrepareGemvRows(const FcGeometry& g, const float*, std::unique_ptr<FcKernel>* kernel) {
+  kernel->reset(new GemvRowsKernel(g));
+  return Status();
+}
+Status PreparePrepackedGemm(const FcGeometry& g, const float* weight,
+                            std::unique_ptr<FcKernel>* kernel) {
+  kernel->reset(new PrepackedGemmKernel(g, weight));
+  return Status();
+}
+Status PrepareGemm(const FcGeometry& g, const float*, std::unique_ptr<FcKernel>* kernel) {
+  kernel->reset(new GemmKernel(g));
+  return Status();
+}
+
+}  // namespace fully_connected_op
+
+const std::vector<FcAlgorithm>& FcAlgorithmTable() {
+  using namespace fully_connected_op;
+  static const std::vector<FcAlgorithm> table = {
+      {"gemv rows", Always, FewRows, PrepareGemvRows},
+      {"prepacked gemm", WeightsFitPacked, Always, PreparePrepackedGemm},
+      {"gemm", Always, Always, PrepareGemm},
+  };
+  return table;
+}
+
+const FcAlgorithm* ChooseFcAlgorithm(const FcGeometry& g) {
+  for (const FcAlgorithm& algorithm : FcAlgorithmTable()) {
+    if (algorithm.applies(g) && algorithm.pays(g)) return &algorithm;
+  }
+  return nullptr;
+}
+
+namespace fully_connected_op {
 
 class FullyConnected : public Operator {
  public:
@@ -83,33 +165,29 @@ class FullyConnected : public Operator {
   Status Prepare(const std::vector<NDArray>& in, const std::vector<NDArray>& out,
                  size_t* workspace_bytes) override {
     *workspace_bytes = 0;
-    packed_weight_.clear();
-    const int64_t k = in[1].shape()[1];
-    const int64_t m = num_hidden_ > 0 ? out[0].Size() / num_hidden_ : 0;
-    if (m > kGemvRows && k * num_hidden_ <= kMaxPackedWeights) {
-      PackBMatrix(in[1].fdata(), k, /*transposed=*/true, k, num_hidden_, &packed_weight_);
-    }
-    return Status();
+    FcGeometry g;
+    g.depth = in[1].shape()[1];
+    g.hidden = num_hidden_;
+    g.rows = num_hidden_ > 0 ? out[0].Size() / num_hidden_ : 0;
+    algorithm_ = ChooseFcAlgorithm(g);
+    MXL_CHECK(algorithm_ != nullptr, "no FullyConnected algorithm covers ", g.rows, " x ",
+              g.depth, " x ", g.hidden);
+    kernel_.reset();
+    return algorithm_->prepare(g, in[1].fdata(), &kernel_);
   }
 
   Status Forward(const OpContext& ctx, const std::vector<NDArray>& in,
                  const std::vector<NDArray>& out) override {
-    const int64_t k = in[1].shape()[1];
     const int64_t n = num_hidden_;
     const int64_t m = out[0].Size() / n;
-    const float* x = in[0].fdata();
-    const float* w = in[1].fdata();
     float* y = out[0].fdata();
-    if (m <= kGemvRows) {
-      for (int64_t row = 0; row < m; ++row) {
-        SgemvRows(n, k, w, x + row * k, y + row * n, ctx.pool);
-      }
-    } else if (!packed_weight_.empty()) {
-      MXL_RETURN_IF_ERROR(packed_data_.Pack(x, k, m, k, /*transposed=*/false, ctx.pool));
-      GemmPrepackedB(packed_data_, packed_weight_.data(), n, y, n, GemmEpilogue(), ctx.pool);
-    } else {
-      Sgemm(false, true, m, n, k, x, k, w, k, 0.f, y, n, ctx.pool);
-    }
+    MXL_CHECK(kernel_ != nullptr, "FullyConnected run before it was prepared");
+    FcCall call;
+    call.x = in[0].fdata();
+    call.weight = in[1].fdata();
+    call.y = y;
+    call.pool = ctx.pool;
+    MXL_RETURN_IF_ERROR(kernel_->Forward(call));
     if (!no_bias_) {
       const float* b = in[2].fdata();
       for (int64_t row = 0; row < m; ++row) {
@@ -120,14 +198,14 @@ class FullyConnected : public Operator {
     return Status();
   }
 
+  const char* KernelName() const override { return algorithm_ ? algorithm_->name : ""; }
+
  private:
   int64_t num_hidden_;
   bool no_bias_;
   bool flatten_;
-  std::vector<float> packed_weight_;  // W^T for GemmPrepackedB, from Prepare
-  // The data packed for the GEMM, kept between calls so that its buffer is
-  // reused (a fresh 16 MiB one per call cost 4096 page faults at 2048^2).
-  PackedMatrix packed_data_;
+  const FcAlgorithm* algorithm_ = nullptr;  // from Prepare
+  std::unique_ptr<FcKernel> kernel_;
 };
 
 Status CreateFullyConnected(AttrParser* attrs, std::unique_ptr<Operator>* out) {
