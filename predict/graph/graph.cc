@@ -32,23 +32,42 @@ void Graph::ListVariables(std::vector<int>* arguments, std::vector<int>* aux_sta
   }
 }
 
+std::string DescribeEntries(const Graph& graph, const std::vector<NodeEntry>& entries) {
+  std::string text;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const Node& node = graph.nodes[entries[i].node];
+    if (i > 0) text += "; ";
+    text += graph.Describe(entries[i].node);
+    if (node.inputs.empty()) continue;
+    const NodeEntry& input = node.inputs[0];
+    text += StrCat(" reading '", graph.nodes[input.node].OutputName(input.index), "'");
+    if (node.inputs.size() > 1) text += StrCat(" and ", node.inputs.size() - 1, " more");
+  }
+  return text;
+}
+
 Status SelectOutputs(const std::vector<std::string>& keys, Graph* graph) {
   std::vector<NodeEntry> selected;
   for (const std::string& key : keys) {
     const std::string wanted = key + "_output";
-    bool found = false;
-    for (size_t n = 0; n < graph->nodes.size() && !found; ++n) {
+    std::vector<NodeEntry> found;
+    for (size_t n = 0; n < graph->nodes.size(); ++n) {
       const Node& node = graph->nodes[n];
       for (int i = 0; i < node.num_outputs(); ++i) {
-        if (node.OutputName(i) == wanted) {
-          selected.push_back(NodeEntry{static_cast<int>(n), i});
-          found = true;
-          break;
-        }
+        if (node.OutputName(i) == wanted) found.push_back(NodeEntry{static_cast<int>(n), i});
       }
     }
-    MXL_CHECK(found, "output key '", key, "': the graph has no internal output named '", wanted,
-              "'");
+    MXL_CHECK(!found.empty(), "output key '", key, "': the graph has no internal output named '",
+              wanted, "'");
+    // MXNet's predict API takes the first match without a word; a name that
+    // several nodes share (GluonCV's video models reuse one) would then give
+    // an output nobody asked for, so it is refused, as MXNet's
+    // sym.get_internals()[name] refuses it.
+    MXL_CHECK(found.size() == 1, "output key '", key, "': ", found.size(),
+              " outputs are named '", wanted, "' (", DescribeEntries(*graph, found),
+              "), so the key does not say which; give the node wanted a name of its own in "
+              "the symbol JSON (MXNet's predict API would take the first silently)");
+    selected.push_back(found[0]);
   }
   graph->outputs = selected;
   return Status();

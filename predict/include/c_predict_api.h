@@ -101,7 +101,9 @@ MXNET_DLL int MXPredCreateEx(const char *symbol_json_str, const void *param_byte
                              const int *provided_arg_dtypes, PredictorHandle *out);
 
 /*! \brief MXPredCreate whose outputs are the internal outputs named by
- *  output_keys; key k selects the output "k_output" (a node name). */
+ *  output_keys; key k selects the output "k_output" (a node name). A key
+ *  that no output or several outputs (nodes sharing a name) answer to is an
+ *  error; MXNet took the first of several. */
 MXNET_DLL int MXPredCreatePartialOut(const char *symbol_json_str,
                                      const void *param_bytes, int param_size,
                                      int dev_type, int dev_id,

@@ -29,7 +29,9 @@ int cases = 0;
 void Check(const std::vector<float>& row, int64_t k, bool ascending, const char* what) {
   const int64_t n = static_cast<int64_t>(row.size());
   const float* v = row.data();
-  auto less = [v, ascending](int64_t a, int64_t b) { return ascending ? v[a] < v[b] : v[a] > v[b]; };
+  auto less = [v, ascending](int64_t a, int64_t b) {
+    return ascending ? v[a] < v[b] : v[a] > v[b];
+  };
   std::vector<int64_t> expected(static_cast<size_t>(n)), actual(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) expected[i] = actual[i] = i;
   if (k * 8 > n) {
@@ -81,7 +83,9 @@ int main() {
         CheckAllK(sorted, "reversed");
         // An organ pipe (ascending then descending) drives quicksort deep.
         std::vector<float> pipe(static_cast<size_t>(n));
-        for (int i = 0; i < n; ++i) pipe[i] = static_cast<float>(std::min(i, n - 1 - i) % (distinct + 1));
+        for (int i = 0; i < n; ++i) {
+          pipe[i] = static_cast<float>(std::min(i, n - 1 - i) % (distinct + 1));
+        }
         CheckAllK(pipe, "organ pipe");
         // NaN in a few places: libstdc++ stays in its range for these.
         if (n > 0) {

@@ -11,7 +11,7 @@ import numpy
 class Predictor:
     """A loaded checkpoint bound to input shapes (see mxlite.Predictor)."""
 
-    def __init__(self, symbol_json: str | bytes, params: bytes | None, input_shapes: dict[str, tuple[int, ...]], outputs: list[str] | None, threads: int, input_dtypes: dict[str, int]) -> None:
+    def __init__(self, symbol_json: str | bytes, params: bytes | None, input_shapes: dict[str, tuple[int, ...]], outputs: list[str | int] | None, threads: int, input_dtypes: dict[str, int]) -> None:
         """
         Parses symbol JSON (str or bytes) and params file bytes; selects `outputs` (None keeps the symbol's); input_dtypes maps inputs to MXNet dtype flags (default float32); binds when every input shape is known.
         """
@@ -55,9 +55,9 @@ class Predictor:
         Runs one pass on {name: C-contiguous float32 array}; returns the outputs.
         """
 
-    def with_outputs(self, names: Sequence[str]) -> Predictor:
+    def with_outputs(self, names: Sequence[str | int]) -> Predictor:
         """
-        A predictor for other outputs of the same checkpoint, sharing its weights.
+        A predictor for other outputs of the same checkpoint, sharing its weights; each output by name or by its position in internals().
         """
 
     def nodes(self) -> list[dict[str, object]]:

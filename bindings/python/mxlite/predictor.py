@@ -69,11 +69,15 @@ def _threads(threads):
 
 
 def _output_names(outputs):
+    """Output selectors: names (str) or positions in get_internals() (int)."""
     if outputs is None:
         return None
-    names = [outputs] if isinstance(outputs, str) else list(outputs)
-    if not names or not all(isinstance(name, str) for name in names):
-        raise MXLiteError(f'outputs must be a non-empty list of output names, got {outputs!r}')
+    names = [outputs] if isinstance(outputs, (str, int)) else list(outputs)
+    if not names or not all(isinstance(name, str) or (isinstance(name, int) and
+                                                      not isinstance(name, bool))
+                            for name in names):
+        raise MXLiteError('outputs must be a non-empty list of output names (str) or positions '
+                          f'in get_internals() (int), got {outputs!r}')
     return names
 
 
@@ -127,7 +131,9 @@ class Predictor:
         lack shapes binds to the shapes of the first arrays it is given.
     outputs: output names to compute instead of the symbol's own (any of
         get_internals(); MXNet's partial-output key "conv0" means
-        "conv0_output"); the graph is pruned to what they need.
+        "conv0_output"), or positions in get_internals(); the graph is pruned
+        to what they need. A name that several nodes share is an error that
+        lists their positions (as MXNet's get_internals()[name] refuses it).
     threads: threads the forward pass may use (None: MXLITE_NUM_THREADS, else
         one per core); at most 256, and fewer where the system refuses to
         create more threads. Less than 1 is an error.
@@ -236,12 +242,14 @@ class Predictor:
     def get_internals(self):
         """Every output name that `outputs=` and with_outputs() accept: the
         variables and each operator's visible outputs, in graph order (what
-        MXNet's sym.get_internals().list_outputs() gives)."""
+        MXNet's sym.get_internals().list_outputs() gives). Nodes that share a
+        name appear once each; select those by position in this list."""
         return self._core.internals()
 
     def with_outputs(self, *names):
-        """A predictor for other outputs (names from get_internals()) of the
-        same checkpoint; it shares this one's weights and input shapes."""
+        """A predictor for other outputs (names from get_internals(), or their
+        positions in it) of the same checkpoint; it shares this one's weights
+        and input shapes."""
         other = object.__new__(type(self))
         other._core = self._core.with_outputs(_output_names(list(names)))
         other._adopt()

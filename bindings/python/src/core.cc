@@ -185,27 +185,94 @@ std::vector<std::pair<std::string, NodeEntry>> Internals(const Graph& graph) {
   return internals;
 }
 
-// A model computing the outputs called `names` (exact names as Internals()
-// lists them, or MXNet's partial-output keys "conv0" for "conv0_output"),
-// pruned to what they need. Parameters are shared with `full`.
-Status SelectModelOutputs(const Model& full, const std::vector<std::string>& names,
+// One output a caller selects: by name (exact, as Internals() lists it, or
+// MXNet's partial-output key "conv0" for "conv0_output"), or by its position
+// in Internals(), as MXNet's sym.get_internals()[i].
+struct OutputSelector {
+  std::string name;
+  bool by_position = false;
+  int64_t index = 0;
+};
+
+// The selectors in a Python sequence of str and int (bool is refused).
+std::vector<OutputSelector> ReadOutputSelectors(nb::handle outputs) {
+  std::vector<OutputSelector> selectors;
+  const char* usage = "outputs must be a non-empty list of output names (str) or positions in "
+                      "get_internals() (int)";
+  if (!PySequence_Check(outputs.ptr()) || nb::isinstance<nb::str>(outputs)) RaiseError(usage);
+  for (nb::handle item : outputs) {
+    OutputSelector selector;
+    if (nb::isinstance<nb::str>(item)) {
+      selector.name = nb::cast<std::string>(item);
+    } else if (PyBool_Check(item.ptr()) || !nb::try_cast<int64_t>(item, selector.index, false)) {
+      RaiseError(StrCat(usage, "; got ", nb::str(nb::repr(item)).c_str()));
+    } else {
+      selector.by_position = true;
+    }
+    selectors.push_back(selector);
+  }
+  if (selectors.empty()) RaiseError(usage);
+  return selectors;
+}
+
+// The entry a selector names. A name that several outputs share (GluonCV's
+// video models reuse one relu name for several nodes) is refused, as MXNet's
+// sym.get_internals()[name] refuses it ("There are multiple outputs with
+// name ..."): the message gives the positions to select by instead.
+Status ResolveOutput(const Graph& graph,
+                     const std::vector<std::pair<std::string, NodeEntry>>& internals,
+                     const OutputSelector& selector, NodeEntry* out) {
+  const int64_t count = static_cast<int64_t>(internals.size());
+  if (selector.by_position) {
+    MXL_CHECK(selector.index >= 0 && selector.index < count, "output position ", selector.index,
+              " is outside get_internals(), which lists ", count, " outputs (0 to ", count - 1,
+              ")");
+    *out = internals[static_cast<size_t>(selector.index)].second;
+    return Status();
+  }
+  // Exact names first; MXNet's partial-output key form only when none is.
+  for (const std::string& wanted : {selector.name, selector.name + "_output"}) {
+    std::vector<int64_t> positions;
+    std::vector<NodeEntry> entries;
+    for (int64_t i = 0; i < count; ++i) {
+      if (internals[static_cast<size_t>(i)].first != wanted) continue;
+      positions.push_back(i);
+      entries.push_back(internals[static_cast<size_t>(i)].second);
+    }
+    if (positions.empty()) continue;
+    if (positions.size() > 1) {
+      std::string listed;
+      for (int64_t position : positions) {
+        listed += StrCat(listed.empty() ? "" : (position == positions.back() ? " or " : ", "),
+                         position);
+      }
+      return Status::Error(StrCat(
+          "output '", selector.name, "' is ambiguous: ", positions.size(),
+          " outputs are named '", wanted, "' (", DescribeEntries(graph, entries),
+          "); select one by its position in get_internals() instead, ", listed,
+          " (e.g. with_outputs(", positions.back(), "), as MXNet's sym.get_internals()[",
+          positions.back(), "]), or give the nodes names of their own in the symbol JSON"));
+    }
+    *out = entries[0];
+    return Status();
+  }
+  return Status::Error(StrCat("the graph has no output named '", selector.name,
+                              "' (get_internals() lists the names)"));
+}
+
+// A model computing the selected outputs, pruned to what they need.
+// Parameters are shared with `full`.
+Status SelectModelOutputs(const Model& full, const std::vector<OutputSelector>& selectors,
                           std::shared_ptr<const Model>* out) {
   auto model = std::make_shared<Model>();
   model->graph = full.graph;
   model->params = full.params;
   const auto internals = Internals(full.graph);
   std::vector<NodeEntry> outputs;
-  for (const std::string& name : names) {
-    bool found = false;
-    for (const auto& internal : internals) {
-      if (internal.first == name || internal.first == name + "_output") {
-        outputs.push_back(internal.second);
-        found = true;
-        break;
-      }
-    }
-    MXL_CHECK(found, "the graph has no output named '", name,
-              "' (get_internals() lists the names)");
+  for (const OutputSelector& selector : selectors) {
+    NodeEntry entry{0, 0};
+    MXL_RETURN_IF_ERROR(ResolveOutput(full.graph, internals, selector, &entry));
+    outputs.push_back(entry);
   }
   model->graph.outputs = outputs;
   PruneToOutputs(&model->graph);
@@ -395,9 +462,9 @@ class Predictor {
   }
 
   // A predictor for other outputs of the same checkpoint, sharing weights.
-  Predictor* WithOutputs(const std::vector<std::string>& names) const {
+  Predictor* WithOutputs(nb::handle outputs) const {
     std::shared_ptr<const Model> model;
-    Check(SelectModelOutputs(*full_, names, &model));
+    Check(SelectModelOutputs(*full_, ReadOutputSelectors(outputs), &model));
     std::unique_ptr<Predictor> other(new Predictor(full_, model, threads_, input_dtypes_));
     std::map<std::string, Shape> shapes;
     for (const std::string& name : other->input_names_) {
@@ -611,13 +678,7 @@ Predictor* CreatePredictor(nb::handle symbol_json, nb::handle params, nb::dict i
   }
   Check(status);
   std::shared_ptr<const Model> model = full;
-  if (!outputs.is_none()) {
-    std::vector<std::string> names;
-    if (!nb::try_cast<std::vector<std::string>>(outputs, names, false) || names.empty()) {
-      RaiseError("outputs must be a non-empty list of output names");
-    }
-    Check(SelectModelOutputs(*full, names, &model));
-  }
+  if (!outputs.is_none()) Check(SelectModelOutputs(*full, ReadOutputSelectors(outputs), &model));
   std::map<std::string, int> dtypes;
   for (auto item : input_dtypes) {
     std::string name;
@@ -883,7 +944,7 @@ NB_MODULE(_core, m) {
            nb::arg("symbol_json"), nb::arg("params").none(), nb::arg("input_shapes"),
            nb::arg("outputs").none(), nb::arg("threads"), nb::arg("input_dtypes"),
            nb::sig("def __init__(self, symbol_json: str | bytes, params: bytes | None, "
-                   "input_shapes: dict[str, tuple[int, ...]], outputs: list[str] | None, "
+                   "input_shapes: dict[str, tuple[int, ...]], outputs: list[str | int] | None, "
                    "threads: int, input_dtypes: dict[str, int]) -> None"),
            "Parses symbol JSON (str or bytes) and params file bytes; selects `outputs` "
            "(None keeps the symbol's); input_dtypes maps inputs to MXNet dtype flags "
@@ -913,7 +974,10 @@ NB_MODULE(_core, m) {
            "Runs one pass on {name: C-contiguous float32 array}; returns the outputs.")
       .def("with_outputs", &Predictor::WithOutputs, nb::arg("names"),
            nb::rv_policy::take_ownership,
-           "A predictor for other outputs of the same checkpoint, sharing its weights.")
+           nb::sig("def with_outputs(self, names: collections.abc.Sequence[str | int]) "
+                   "-> Predictor"),
+           "A predictor for other outputs of the same checkpoint, sharing its weights; "
+           "each output by name or by its position in internals().")
       .def("nodes", &Predictor::Nodes, nb::sig("def nodes(self) -> list[dict[str, object]]"),
            "The graph, one dict per node.")
       .def("memory_stats", &Predictor::MemoryStats,
