@@ -85,3 +85,28 @@ def test_mxnet_case_through_c_api(api, name):
     expected = np.fromfile(base + '.out', dtype='<f4')
     (out,) = api.predict(symbol_json, params, {'data': data}, num_outputs=1)
     assert_close(out.reshape(-1), expected, 1e-4, name)
+
+
+def test_algorithms_on_aarch64_under_qemu(tmp_path):
+    """The aarch64 build (NEON GEMM micro-kernel under every GEMM-based
+    algorithm, the portable transforms and depthwise loops) on MXNet's
+    cases and 300 seeded ones, under qemu-user."""
+    import shutil
+    import subprocess
+    import sys
+    for tool in ('aarch64-linux-gnu-g++', 'qemu-aarch64'):
+        assert shutil.which(tool), f'{tool} is required (.ci/run installs it from Debian)'
+    subprocess.run([sys.executable, os.path.join(ROOT, 'amalgamation', 'amalgamate.py'),
+                    '--out-dir', str(tmp_path)], check=True, capture_output=True)
+    exe = tmp_path / 'conv_sweep_aarch64'
+    build = subprocess.run(['aarch64-linux-gnu-g++', '-std=c++17', '-O1', '-Wall', '-Wextra',
+                            '-Werror', '-static',
+                            os.path.join(ROOT, 'tests', 'cpp', 'conv_sweep_test.cc'),
+                            str(tmp_path / 'mxlite-all.cc'), '-o', str(exe), '-lpthread'],
+                           capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr[-4000:]
+    result = subprocess.run(['qemu-aarch64', str(exe), '--mxnet', CASES_DIR, '--cases', '300',
+                             '--seed', '7'], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-4000:]
+    assert result.stdout.startswith('ISA neon'), result.stdout[:200]
+    assert result.stdout.strip().endswith(' 0 failures'), result.stdout[-2000:]
