@@ -8,7 +8,8 @@
 #     kept apart because MXNet needs an old numpy;
 #  3. the zoo checkpoints and MXNet's outputs for them (build/fixtures/zoo),
 #     regenerated only when scripts/make_fixtures.py changes, and MXNet's
-#     convolutions for the differential sweep (build/fixtures/conv_sweep);
+#     convolutions and pooling for the differential sweeps
+#     (build/fixtures/conv_sweep, build/fixtures/pool_sweep);
 #  4. pytest over tests/.
 # Extra arguments go to pytest.
 set -euo pipefail
@@ -35,6 +36,9 @@ echo "== zoo fixtures"
 echo "== convolution sweep cases"
 # (MXNet logs a line per bind about its subgraph backend; keep the rest.)
 "$ORACLE_VENV/bin/python" scripts/conv_sweep_cases.py build/fixtures/conv_sweep 2>&1 |
+  { grep -v 'subgraph backend is not in use' || true; }
+echo "== pooling sweep cases"
+"$ORACLE_VENV/bin/python" scripts/pool_sweep_cases.py build/fixtures/pool_sweep 2>&1 |
   { grep -v 'subgraph backend is not in use' || true; }
 
 echo "== tests"
