@@ -45,6 +45,16 @@ def test_truncated_params(api, cut):
         create(api, params=CASE.params[:cut])
 
 
+@pytest.mark.parametrize('cut', [24, 100])
+def test_params_cut_before_their_arrays_say_truncated_with_sizes(api, cut):
+    # The header's array count is intact, but too few bytes follow it to hold
+    # that many arrays: the message said "invalid array count 40".
+    data = ndfile.save({f'arg:w{i}': np.zeros(1, np.float32) for i in range(40)})
+    with pytest.raises(CAPIError, match=f'params: truncated: the header lists 40 arrays, '
+                                        f'.* but only {cut - 24} of the file.s {cut} bytes'):
+        create(api, params=data[:cut])
+
+
 def test_params_wrong_magic(api):
     with pytest.raises(CAPIError, match='params: not an MXNet NDArray file'):
         create(api, params=b'\x13' + CASE.params[1:])

@@ -162,8 +162,14 @@ Status LoadNDArrayList(const void* bytes, size_t size, const std::string& source
   }
   MXL_RETURN_IF_ERROR(reader.Read(&reserved, "file header"));
   MXL_RETURN_IF_ERROR(reader.Read(&count, "array count"));
-  // Each record takes at least 4 bytes: a larger count is corruption.
-  if (count > reader.remaining() / 4) return reader.Fail(StrCat("invalid array count ", count));
+  // Each record takes at least 4 bytes: a count that cannot fit in what is
+  // left means the file was cut short (or its header is corrupt).
+  if (count > reader.remaining() / 4) {
+    return Status::Error(StrCat(source, ": truncated: the header lists ", count,
+                                " arrays, which take at least ", count, " x 4 bytes, but only ",
+                                reader.remaining(), " of the file's ", size,
+                                " bytes follow it"));
+  }
   arrays->resize(count);
   for (uint64_t i = 0; i < count; ++i) {
     MXL_RETURN_IF_ERROR(ReadRecord(&reader, i, &(*arrays)[i]));
@@ -171,6 +177,14 @@ Status LoadNDArrayList(const void* bytes, size_t size, const std::string& source
   uint64_t name_count = 0;
   MXL_RETURN_IF_ERROR(reader.Read(&name_count, "name count"));
   if (name_count != 0 && name_count != count) {
+    // A name takes at least its 8-byte length: more names than fit means
+    // the file was cut short.
+    if (name_count > reader.remaining() / 8) {
+      return Status::Error(StrCat(source, ": truncated: ", name_count,
+                                  " names take at least ", name_count, " x 8 bytes, but only ",
+                                  reader.remaining(), " of the file's ", size,
+                                  " bytes remain"));
+    }
     return reader.Fail(StrCat("has ", count, " arrays but ", name_count, " names"));
   }
   names->resize(name_count);
