@@ -94,6 +94,16 @@ def test_unknown_operator(api):
         create(api, symbol=text)
 
 
+@pytest.mark.parametrize('op', ['_FusedConvolution', '_FusedBatchNorm'])
+def test_internal_operators_are_refused_in_symbol_files(api, op):
+    # mxlite's graph optimiser writes these; in a user's file they are
+    # unknown operators, as MXNet 1.9.1 says of them.
+    name = 'c2' if op == '_FusedConvolution' else 'b2'
+    text = edit_symbol(lambda g: node(g, name).update(op=op))
+    with pytest.raises(CAPIError, match=f"node '{name}': operator '{op}' is not supported"):
+        create(api, symbol=text)
+
+
 def test_unknown_attribute(api):
     text = edit_symbol(lambda g: node(g, 'c2')['attrs'].update(wiggle='3'))
     with pytest.raises(CAPIError, match=r"node 'c2' \(Convolution\): unknown attribute 'wiggle'"):

@@ -134,7 +134,9 @@ Status Executor::Bind(const std::map<std::string, int>& input_dtypes) {
             NDArray(shapes[n][i], dtypes[n][i], arena_, plan_.block_offset[block] + offset);
       }
     }
-    MXL_RETURN_IF_ERROR(CreateOperator(node.op_name, node.name, node.attrs, &ops_[n]));
+    // The graph may hold the optimiser's own operators (graph/fuse.cc).
+    MXL_RETURN_IF_ERROR(
+        CreateOperator(node.op_name, node.name, node.attrs, &ops_[n], OpSource::kInternal));
     std::vector<int> input_dtypes;
     for (const NodeEntry& input : node.inputs) input_dtypes.push_back(dtypes[input.node][input.index]);
     ops_[n]->SetDTypes(input_dtypes, dtypes[n]);

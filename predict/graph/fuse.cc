@@ -154,7 +154,8 @@ Status EmitFused(Node fused, std::initializer_list<int> members, std::vector<int
                  Graph* out) {
   fused.op_name = "_FusedConvolution";
   std::unique_ptr<Operator> op;
-  MXL_RETURN_IF_ERROR(CreateOperator(fused.op_name, fused.name, fused.attrs, &op));
+  MXL_RETURN_IF_ERROR(
+      CreateOperator(fused.op_name, fused.name, fused.attrs, &op, OpSource::kInternal));
   fused.op.reset(op.release());
   const int index = static_cast<int>(out->nodes.size());
   for (int member : members) {
@@ -272,7 +273,8 @@ Status FuseOperators(const Graph& graph, Graph* out) {
       for (const NodeEntry& input : bn.inputs) fused.inputs.push_back(remap(input));
       fused.op_name = "_FusedBatchNorm";
       std::unique_ptr<Operator> op;
-      MXL_RETURN_IF_ERROR(CreateOperator(fused.op_name, fused.name, fused.attrs, &op));
+      MXL_RETURN_IF_ERROR(
+          CreateOperator(fused.op_name, fused.name, fused.attrs, &op, OpSource::kInternal));
       fused.op.reset(op.release());
       new_index[clamp_of_batch_norm[n]] = new_index[n] = static_cast<int>(out->nodes.size());
       out->nodes.push_back(std::move(fused));

@@ -9,9 +9,12 @@ namespace mxlite {
   namespace family {                                \
   Status factory(AttrParser* attrs, std::unique_ptr<Operator>* out); \
   }
+#define MXL_INTERNAL_OPERATOR(name, family, factory, dtypes) \
+  MXL_OPERATOR(name, family, factory, dtypes)
 #define MXL_OPERATOR_ALIAS(alias, canonical)
 #include "op_list.inc"
 #undef MXL_OPERATOR
+#undef MXL_INTERNAL_OPERATOR
 #undef MXL_OPERATOR_ALIAS
 
 namespace operator_cc {
@@ -21,29 +24,37 @@ struct Registration {
   const char* name;
   Factory factory;
   DTypeSupport dtypes;
+  bool internal;  // the graph optimiser's own (MXL_INTERNAL_OPERATOR)
 };
 struct Alias {
   const char* alias;
   const char* canonical;
 };
 
-#define MXL_OPERATOR(name, family, factory, dtypes) {name, &family::factory, dtypes},
+#define MXL_OPERATOR(name, family, factory, dtypes) {name, &family::factory, dtypes, false},
+#define MXL_INTERNAL_OPERATOR(name, family, factory, dtypes) \
+  {name, &family::factory, dtypes, true},
 #define MXL_OPERATOR_ALIAS(alias, canonical)
 const Registration kOperators[] = {
 #include "op_list.inc"
 };
 #undef MXL_OPERATOR
+#undef MXL_INTERNAL_OPERATOR
 #undef MXL_OPERATOR_ALIAS
 
 #define MXL_OPERATOR(name, family, factory, dtypes)
+#define MXL_INTERNAL_OPERATOR(name, family, factory, dtypes)
 #define MXL_OPERATOR_ALIAS(alias, canonical) {alias, canonical},
 const Alias kAliases[] = {
 #include "op_list.inc"
 };
 #undef MXL_OPERATOR
+#undef MXL_INTERNAL_OPERATOR
 #undef MXL_OPERATOR_ALIAS
 
-const Registration* Find(const std::string& op_name) {
+// The registration of `op_name` (an alias resolved), or null when unknown.
+// Internal operators are found only for mxlite's own callers.
+const Registration* Find(const std::string& op_name, OpSource source) {
   std::string name = op_name;
   for (const Alias& alias : kAliases) {
     if (name == alias.alias) {
@@ -52,7 +63,9 @@ const Registration* Find(const std::string& op_name) {
     }
   }
   for (const Registration& registration : kOperators) {
-    if (name == registration.name) return &registration;
+    if (name != registration.name) continue;
+    if (registration.internal && source != OpSource::kInternal) return nullptr;
+    return &registration;
   }
   return nullptr;
 }
@@ -69,13 +82,13 @@ bool IsSupportedDType(int dtype, bool float_only) {
 }  // namespace operator_cc
 
 std::string CanonicalOpName(const std::string& op_name) {
-  const operator_cc::Registration* registration = operator_cc::Find(op_name);
+  const operator_cc::Registration* registration = operator_cc::Find(op_name, OpSource::kUser);
   return registration ? registration->name : "";
 }
 
 Status CreateOperator(const std::string& op_name, const std::string& node_name,
-                      const AttrMap& attrs, std::unique_ptr<Operator>* out) {
-  const operator_cc::Registration* registration = operator_cc::Find(op_name);
+                      const AttrMap& attrs, std::unique_ptr<Operator>* out, OpSource source) {
+  const operator_cc::Registration* registration = operator_cc::Find(op_name, source);
   MXL_CHECK(registration != nullptr, "node '", node_name, "': operator '", op_name,
             "' is not supported by mxlite");
   AttrParser parser(node_name, registration->name, attrs);

@@ -132,12 +132,24 @@ class Operator {
   DTypeRule dtype_rule_ = DTypeRule::kFloat;
 };
 
-// Creates the operator for a node. `op_name` may be an alias; an unknown
-// name or a bad attribute is an error naming the node.
-Status CreateOperator(const std::string& op_name, const std::string& node_name,
-                      const AttrMap& attrs, std::unique_ptr<Operator>* out);
+// Who names an operator. Names from outside (a symbol file, an imperative
+// call) reach the public operators only; the graph optimiser's own
+// operators (MXL_INTERNAL_OPERATOR in op_list.inc: _FusedConvolution,
+// _FusedBatchNorm) are made by mxlite alone, so a file naming one is refused
+// as MXNet refuses an unknown operator.
+enum class OpSource {
+  kUser,      // symbol files, imperative calls
+  kInternal,  // the graph optimiser, and executors running its graphs
+};
 
-// The canonical name of an operator or alias, or "" when unknown.
+// Creates the operator for a node. `op_name` may be an alias; an unknown
+// name (for kUser, an internal one too) or a bad attribute is an error
+// naming the node.
+Status CreateOperator(const std::string& op_name, const std::string& node_name,
+                      const AttrMap& attrs, std::unique_ptr<Operator>* out,
+                      OpSource source = OpSource::kUser);
+
+// The canonical name of a public operator or alias, or "" when unknown.
 std::string CanonicalOpName(const std::string& op_name);
 
 // One registered operator, for the generated operator table.

@@ -70,8 +70,9 @@ struct Run {
   std::vector<std::vector<float>> outputs;
 };
 
+// Internal operators too: the fused ones are tested here as the optimiser makes them.
 Status Create(const std::string& op_name, const AttrMap& attrs, std::unique_ptr<Operator>* op) {
-  return CreateOperator(op_name, "node", attrs, op);
+  return CreateOperator(op_name, "node", attrs, op, OpSource::kInternal);
 }
 
 // Infers shapes from the given input shapes (missing ones unknown).
