@@ -104,6 +104,37 @@ def test_internal_operators_are_refused_in_symbol_files(api, op):
         create(api, symbol=text)
 
 
+def softmax_symbol(temperature):
+    return json.dumps({
+        'nodes': [{'op': 'null', 'name': 'data', 'inputs': []},
+                  {'op': 'softmax', 'name': 's', 'attrs': {'temperature': temperature},
+                   'inputs': [[0, 0, 0]]}],
+        'arg_nodes': [0], 'heads': [[1, 0, 0]], 'attrs': {'mxnet_version': ['int', 10901]}})
+
+
+@pytest.mark.parametrize('temperature', ['nan', 'NaN', 'inf', '-inf', '1e999', '0x10'])
+def test_softmax_temperature_that_mxnet_cannot_read_is_refused(api, temperature):
+    # MXNet 1.9.1: "Invalid Parameter format for temperature expect double or None".
+    with pytest.raises(CAPIError, match=f"node 's' \\(softmax\\): attribute 'temperature': "
+                                        f"value '{temperature}' is not a finite"):
+        api.create(softmax_symbol(temperature), b'', {'data': (1, 3)})
+
+
+@pytest.mark.parametrize('temperature, expected', [
+    # MXNet 1.9.1's outputs for [[1, 2, 3]]: it accepts these.
+    ('-1', [0.66524094, 0.24472846, 0.09003057]),
+    ('0', [np.nan] * 3),
+    ('1e-50', [np.nan] * 3),
+    ('1e40', [1 / 3] * 3),
+    ('2', [0.18632373, 0.3071959, 0.5064804]),
+    ('None', [0.09003057, 0.24472846, 0.66524094]),
+])
+def test_softmax_temperature_that_mxnet_reads(api, temperature, expected):
+    [out] = api.predict(softmax_symbol(temperature), b'',
+                        {'data': np.array([[1, 2, 3]], np.float32)})
+    np.testing.assert_allclose(out[0], expected, rtol=1e-6)
+
+
 def test_unknown_attribute(api):
     text = edit_symbol(lambda g: node(g, 'c2')['attrs'].update(wiggle='3'))
     with pytest.raises(CAPIError, match=r"node 'c2' \(Convolution\): unknown attribute 'wiggle'"):

@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -35,6 +36,25 @@ bool ParseFloat(const std::string& raw, double* out) {
   char* end = nullptr;
   double value = std::strtod(text.c_str(), &end);
   if (end == nullptr || *end != '\0') return false;
+  *out = value;
+  return true;
+}
+
+// A number as MXNet reads a "float or None" field (dmlc::optional<double>,
+// read with std::istream): decimal only, finite, within double's range.
+// nan, inf, hexadecimal and overflowing values are refused, as MXNet 1.9.1
+// refuses them ("Invalid Parameter format ... expect double or None").
+bool ParseOptionalFloat(const std::string& raw, double* out) {
+  const std::string text = Trim(raw);
+  for (char c : text) {
+    if (!std::isdigit(static_cast<unsigned char>(c)) && c != '.' && c != 'e' && c != 'E' &&
+        c != '+' && c != '-') {
+      return false;
+    }
+  }
+  errno = 0;
+  double value = 0;
+  if (!ParseFloat(text, &value) || errno == ERANGE || !std::isfinite(value)) return false;
   *out = value;
   return true;
 }
@@ -264,8 +284,8 @@ bool AttrParser::OptionalFloat(const char* key, double* value) {
   Document(key, "float or None", "None", false);
   const std::string* raw = Lookup(key, false);
   if (!raw || attr_parser_cc::IsNone(*raw)) return false;
-  if (!attr_parser_cc::ParseFloat(*raw, value)) {
-    Bad(key, *raw, "a number or None");
+  if (!attr_parser_cc::ParseOptionalFloat(*raw, value)) {
+    Bad(key, *raw, "a finite decimal number or None");
     return false;
   }
   return true;
