@@ -300,3 +300,114 @@ def test_load_time_and_memory_grow_linearly_with_the_graph():
     large = load_scaling.measure(library, 100000, timeout=120)
     assert large['load_s'] < 1000 * max(small['load_s'], 0.005), (small, large)
     assert large['peak_rss_mib'] < 1024, large
+
+
+IN_USE = 'this predictor handle is in use by another thread'
+
+
+def test_a_busy_handle_refuses_calls_from_other_threads(api, composite):
+    # While a forward pass runs (the monitor callback is called inside it),
+    # another thread's call on the same handle, or on a handle MXPredReshape
+    # made from it (they share memory and threads), fails at once with -1
+    # instead of racing; a handle of its own is unaffected. Freeing the busy
+    # handle is refused too.
+    case, data, expected = composite
+    handle = api.create(case.symbol_json, case.params, {'data': data.shape})
+    single = api.reshape(handle, {'data': (1,) + data.shape[1:]})
+    other = api.create(case.symbol_json, case.params, {'data': data.shape})
+    results = {}
+
+    def from_another_thread():
+        out = np.zeros(expected.size, np.float32)
+        pointer = out.ctypes.data_as(ctypes.c_void_p)
+        for name, call in [('forward', lambda: api.lib.MXPredForward(handle)),
+                           ('get_output', lambda: api.lib.MXPredGetOutput(
+                               handle, 0, pointer, expected.size)),
+                           ('set_input', lambda: api.lib.MXPredSetInput(
+                               handle, b'data', pointer, data.size)),
+                           ('reshaped', lambda: api.lib.MXPredForward(single)),
+                           ('free', lambda: api.lib.MXPredFree(handle))]:
+            results[name] = (call(), api.last_error())
+        try:
+            results['other'] = run(api, other, data)
+        except CAPIError as error:
+            results['other'] = error
+
+    def monitor(name, array, user):
+        if not results:
+            worker = threading.Thread(target=from_another_thread)
+            worker.start()
+            worker.join()
+
+    callback = MONITOR_CALLBACK(monitor)
+    try:
+        api.set_monitor(handle, callback)
+        assert_close(run(api, handle, data), expected, case.rtol)
+        for name in ['forward', 'get_output', 'set_input', 'reshaped', 'free']:
+            rc, message = results[name]
+            assert rc == -1 and IN_USE in message and 'MXPredCreateMultiThread' in message, name
+        assert_close(results['other'], expected, case.rtol, 'own handle')
+        # Free again, the handles work from any thread, one at a time.
+        assert_close(run(api, single, data[:1]), expected[:1], case.rtol, 'reshaped')
+    finally:
+        api.free(other)
+        api.free(single)
+        api.free(handle)
+
+
+# Threads forwarding on one handle at once (what the header forbids), and on
+# a handle MXPredReshape made from it. Every thread gives its handle the same
+# input, so any output read back must be the right one: each call either
+# works or is refused because the handle is busy, and never computes garbage.
+CONCURRENT_USE_CHILD = r'''
+import sys, threading
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from capi import API, CAPIError, load_library
+from conftest import FIXTURES, load_cases
+api = API(load_library())
+case = {c.name: c for c in load_cases(FIXTURES + '/ops')}['composite_net']
+inputs, _ = case.io()
+data = inputs['data']
+handle = api.create(case.symbol_json, case.params, {'data': data.shape})
+single = api.reshape(handle, {'data': (1,) + data.shape[1:]})
+jobs = [(handle, data), (single, data[:1])]
+references = []
+for h, x in jobs:
+    api.set_input(h, 'data', x)
+    api.forward(h)
+    references.append(api.output(h, 0))
+counts = {'ok': 0, 'refused': 0, 'wrong': 0}
+errors = []
+
+def worker(h, x, reference):
+    for _ in range(150):
+        try:
+            api.set_input(h, 'data', x)
+            api.forward(h)
+            out = api.output(h, 0)
+        except CAPIError as error:
+            if 'this predictor handle is in use by another thread' in str(error):
+                counts['refused'] += 1
+                continue
+            errors.append(str(error))
+            return
+        counts['ok' if np.array_equal(out, reference) else 'wrong'] += 1
+
+threads = [threading.Thread(target=worker, args=jobs[i % 2] + (references[i % 2],))
+           for i in range(4)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print(counts, errors)
+'''
+
+
+def test_concurrent_use_of_one_handle_never_gives_wrong_outputs():
+    result = subprocess.run([sys.executable, '-c', CONCURRENT_USE_CHILD, HERE],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    counts = eval(result.stdout.split(' [')[0])  # noqa: S307 (the child's own dict)
+    assert counts['wrong'] == 0 and counts['ok'] > 0, result.stdout
+    assert result.stdout.rstrip().endswith('[]'), result.stdout

@@ -7,9 +7,18 @@
  * heap objects; a predictor holds its executor and shares the Model (graph
  * and parameters) with the predictors made from it by MXPredReshape and
  * MXPredCreateMultiThread.
+ *
+ * A handle serves one thread at a time (c_predict_api.h says so). Calls on
+ * one handle from several threads at once would race on its inputs, its
+ * intermediate results and its worker threads, so each handle carries a busy
+ * flag, taken with one atomic exchange by every call that uses the handle: a
+ * call that finds it taken returns -1 at once instead of racing. Handles made
+ * from one another by MXPredReshape share the flag, as they share the arena
+ * of intermediate results and the thread pool.
  */
 #include "../include/c_predict_api.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -39,7 +48,33 @@ struct Predictor {
   std::shared_ptr<const Model> model;
   std::unique_ptr<Executor> executor;
   std::vector<mx_uint> shape_buffer;  // for MXPredGetOutputShape
+  // True while a call uses this handle or one made from it (or it from) by
+  // MXPredReshape: those share memory and threads. See HandleUse.
+  std::shared_ptr<std::atomic<bool>> busy = std::make_shared<std::atomic<bool>>(false);
 };
+
+// Holds a predictor's busy flag for one API call, if no other call holds it.
+class HandleUse {
+ public:
+  explicit HandleUse(Predictor* predictor)
+      : busy_(predictor->busy), held_(!busy_->exchange(true, std::memory_order_acquire)) {}
+  ~HandleUse() {
+    if (held_) busy_->store(false, std::memory_order_release);
+  }
+  HandleUse(const HandleUse&) = delete;
+  HandleUse& operator=(const HandleUse&) = delete;
+  bool held() const { return held_; }
+
+ private:
+  std::shared_ptr<std::atomic<bool>> busy_;  // kept alive past MXPredFree
+  bool held_;
+};
+
+std::string InUse(const char* function) {
+  return StrCat(function, ": this predictor handle is in use by another thread (or a handle "
+                "made from it by MXPredReshape, which shares its memory, is); use one handle "
+                "per thread (MXPredCreateMultiThread)");
+}
 
 struct NDList {
   std::vector<std::string> keys;
@@ -179,6 +214,12 @@ Status UseUnoptimized(Predictor* predictor) {
   do {                                                                          \
     if (!(cond)) return ::mxlite::c_api_cc::Fail(::mxlite::StrCat(__VA_ARGS__)); \
   } while (0)
+// Checks `handle` is not NULL and holds its busy flag until the function
+// returns: a second thread's call on it meanwhile fails (see HandleUse).
+#define MXL_API_USE_HANDLE(handle, function)                                       \
+  MXL_API_REQUIRE(handle != nullptr, function ": the predictor handle is NULL");   \
+  ::mxlite::c_api_cc::HandleUse mxl_api_use_(AsPredictor(handle));                 \
+  MXL_API_REQUIRE(mxl_api_use_.held(), ::mxlite::c_api_cc::InUse(function))
 
 using mxlite::c_api_cc::AsPredictor;
 using mxlite::c_api_cc::CreatePredictors;
@@ -249,7 +290,7 @@ int MXPredReshape(mx_uint num_input_nodes, const char** input_keys,
                   const mx_uint* input_shape_indptr, const mx_uint* input_shape_data,
                   PredictorHandle handle, PredictorHandle* out) {
   MXL_API_BEGIN();
-  MXL_API_REQUIRE(handle != nullptr, "MXPredReshape: the predictor handle is NULL");
+  MXL_API_USE_HANDLE(handle, "MXPredReshape");
   MXL_API_REQUIRE(out != nullptr, "MXPredReshape: the output handle pointer is NULL");
   std::map<std::string, mxlite::Shape> shapes;
   MXL_API_CALL(mxlite::c_api_cc::ReadInputShapes(num_input_nodes, input_keys,
@@ -257,6 +298,7 @@ int MXPredReshape(mx_uint num_input_nodes, const char** input_keys,
   mxlite::c_api_cc::Predictor* old = AsPredictor(handle);
   std::unique_ptr<mxlite::c_api_cc::Predictor> fresh(new mxlite::c_api_cc::Predictor());
   fresh->model = old->model;
+  fresh->busy = old->busy;  // the two share an arena and threads
   MXL_API_CALL(old->executor->Reshape(shapes, &fresh->executor));
   *out = fresh.release();
   MXL_API_END();
@@ -266,7 +308,7 @@ int MXPredReshape(mx_uint num_input_nodes, const char** input_keys,
 int MXPredGetOutputShape(PredictorHandle handle, mx_uint index, mx_uint** shape_data,
                          mx_uint* shape_ndim) {
   MXL_API_BEGIN();
-  MXL_API_REQUIRE(handle != nullptr, "MXPredGetOutputShape: the predictor handle is NULL");
+  MXL_API_USE_HANDLE(handle, "MXPredGetOutputShape");
   MXL_API_REQUIRE(shape_data != nullptr && shape_ndim != nullptr,
                   "MXPredGetOutputShape: output pointers must not be NULL");
   mxlite::c_api_cc::Predictor* predictor = AsPredictor(handle);
@@ -283,7 +325,7 @@ int MXPredGetOutputShape(PredictorHandle handle, mx_uint index, mx_uint** shape_
 
 int MXPredGetOutputType(PredictorHandle handle, mx_uint out_index, int* out_dtype) {
   MXL_API_BEGIN();
-  MXL_API_REQUIRE(handle != nullptr, "MXPredGetOutputType: the predictor handle is NULL");
+  MXL_API_USE_HANDLE(handle, "MXPredGetOutputType");
   MXL_API_REQUIRE(out_dtype != nullptr, "MXPredGetOutputType: out_dtype is NULL");
   mxlite::c_api_cc::Predictor* predictor = AsPredictor(handle);
   const int count = predictor->executor->num_outputs();
@@ -296,7 +338,7 @@ int MXPredGetOutputType(PredictorHandle handle, mx_uint out_index, int* out_dtyp
 
 int MXPredSetInput(PredictorHandle handle, const char* key, const mx_float* data, mx_uint size) {
   MXL_API_BEGIN();
-  MXL_API_REQUIRE(handle != nullptr, "MXPredSetInput: the predictor handle is NULL");
+  MXL_API_USE_HANDLE(handle, "MXPredSetInput");
   MXL_API_REQUIRE(key != nullptr, "MXPredSetInput: key is NULL");
   MXL_API_REQUIRE(data != nullptr || size == 0, "MXPredSetInput: data is NULL");
   MXL_API_CALL(AsPredictor(handle)->executor->SetInput(key, data, size));
@@ -306,7 +348,7 @@ int MXPredSetInput(PredictorHandle handle, const char* key, const mx_float* data
 
 int MXPredForward(PredictorHandle handle) {
   MXL_API_BEGIN();
-  MXL_API_REQUIRE(handle != nullptr, "MXPredForward: the predictor handle is NULL");
+  MXL_API_USE_HANDLE(handle, "MXPredForward");
   MXL_API_CALL(AsPredictor(handle)->executor->Forward());
   MXL_API_END();
   return 0;
@@ -314,7 +356,7 @@ int MXPredForward(PredictorHandle handle) {
 
 int MXPredPartialForward(PredictorHandle handle, int step, int* step_left) {
   MXL_API_BEGIN();
-  MXL_API_REQUIRE(handle != nullptr, "MXPredPartialForward: the predictor handle is NULL");
+  MXL_API_USE_HANDLE(handle, "MXPredPartialForward");
   MXL_API_REQUIRE(step_left != nullptr, "MXPredPartialForward: step_left is NULL");
   MXL_API_CALL(mxlite::c_api_cc::UseUnoptimized(AsPredictor(handle)));
   MXL_API_CALL(AsPredictor(handle)->executor->PartialForward(step, step_left));
@@ -324,7 +366,7 @@ int MXPredPartialForward(PredictorHandle handle, int step, int* step_left) {
 
 int MXPredGetOutput(PredictorHandle handle, mx_uint index, mx_float* data, mx_uint size) {
   MXL_API_BEGIN();
-  MXL_API_REQUIRE(handle != nullptr, "MXPredGetOutput: the predictor handle is NULL");
+  MXL_API_USE_HANDLE(handle, "MXPredGetOutput");
   mxlite::c_api_cc::Predictor* predictor = AsPredictor(handle);
   const int count = predictor->executor->num_outputs();
   MXL_API_REQUIRE(index < static_cast<mx_uint>(count), "output index ", index,
@@ -342,6 +384,10 @@ int MXPredGetOutput(PredictorHandle handle, mx_uint index, mx_float* data, mx_ui
 
 int MXPredFree(PredictorHandle handle) {
   MXL_API_BEGIN();
+  if (handle == nullptr) return 0;
+  // Freeing a handle another thread is using would pull its memory from
+  // under it: refused, like any other call on a busy handle.
+  MXL_API_USE_HANDLE(handle, "MXPredFree");
   delete AsPredictor(handle);
   MXL_API_END();
   return 0;
@@ -350,7 +396,7 @@ int MXPredFree(PredictorHandle handle) {
 int MXPredSetMonitorCallback(PredictorHandle handle, PredMonitorCallback callback,
                              void* callback_handle, bool monitor_all) {
   MXL_API_BEGIN();
-  MXL_API_REQUIRE(handle != nullptr, "MXPredSetMonitorCallback: the predictor handle is NULL");
+  MXL_API_USE_HANDLE(handle, "MXPredSetMonitorCallback");
   MXL_API_CALL(mxlite::c_api_cc::UseUnoptimized(AsPredictor(handle)));
   AsPredictor(handle)->executor->SetMonitor(callback, callback_handle, monitor_all);
   MXL_API_END();
