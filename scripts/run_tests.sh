@@ -40,6 +40,9 @@ echo "== convolution sweep cases"
 echo "== pooling sweep cases"
 "$ORACLE_VENV/bin/python" scripts/pool_sweep_cases.py build/fixtures/pool_sweep 2>&1 |
   { grep -v 'subgraph backend is not in use' || true; }
+echo "== graph sweep networks"
+"$ORACLE_VENV/bin/python" scripts/graph_sweep_cases.py build/fixtures/graph_sweep --count 150 2>&1 |
+  { grep -v 'subgraph backend is not in use' || true; }
 
 echo "== tests"
 cd tests

@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""Random small networks computed by MXNet 1.9.1, for the graph-rewrite sweep.
+
+Runs in the oracle venv. Each case is a network drawn from the patterns the
+graph optimiser rewrites (predict/graph/fuse.cc) and the memory planner lays
+out specially, in random combinations and sizes:
+  * Convolution (1x1, 3x3, strided, grouped, depthwise, with and without
+    bias) followed or not by BatchNorm (fix_gamma either way, random eps),
+    then relu, relu6 (clip 0..6), another clip, sigmoid or nothing;
+  * residual adds (elemwise_add / broadcast_add / add_n) before a clamp;
+  * pre-activation BatchNorm + relu read by a 1x1 convolution (or by it and
+    another reader, which must keep the BatchNorm);
+  * Concat of branches (batch 1 lays inputs in place), Pooling, Dropout,
+    Flatten + FullyConnected heads, two outputs (Group);
+BatchNorm statistics and every bias are random. Writes per case
+NAME-symbol.json, NAME-0000.params (arg:/aux: prefixed) and NAME-io.npz
+(input:data, output:<i>), and OUTDIR/cases.txt with one name a line.
+
+    graph_sweep_cases.py OUTDIR [--count N] [--seed S]
+"""
+import argparse
+import hashlib
+import os
+import sys
+
+os.environ["MXNET_MKLDNN_ENABLED"] = "0"
+os.environ["MXNET_SUBGRAPH_BACKEND"] = "NONE"
+os.environ.setdefault("MXNET_STORAGE_FALLBACK_LOG_VERBOSE", "0")
+
+import mxnet as mx  # noqa: E402
+import numpy as np  # noqa: E402
+
+S = mx.sym
+
+
+class Builder:
+    """Draws one random network; tracks the channel count of the value."""
+
+    def __init__(self, rng):
+        self.rng = rng
+        self.count = 0
+
+    def name(self, kind):
+        self.count += 1
+        return f"{kind}{self.count}"
+
+    def chance(self, p):
+        return self.rng.rand() < p
+
+    def clamp(self, x):
+        kind = self.rng.randint(0, 5)
+        if kind == 0:
+            return S.Activation(x, act_type="relu", name=self.name("relu"))
+        if kind == 1:
+            return S.clip(x, a_min=0.0, a_max=6.0, name=self.name("relu6"))
+        if kind == 2:
+            return S.clip(x, a_min=-0.5, a_max=float(self.rng.choice([0.5, 2.0])),
+                          name=self.name("clip"))
+        if kind == 3:
+            return S.Activation(x, act_type="sigmoid", name=self.name("sigmoid"))
+        return x
+
+    def batch_norm(self, x):
+        return S.BatchNorm(x, fix_gamma=bool(self.chance(0.5)),
+                           eps=float(self.rng.choice([1e-5, 1e-3, 2e-5])),
+                           name=self.name("bn"))
+
+    def conv(self, x, channels, filters, kernel=None, stride=1, groups=1):
+        kernel = kernel if kernel is not None else int(self.rng.choice([1, 3, 3]))
+        return S.Convolution(x, kernel=(kernel, kernel), stride=(stride, stride),
+                             pad=(kernel // 2, kernel // 2), num_filter=filters,
+                             num_group=groups, no_bias=bool(self.chance(0.4)),
+                             name=self.name("conv"))
+
+    def conv_unit(self, x, channels, filters, **kw):
+        """conv [+ bn] [+ clamp]"""
+        y = self.conv(x, channels, filters, **kw)
+        if self.chance(0.7):
+            y = self.batch_norm(y)
+        return self.clamp(y) if self.chance(0.7) else y
+
+    def block(self, x, c):
+        kind = self.rng.randint(0, 7)
+        if kind == 0:  # plain unit, maybe strided or grouped
+            stride = 2 if self.chance(0.25) else 1
+            f = int(self.rng.choice([4, 8, 12, 16]))
+            groups = 2 if (c % 2 == 0 and f % 2 == 0 and self.chance(0.3)) else 1
+            return self.conv_unit(x, c, f, stride=stride, groups=groups), f
+        if kind == 1:  # residual: clamp(x + conv-bn(x))
+            y = self.conv(x, c, c)
+            if self.chance(0.8):
+                y = self.batch_norm(y)
+            add = self.rng.randint(0, 3)
+            s = (S.elemwise_add(y, x, name=self.name("add")) if add == 0 else
+                 S.broadcast_add(x, y, name=self.name("badd")) if add == 1 else
+                 S.add_n(y, x, name=self.name("addn")))
+            return self.clamp(s), c
+        if kind == 2:  # pre-activation BN + relu into a 1x1 convolution
+            pre = self.batch_norm(x)
+            if self.chance(0.7):
+                pre = S.Activation(pre, act_type="relu", name=self.name("relu"))
+            f = int(self.rng.choice([4, 8, 16]))
+            y = self.conv(pre, c, f, kernel=1)
+            if self.chance(0.3):  # a second reader keeps the BatchNorm standing
+                z = self.conv(pre, c, f, kernel=1)
+                y = S.elemwise_add(y, z, name=self.name("add"))
+            return y, f
+        if kind == 3:  # concat of branches
+            branches, total = [], 0
+            for _ in range(self.rng.randint(2, 4)):
+                f = int(self.rng.choice([2, 4, 6]))
+                branches.append(self.conv_unit(x, c, f))
+                total += f
+            if self.chance(0.3):
+                branches.append(x)
+                total += c
+            return S.Concat(*branches, dim=1, name=self.name("concat")), total
+        if kind == 4:  # pooling
+            kind = "max" if self.chance(0.5) else "avg"
+            stride = int(self.rng.choice([1, 2]))
+            return S.Pooling(x, kernel=(3, 3), stride=(stride, stride), pad=(1, 1),
+                             pool_type=kind, name=self.name("pool")), c
+        if kind == 5:  # depthwise unit
+            return self.conv_unit(x, c, c, kernel=3, groups=c), c
+        # dropout then standing BatchNorm + clamp
+        y = S.Dropout(x, p=0.3, name=self.name("drop"))
+        return self.clamp(self.batch_norm(y)), c
+
+
+def random_network(rng):
+    b = Builder(rng)
+    data = S.Variable("data")
+    c = int(rng.choice([3, 4, 8, 16]))
+    x, channels = data, c
+    for _ in range(rng.randint(2, 7)):
+        x, channels = b.block(x, channels)
+    outputs = [x]
+    if rng.rand() < 0.4:
+        pooled = S.Pooling(x, global_pool=True, pool_type="avg", kernel=(1, 1),
+                           name=b.name("gap"))
+        fc = S.FullyConnected(S.Flatten(pooled, name=b.name("flatten")),
+                              num_hidden=int(rng.choice([5, 10])), name=b.name("fc"))
+        outputs = [fc] if rng.rand() < 0.6 else [fc, x]
+    net = outputs[0] if len(outputs) == 1 else S.Group(outputs)
+    return net, c
+
+
+def random_param(name, shape, rng):
+    if name.endswith("_weight"):
+        fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else 1
+        value = rng.normal(0.0, 1.0 / np.sqrt(fan_in), shape)
+    elif name.endswith("_bias") or name.endswith("_beta"):
+        value = rng.uniform(-0.5, 0.5, shape)
+    elif name.endswith("_gamma"):
+        value = rng.uniform(0.5, 1.5, shape)
+    elif name.endswith("_moving_mean"):
+        value = rng.normal(0.0, 0.5, shape)
+    elif name.endswith("_moving_var"):
+        value = rng.uniform(0.5, 2.0, shape)
+    else:
+        raise ValueError(name)
+    return value.astype(np.float32)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("outdir")
+    parser.add_argument("--count", type=int, default=60)
+    parser.add_argument("--seed", type=int, default=20261126)
+    args = parser.parse_args()
+    with open(__file__, "rb") as f:
+        stamp = hashlib.sha256(f.read() + repr((args.count, args.seed)).encode()).hexdigest()
+    manifest = os.path.join(args.outdir, "cases.txt")
+    if os.path.exists(manifest):
+        with open(manifest, encoding="utf-8") as f:
+            if f.readline().strip() == f"# {stamp}":
+                print(f"graph_sweep_cases: {args.outdir} is up to date")
+                return 0
+    os.makedirs(args.outdir, exist_ok=True)
+    rng = np.random.RandomState(args.seed)
+    names = []
+    for index in range(args.count):
+        net, channels = random_network(rng)
+        batch = 1 if rng.rand() < 0.6 else 2
+        shape = (batch, channels, int(rng.randint(5, 18)), int(rng.randint(5, 18)))
+        arg_shapes, _, aux_shapes = net.infer_shape(data=shape)
+        args_ = {n: random_param(n, s, rng)
+                 for n, s in zip(net.list_arguments(), arg_shapes) if n != "data"}
+        auxs = {n: random_param(n, s, rng) for n, s in zip(net.list_auxiliary_states(), aux_shapes)}
+        x = rng.uniform(-1, 1, shape).astype(np.float32)
+        exe = net.bind(mx.cpu(), args={"data": mx.nd.array(x),
+                                       **{k: mx.nd.array(v) for k, v in args_.items()}},
+                       aux_states={k: mx.nd.array(v) for k, v in auxs.items()}, grad_req="null")
+        outs = [o.asnumpy() for o in exe.forward(is_train=False)]
+        name = f"graph{index}"
+        base = os.path.join(args.outdir, name)
+        net.save(f"{base}-symbol.json")
+        mx.nd.save(f"{base}-0000.params",
+                   {**{f"arg:{k}": mx.nd.array(v) for k, v in args_.items()},
+                    **{f"aux:{k}": mx.nd.array(v) for k, v in auxs.items()}})
+        np.savez(f"{base}-io.npz", **{"input:data": x},
+                 **{f"output:{i}": o for i, o in enumerate(outs)})
+        names.append(name)
+    with open(manifest, "w", encoding="utf-8") as f:
+        f.write(f"# {stamp}\n" + "\n".join(names) + "\n")
+    print(f"graph_sweep_cases: wrote {len(names)} networks to {args.outdir}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
