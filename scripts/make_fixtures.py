@@ -591,6 +591,7 @@ def define_op_cases() -> List[OpCase]:
     cases.extend(coverage_cases())
     cases.extend(dtype_cases())
     cases.extend(tie_order_cases())
+    cases.extend(resize_cases())
 
     # ---- graphs ----------------------------------------------------------
     shared = mx.sym.Convolution(data, kernel=(3, 3), pad=(1, 1), num_filter=5, name="conv0")
@@ -1149,6 +1150,65 @@ def tie_order_cases() -> List[OpCase]:
     return cases
 
 # ---- end of the tie-order cases -------------------------------------------
+
+
+# --------------------------------------------------------------------------
+# Spatial resizing: _contrib_AdaptiveAvgPooling2D, _contrib_BilinearResize2D
+# (issue 30)
+# --------------------------------------------------------------------------
+
+def resize_cases() -> List[OpCase]:
+    """Adaptive average pooling and bilinear resizing on awkward sizes: whole
+    and non-whole ratios, up and down, outputs larger than the input, and
+    every BilinearResize2D mode, with and without align_corners."""
+    cases: List[OpCase] = []
+    data, like = mx.sym.var("data"), mx.sym.var("like")
+    C = mx.sym.contrib
+
+    def add(name, sym, inputs, notes, **kw):
+        cases.append(OpCase(name, sym, inputs, notes, **kw))
+
+    def adaptive(name, shape, notes, **kw):
+        add("adaptive_avg_pool_" + name, C.AdaptiveAvgPooling2D(data, name="op0", **kw),
+            {"data": shape}, "AdaptiveAvgPooling2D " + notes)
+
+    adaptive("default", (2, 3, 7, 9), "with the default output_size (1x1: a global mean).")
+    adaptive("int4", (2, 3, 7, 10), "output_size=4 on 7x10 (overlapping windows).",
+             output_size=4)
+    adaptive("5x3", (2, 3, 13, 11), "output_size=(5, 3) on 13x11 (non-whole ratios).",
+             output_size=(5, 3))
+    adaptive("larger", (2, 2, 5, 6), "output_size=(9, 8) on 5x6: an output larger than the "
+             "input repeats input cells.", output_size=(9, 8))
+
+    def bilinear(name, shape, notes, **kw):
+        add("bilinear_resize_" + name, C.BilinearResize2D(data, name="op0", **kw),
+            {"data": shape}, "BilinearResize2D " + notes)
+
+    bilinear("up", (2, 3, 5, 7), "mode size, 5x7 -> 11x17, align_corners (default).",
+             height=11, width=17)
+    bilinear("down", (2, 3, 13, 11), "mode size, 13x11 -> 4x5, align_corners.",
+             height=4, width=5)
+    bilinear("up_no_align", (2, 3, 5, 9), "mode size, 5x9 -> 11x6 (up and down), "
+             "align_corners=False.", height=11, width=6, align_corners=False)
+    bilinear("down_no_align", (2, 2, 13, 11), "mode size, 13x11 -> 5x4, align_corners=False.",
+             height=5, width=4, align_corners=False)
+    bilinear("to_one_row", (2, 2, 6, 7), "mode size, 6x7 -> 1x9 (a single output row reads "
+             "row 0).", height=1, width=9)
+    bilinear("same_size", (2, 2, 7, 8), "mode size to the input's own 7x8: a copy.",
+             height=7, width=8)
+    bilinear("scale", (2, 3, 9, 10), "mode size with scale_height=1.7, scale_width=0.6 "
+             "(9x10 -> 15x6).", scale_height=1.7, scale_width=0.6)
+    bilinear("odd_scale", (2, 2, 7, 8), "mode odd_scale, scale 2 (odd 7 -> 13, even 8 -> 16), "
+             "align_corners=False.", mode="odd_scale", scale_height=2.0, scale_width=2.0,
+             align_corners=False)
+    for mode in ("to_even_down", "to_even_up", "to_odd_down", "to_odd_up"):
+        bilinear(mode, (2, 2, 7, 8), "mode %s on 7x8." % mode, mode=mode)
+    add("bilinear_resize_like", C.BilinearResize2D(data, like, mode="like", name="op0"),
+        {"data": (2, 3, 5, 6), "like": (2, 1, 9, 13)},
+        "BilinearResize2D mode like: data 5x6 resized to the like input's 9x13.")
+    return cases
+
+# ---- end of the resize cases ----------------------------------------------
 
 
 def mixed_net() -> mx.sym.Symbol:

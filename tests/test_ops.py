@@ -148,6 +148,12 @@ BAD_ATTRIBUTES = [
     ('SliceChannel', {'num_outputs': '0'}, 'num_outputs', '0'),
     ('Convolution', {'kernel': '(3, 3)', 'num_filter': '4', 'colour': 'red'}, 'colour', 'unknown'),
     ('exp', {'scalar': '2'}, 'scalar', 'unknown'),
+    ('_contrib_AdaptiveAvgPooling2D', {'output_size': '(2, 3, 4)'}, 'output_size', 'positive'),
+    ('_contrib_AdaptiveAvgPooling2D', {'output_size': '(0,)'}, 'output_size', '(0)'),
+    ('_contrib_BilinearResize2D', {'mode': 'bicubic'}, 'mode', 'bicubic'),
+    ('_contrib_BilinearResize2D', {'mode': 'odd_scale'}, 'scale_height', 'required'),
+    ('_contrib_BilinearResize2D', {'scale_height': '2'}, 'scale_width', 'required'),
+    ('_contrib_BilinearResize2D', {'height': '0'}, 'height', '0'),
 ]
 
 
