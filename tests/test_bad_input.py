@@ -221,7 +221,8 @@ def test_missing_input_shape(api):
 
 
 def test_zero_dimension_is_refused(api):
-    with pytest.raises(CAPIError, match='dimensions must be positive'):
+    with pytest.raises(CAPIError, match=r"input 'data': dimensions must be positive, got "
+                                        r"\(2,0,13,13\) \(dimension 1 is 0\)"):
         create(api, shapes={'data': (2, 0, 13, 13)})
 
 

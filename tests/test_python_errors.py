@@ -126,6 +126,17 @@ def test_bad_reshape():
         predictor.reshape(label=(1,))
     with pytest.raises(MXLiteError, match="input 'data'"):
         predictor.reshape(data=(1, 3))
+    # Zero dimensions are refused, as the C API refuses them (batch 0 was
+    # accepted, and bound an empty predictor).
+    for shape, dim in [((0, 3, 8, 8), 0), ((1, 3, 0, 8), 2)]:
+        with pytest.raises(MXLiteError, match=r"input 'data': dimensions must be positive, got "
+                                              f"\\({','.join(map(str, shape))}\\) "
+                                              f"\\(dimension {dim} is 0\\)"):
+            predictor.reshape(data=shape)
+    with pytest.raises(MXLiteError, match=r"input 'data': dimensions must be positive"):
+        make(input_shapes={'data': (0, 3, 8, 8)})
+    with pytest.raises(MXLiteError, match=r"input 'data': dimensions must be positive"):
+        make()(data=np.zeros((0, 3, 8, 8), np.float32))
     # A failed reshape leaves the old binding in place.
     assert predictor.input_shapes == {'data': (1, 3, 8, 8)}
     assert predictor(data=np.zeros((1, 3, 8, 8), np.float32)).shape == (1, 7)

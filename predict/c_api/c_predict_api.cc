@@ -96,14 +96,10 @@ Status ReadInputShapes(mx_uint num_input_nodes, const char** input_keys,
     mx_uint begin = input_shape_indptr[i], end = input_shape_indptr[i + 1];
     MXL_CHECK(begin <= end && end - begin <= 32, "input '", input_keys[i],
               "': invalid input_shape_indptr [", begin, ", ", end, ")");
-    std::vector<int64_t> dims(input_shape_data + begin, input_shape_data + end);
-    for (int64_t d : dims) {
-      MXL_CHECK(d > 0, "input '", input_keys[i], "': dimensions must be positive, got ",
-                Shape(dims).ToString());
-    }
-    MXL_CHECK(!dims.empty(), "input '", input_keys[i], "': the shape has no dimensions");
-    MXL_CHECK(shapes->emplace(input_keys[i], Shape(std::move(dims))).second, "input '",
-              input_keys[i], "' is given twice");
+    Shape shape(std::vector<int64_t>(input_shape_data + begin, input_shape_data + end));
+    MXL_RETURN_IF_ERROR(CheckInputShape(input_keys[i], shape));
+    MXL_CHECK(shapes->emplace(input_keys[i], std::move(shape)).second, "input '", input_keys[i],
+              "' is given twice");
   }
   return Status();
 }

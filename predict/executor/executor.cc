@@ -473,4 +473,13 @@ Status LoadModel(const char* symbol_json, size_t symbol_json_size, const void* p
   return Status();
 }
 
+Status CheckInputShape(const std::string& name, const Shape& shape) {
+  MXL_CHECK(shape.ndim() > 0, "input '", name, "': the shape has no dimensions");
+  for (int i = 0; i < shape.ndim(); ++i) {
+    MXL_CHECK(shape.dims()[i] > 0, "input '", name, "': dimensions must be positive, got ",
+              shape.ToString(), " (dimension ", i, " is ", shape.dims()[i], ")");
+  }
+  return Status();
+}
+
 }  // namespace mxlite

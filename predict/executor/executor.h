@@ -44,6 +44,10 @@ Status LoadModel(const char* symbol_json, size_t symbol_json_size, const void* p
                  size_t param_size, const std::vector<std::string>& output_keys,
                  std::shared_ptr<Model>* out);
 
+// The checks every front end makes of an input shape it is given: at least
+// one dimension, each positive (MXNet's predict API refuses zero dimensions).
+Status CheckInputShape(const std::string& name, const Shape& shape);
+
 // Called with (output name, array, user data) after each operator.
 using MonitorFn = void (*)(const char*, void*, void*);
 

@@ -122,7 +122,9 @@ Shape ShapeFromPython(const std::string& name, nb::handle value) {
     dims.push_back(dim);
   }
   if (dims.empty()) RaiseError(StrCat("the shape of '", name, "' has no dimensions"));
-  return Shape(std::move(dims));
+  Shape shape(std::move(dims));
+  Check(CheckInputShape(name, shape));  // zero dimensions too, as the C API
+  return shape;
 }
 
 nb::tuple ShapeToPython(const Shape& shape) {
@@ -429,6 +431,7 @@ class Predictor {
         if (entry.second.ndim() == 0) {
           RaiseError(StrCat("input '", entry.first, "' is a 0-d array; give it a shape"));
         }
+        Check(CheckInputShape(entry.first, entry.second));
       }
       Bind(shapes);
     }
