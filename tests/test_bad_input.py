@@ -171,6 +171,18 @@ def test_parameter_of_wrong_shape(api, weights):
         create(api, params=ndfile.save(weights))
 
 
+def test_params_of_another_model_are_refused_saying_so(api, weights):
+    # A Gluon save_parameters() file names parameters by their place in the
+    # network: nothing matches, and the message says what the file holds.
+    gluon = {f'features.{i}.weight': value for i, value in enumerate(weights.values())}
+    with pytest.raises(CAPIError, match=r"params: the file provides none of the model's 14 "
+                                        r"parameters \(first expected: 'c1_weight'\); it holds "
+                                        r"'features.0.weight', 'features.1.weight', "
+                                        r"'features.2.weight' and 11 more: was it saved for "
+                                        r"another model, or by Gluon's save_parameters\(\)\?"):
+        create(api, params=ndfile.save(gluon))
+
+
 def test_unprefixed_params_are_accepted(api, weights):
     plain = {name.split(':', 1)[1]: value for name, value in weights.items()}
     inputs, expected = CASE.io()

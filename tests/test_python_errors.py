@@ -12,6 +12,7 @@ import sys
 import numpy as np
 import pytest
 
+import ndfile
 from conftest import FIXTURES, load_cases
 from test_python_api import DEMO_PREFIX
 
@@ -71,6 +72,44 @@ def test_bad_params_name_the_problem():
     bare = Predictor(CASE.symbol_json, b'')
     assert 'c1_weight' in bare.required_inputs
     with pytest.raises(MXLiteError, match="missing input.*'c1_weight'"):
+        bare(data=np.zeros((2, 3, 8, 8), np.float32))
+
+
+def test_params_of_another_model_are_refused_at_load(api):
+    # A Gluon save_parameters() file (structural names, no arg:/aux:) or
+    # another model's params matched nothing: the weights silently became
+    # inputs and the first call failed with every one of them listed.
+    weights = dict(api.nd_list(CASE.params))
+    gluon = ndfile.save({f'features.{i}.weight': value for i, value in enumerate(weights.values())})
+    for params, held in [(gluon, r"'features.0.weight', 'features.1.weight', "
+                                 r"'features.2.weight' and 11 more"),
+                         (CASES['multi_head'].params, "'arg:conv0_weight', 'arg:conv0_bias'")]:
+        with pytest.raises(MXLiteError, match=r"the file provides none of the model's 14 "
+                                              r"parameters \(first expected: 'c1_weight'\); "
+                                              f"it holds {held}: .*save_parameters"):
+            Predictor(CASE.symbol_json, params)
+    # Half of them: the first missing one, and how many more, as the C API says it.
+    half = ndfile.save(dict(list(weights.items())[:7]))
+    with pytest.raises(MXLiteError, match=r"parameter 'b1_moving_mean' \(input 'moving_mean' of "
+                                          r"node 'b1' \(BatchNorm\)\) is neither in the params "
+                                          r"file nor among the inputs, nor are 6 more of the "
+                                          r"model's 14 parameters"):
+        Predictor(CASE.symbol_json, half)
+    # A parameter named among the input shapes is the caller's to give.
+    partial = ndfile.save({k: v for k, v in weights.items() if k != 'arg:fc_bias'})
+    predictor = Predictor(CASE.symbol_json, partial, input_shapes={'fc_bias': (7,)})
+    assert predictor.required_inputs == ['data', 'fc_bias']
+    # Labels need no value, and a graph without parameters takes any inputs.
+    softmax = CASES['softmax_output_2d']
+    inputs, expected = softmax.io()
+    np.testing.assert_allclose(Predictor(softmax.symbol_json, softmax.params)(**inputs),
+                               expected[0], rtol=1e-5)
+
+
+def test_lists_of_missing_names_are_cut_short():
+    bare = Predictor(CASE.symbol_json, b'')
+    with pytest.raises(MXLiteError, match=r"missing input\(s\) 'c1_weight', .* and 6 more; the "
+                                          r"model's inputs are 'data', .* and 7 more$"):
         bare(data=np.zeros((2, 3, 8, 8), np.float32))
 
 

@@ -133,6 +133,10 @@ Status CreatePredictors(const char* symbol_json, const void* param_bytes, int pa
   MXL_RETURN_IF_ERROR(ReadInputShapes(num_input_nodes, input_keys, input_shape_indptr,
                                       input_shape_data, &shapes));
 
+  std::vector<std::string> input_names;
+  for (const auto& entry : shapes) input_names.push_back(entry.first);
+  MXL_RETURN_IF_ERROR(CheckParameters(*model, input_names));
+
   std::map<std::string, int> dtypes;
   if (num_dtypes > 0) {
     MXL_CHECK(dtype_names != nullptr && dtype_flags != nullptr,

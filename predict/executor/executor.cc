@@ -437,14 +437,16 @@ Status Executor::TakeOutputs(std::vector<NDArray>* out) {
 
 namespace executor_cc {
 
-// Loads the parameters that the graph uses, keyed by variable name.
+// Loads the parameters that the graph uses, keyed by variable name, and
+// lists every name the file holds.
 Status LoadParams(const void* bytes, size_t size, const Graph& graph,
-                  std::map<std::string, NDArray>* params) {
+                  std::map<std::string, NDArray>* params, std::vector<std::string>* file_names) {
   if (size == 0) return Status();
   MXL_CHECK(bytes != nullptr, "param_bytes is NULL but param_size is ", size);
   std::vector<NDArray> arrays;
   std::vector<std::string> names;
   MXL_RETURN_IF_ERROR(LoadNDArrayList(bytes, size, "params", &arrays, &names));
+  *file_names = names;
   for (size_t i = 0; i < names.size(); ++i) {
     std::string name = names[i];
     if (name.compare(0, 4, "arg:") == 0 || name.compare(0, 4, "aux:") == 0) name = name.substr(4);
@@ -467,8 +469,8 @@ Status LoadModel(const char* symbol_json, size_t symbol_json_size, const void* p
   MXL_RETURN_IF_ERROR(LoadSymbolJson(symbol_json, symbol_json_size, &model->graph));
   if (!output_keys.empty()) MXL_RETURN_IF_ERROR(SelectOutputs(output_keys, &model->graph));
   PruneToOutputs(&model->graph);
-  MXL_RETURN_IF_ERROR(
-      executor_cc::LoadParams(param_bytes, param_size, model->graph, &model->params));
+  MXL_RETURN_IF_ERROR(executor_cc::LoadParams(param_bytes, param_size, model->graph,
+                                              &model->params, &model->file_names));
   *out = std::move(model);
   return Status();
 }
@@ -480,6 +482,96 @@ Status CheckInputShape(const std::string& name, const Shape& shape) {
               shape.ToString(), " (dimension ", i, " is ", shape.dims()[i], ")");
   }
   return Status();
+}
+
+std::string QuotedNames(const std::vector<std::string>& names, size_t limit) {
+  std::string text;
+  for (size_t i = 0; i < names.size() && i < limit; ++i) {
+    text += StrCat(i == 0 ? "'" : ", '", names[i], "'");
+  }
+  if (names.size() > limit) text += StrCat(" and ", names.size() - limit, " more");
+  return text.empty() ? "none" : text;
+}
+
+namespace executor_cc {
+
+// A slot at which an operator reads a learned parameter.
+bool IsParameterSlot(const std::string& slot) {
+  for (const char* name : {"weight", "bias", "gamma", "beta", "moving_mean", "moving_var"}) {
+    if (slot == name) return true;
+  }
+  return false;
+}
+
+// The parameters as ParameterNames lists them, each with the first node
+// slot that reads it ("input 'weight' of node 'c1' (Convolution)").
+std::vector<std::pair<std::string, std::string>> ParameterReaders(const Graph& graph) {
+  std::vector<std::string> reader(graph.nodes.size());
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    const Node& node = graph.nodes[n];
+    if (node.is_variable()) continue;
+    const std::vector<std::string> slots = node.op->InputNames();
+    const std::vector<int> unread = node.op->UnreadInputs();
+    for (size_t i = 0; i < node.inputs.size() && i < slots.size(); ++i) {
+      bool skipped = false;
+      for (int slot : unread) skipped |= slot == static_cast<int>(i);
+      const int from = node.inputs[i].node;
+      if (skipped || !IsParameterSlot(slots[i]) || !graph.nodes[from].is_variable() ||
+          !reader[from].empty()) {
+        continue;
+      }
+      reader[from] =
+          StrCat("input '", slots[i], "' of node ", graph.Describe(static_cast<int>(n)));
+    }
+  }
+  std::vector<std::pair<std::string, std::string>> parameters;
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    if (!reader[n].empty()) parameters.emplace_back(graph.nodes[n].name, reader[n]);
+  }
+  return parameters;
+}
+
+}  // namespace executor_cc
+
+std::vector<std::string> ParameterNames(const Model& model) {
+  std::vector<std::string> names;
+  for (const auto& parameter : executor_cc::ParameterReaders(model.graph)) {
+    names.push_back(parameter.first);
+  }
+  return names;
+}
+
+Status CheckParameters(const Model& model, const std::vector<std::string>& inputs) {
+  const auto parameters = executor_cc::ParameterReaders(model.graph);
+  std::vector<std::string> missing;
+  std::string first_reader;
+  size_t provided = 0;
+  for (const auto& parameter : parameters) {
+    if (model.params.count(parameter.first)) ++provided;
+    bool given = false;
+    for (const std::string& input : inputs) given |= input == parameter.first;
+    if (model.params.count(parameter.first) || given) continue;
+    if (missing.empty()) first_reader = parameter.second;
+    missing.push_back(parameter.first);
+  }
+  if (missing.empty()) return Status();
+  if (provided == 0 && !model.file_names.empty()) {
+    return Status::Error(StrCat(
+        "params: the file provides none of the model's ", parameters.size(),
+        " parameters (first expected: '", parameters[0].first, "'); it holds ",
+        QuotedNames(model.file_names, 3),
+        ": was it saved for another model, or by Gluon's save_parameters()? A block's "
+        "export() writes a matching pair of symbol and params files"));
+  }
+  if (missing.size() == 1) {
+    return Status::Error(StrCat("parameter '", missing[0], "' (", first_reader,
+                                ") is neither in the params file nor among the inputs"));
+  }
+  return Status::Error(StrCat("parameter '", missing[0], "' (", first_reader,
+                              ") is neither in the params file nor among the inputs, nor are ",
+                              missing.size() - 1, " more of the model's ", parameters.size(),
+                              " parameters (", QuotedNames(missing, 6),
+                              "): was the params file saved for another model?"));
 }
 
 }  // namespace mxlite

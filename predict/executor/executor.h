@@ -31,6 +31,7 @@ namespace mxlite {
 struct Model {
   Graph graph;
   std::map<std::string, NDArray> params;
+  std::vector<std::string> file_names;  // every name in the params file, as written
 };
 
 // Builds a Model the way every front end does: parses the symbol JSON
@@ -47,6 +48,22 @@ Status LoadModel(const char* symbol_json, size_t symbol_json_size, const void* p
 // The checks every front end makes of an input shape it is given: at least
 // one dimension, each positive (MXNet's predict API refuses zero dimensions).
 Status CheckInputShape(const std::string& name, const Shape& shape);
+
+// The variables of `model` that hold learned parameters, in graph order:
+// those an operator reads at a weight, bias, gamma, beta, moving_mean or
+// moving_var slot (the arguments MXNet creates and initialises for a layer),
+// as opposed to data inputs and labels.
+std::vector<std::string> ParameterNames(const Model& model);
+
+// Checks that the params file gave the model its parameters: each must be in
+// the file or among `inputs` (the names a caller gives values for). When the
+// file provides none of them, the error says what it holds (a Gluon
+// save_parameters() file, or another model's); lists of names are cut to a
+// few and a count.
+Status CheckParameters(const Model& model, const std::vector<std::string>& inputs);
+
+// 'a', 'b', 'c' and 5 more: at most `limit` names of `names`, quoted.
+std::string QuotedNames(const std::vector<std::string>& names, size_t limit = 5);
 
 // Called with (output name, array, user data) after each operator.
 using MonitorFn = void (*)(const char*, void*, void*);

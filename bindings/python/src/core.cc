@@ -133,11 +133,8 @@ nb::tuple ShapeToPython(const Shape& shape) {
   return nb::tuple(dims);
 }
 
-std::string NamesList(const std::vector<std::string>& names) {
-  std::string text;
-  for (const std::string& name : names) text += (text.empty() ? "'" : ", '") + name + "'";
-  return text.empty() ? "none" : text;
-}
+// At most eight names, then a count: a model may have hundreds.
+std::string NamesList(const std::vector<std::string>& names) { return QuotedNames(names, 8); }
 
 // --- the model and its inputs ---------------------------------------------
 
@@ -680,6 +677,16 @@ Predictor* CreatePredictor(nb::handle symbol_json, nb::handle params, nb::dict i
                        param_bytes ? param_bytes->size() : 0, {}, &full);
   }
   Check(status);
+  if (!full->file_names.empty()) {
+    // A params file must provide the model's parameters, unless the caller
+    // names one among the input shapes (the C API's rule, applied at load).
+    std::vector<std::string> given;
+    for (auto item : input_shapes) {
+      std::string name;
+      if (nb::try_cast<std::string>(item.first, name, false)) given.push_back(name);
+    }
+    Check(CheckParameters(*full, given));
+  }
   std::shared_ptr<const Model> model = full;
   if (!outputs.is_none()) Check(SelectModelOutputs(*full, ReadOutputSelectors(outputs), &model));
   std::map<std::string, int> dtypes;
