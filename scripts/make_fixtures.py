@@ -592,6 +592,7 @@ def define_op_cases() -> List[OpCase]:
     cases.extend(dtype_cases())
     cases.extend(tie_order_cases())
     cases.extend(resize_cases())
+    cases.extend(constant_cases())
 
     # ---- graphs ----------------------------------------------------------
     shared = mx.sym.Convolution(data, kernel=(3, 3), pad=(1, 1), num_filter=5, name="conv0")
@@ -1209,6 +1210,73 @@ def resize_cases() -> List[OpCase]:
     return cases
 
 # ---- end of the resize cases ----------------------------------------------
+
+
+# --------------------------------------------------------------------------
+# Outputs from attributes or input shapes alone: _zeros, _ones, _full,
+# _arange, _contrib_arange_like, shape_array, size_array (issue 30)
+# --------------------------------------------------------------------------
+
+def constant_cases() -> List[OpCase]:
+    """Constant and shape operators. Those without inputs are heads beside a
+    node that combines them with the data input (the predict API binds at
+    least one input), so both their own values and their use are checked."""
+    cases: List[OpCase] = []
+    S = mx.sym
+    data = S.var("data")
+
+    def add(name, sym, inputs, notes, **kw):
+        cases.append(OpCase(name, sym, inputs, notes, **kw))
+
+    def with_data(const, combine, shape, name, notes, **kw):
+        add(name, S.Group([const, combine(data, const, name="use0")]), {"data": shape}, notes,
+            **kw)
+
+    with_data(S.zeros(shape=(1, 4), name="op0"), S.broadcast_add, (2, 3, 4), "const_zeros",
+              "_zeros of shape (1, 4), and broadcast-added to the data.")
+    with_data(S.ones(shape=(3, 5), dtype="int32", name="op0"),
+              lambda d, c, name: S.broadcast_mul(d, S.Cast(c, dtype="float32", name="cast0"),
+                                                 name=name),
+              (2, 3, 5), "const_ones_int32", "_ones of shape (3, 5) with dtype int32 (an int32 "
+              "output), cast and multiplied into the data.")
+    with_data(S.full(shape=(2, 1, 3), val=-2.75, name="op0"), S.broadcast_mul, (2, 4, 3),
+              "const_full", "_full of shape (2, 1, 3), value -2.75, multiplied into the data.")
+    add("const_zeros_shape_from_consumer",
+        S.elemwise_add(data, S.zeros(shape=(0, 4), name="op0"), name="add0"), {"data": (3, 4)},
+        "_zeros with shape (0, 4): the 0 dim is unknown (legacy shapes) and comes from the "
+        "elemwise_add consumer.")
+    with_data(S.arange(start=2, stop=11, step=1.5, name="op0"), S.broadcast_add, (2, 6),
+              "arange_fractional_step", "_arange(2, 11, step 1.5): 6 values, added to (2, 6) data.")
+    with_data(S.arange(start=-1, stop=2.3, step=0.7, repeat=3, name="op0"), S.broadcast_add,
+              (15,), "arange_repeat", "_arange(-1, 2.3, step 0.7, repeat 3): 5 values each "
+              "three times.")
+    with_data(S.arange(start=7, name="op0"), S.broadcast_mul, (3, 7), "arange_stop_omitted",
+              "_arange(7): stop omitted means the range [0, 7).")
+    with_data(S.arange(start=5, stop=-2, step=-1.25, name="op0"), S.broadcast_add, (6,),
+              "arange_negative_step", "_arange(5, -2, step -1.25): a descending range of 6.")
+    with_data(S.arange(start=1, stop=20, step=2.5, dtype="int32", name="op0"),
+              lambda d, c, name: S.broadcast_add(d, S.Cast(c, dtype="float32", name="cast0"),
+                                                 name=name), (8,),
+              "arange_int32", "_arange(1, 20, step 2.5) with dtype int32: 8 values, the step "
+              "truncated to 2 as MXNet converts it to the output type.")
+    add("arange_infer_range",
+        S.elemwise_add(data, S.arange(start=3, step=0.5, infer_range=True, name="op0"),
+                       name="use0"), {"data": (7,)},
+        "_arange with infer_range and no stop: its length (7) comes from the elemwise_add "
+        "consumer; values 3, 3.5, ...")
+    add("arange_like_all", S.contrib.arange_like(data, start=1.5, step=0.25, name="op0"),
+        {"data": (2, 3, 4)}, "_contrib_arange_like without axis: the data's shape, values "
+        "1.5, 1.75, ...")
+    add("arange_like_axis_repeat",
+        S.contrib.arange_like(data, start=-3, step=2, repeat=2, axis=-1, name="op0"),
+        {"data": (2, 3, 7)}, "_contrib_arange_like along axis -1 (7 values), repeat 2.")
+    add("shape_array", S.shape_array(data, name="op0"), {"data": (2, 3, 5, 7)},
+        "shape_array: the data's shape as an int64 vector.")
+    add("size_array", S.size_array(data, name="op0"), {"data": (2, 3, 5, 7)},
+        "size_array: the data's element count as an int64 vector of one.")
+    return cases
+
+# ---- end of the constant cases --------------------------------------------
 
 
 def mixed_net() -> mx.sym.Symbol:

@@ -154,6 +154,15 @@ BAD_ATTRIBUTES = [
     ('_contrib_BilinearResize2D', {'mode': 'odd_scale'}, 'scale_height', 'required'),
     ('_contrib_BilinearResize2D', {'scale_height': '2'}, 'scale_width', 'required'),
     ('_contrib_BilinearResize2D', {'height': '0'}, 'height', '0'),
+    ('_arange', {'start': '0', 'stop': '5', 'step': '0'}, 'step', '0'),
+    ('_arange', {'start': '5', 'stop': '1'}, 'stop', '1'),
+    ('_arange', {'start': '0', 'stop': '4', 'repeat': '0'}, 'repeat', '0'),
+    ('_arange', {'stop': '4'}, 'start', 'required'),
+    ('_full', {'shape': '(2, 3)'}, 'value', 'required'),
+    ('_zeros', {'shape': '(2, -1)'}, 'shape', 'negative'),
+    ('_ones', {'shape': '(2,)', 'dtype': 'complex64'}, 'dtype', 'complex64'),
+    ('_contrib_arange_like', {'repeat': '0'}, 'repeat', '0'),
+    ('shape_array', {'axis': '1'}, 'axis', 'unknown'),
 ]
 
 
