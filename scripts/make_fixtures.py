@@ -593,6 +593,7 @@ def define_op_cases() -> List[OpCase]:
     cases.extend(tie_order_cases())
     cases.extend(resize_cases())
     cases.extend(constant_cases())
+    cases.extend(bbox_cases())
 
     # ---- graphs ----------------------------------------------------------
     shared = mx.sym.Convolution(data, kernel=(3, 3), pad=(1, 1), num_filter=5, name="conv0")
@@ -1277,6 +1278,202 @@ def constant_cases() -> List[OpCase]:
     return cases
 
 # ---- end of the constant cases --------------------------------------------
+
+
+# --------------------------------------------------------------------------
+# Detection post-processing: _contrib_box_nms, _contrib_box_decode,
+# _contrib_box_encode (issue 30)
+# --------------------------------------------------------------------------
+
+def nms_boxes(lead, n, scores=(0.25, 0.5, 0.75), invalid=0.0, classes=0, width=6,
+              layout=(0, 1, 2), center=False, grid=8, max_size=6):
+    """An InputFn of detection rows on a coarse grid (so boxes overlap and
+    IoUs repeat), scores drawn from a few values (so most are ties) with a
+    share `invalid` of them set to -0.25, class ids in [0, classes) when
+    classes > 0 (else 0). `layout` is (id_index, score_index, coord_start);
+    the other columns are filler. Every value is exact in float32."""
+    id_index, score_index, coord_start = layout
+
+    def make(rng, shape):
+        assert tuple(shape) == tuple(lead) + (n, width), shape
+        rows = rng.randint(-4, 5, tuple(shape)).astype(np.float64) * 0.125
+        count = int(np.prod(shape[:-1]))
+        flat = rows.reshape(count, width)
+        x1 = rng.randint(0, grid, count) * 0.5
+        y1 = rng.randint(0, grid, count) * 0.5
+        w = rng.randint(0, max_size, count) * 0.5
+        h = rng.randint(0, max_size, count) * 0.5
+        if center:
+            coords = [x1 + w / 2, y1 + h / 2, w, h]
+        else:
+            coords = [x1, y1, x1 + w, y1 + h]
+        for k in range(4):
+            flat[:, coord_start + k] = coords[k]
+        s = np.asarray(scores, np.float64)[rng.randint(0, len(scores), count)]
+        s[rng.rand(count) < invalid] = -0.25
+        flat[:, score_index] = s
+        if id_index >= 0:
+            flat[:, id_index] = rng.randint(0, classes, count) if classes else 0
+        return rows
+    return make
+
+
+def fixed_rows(rows):
+    """An InputFn returning these rows, whatever the generator."""
+    arr = np.asarray(rows, np.float64)
+    return lambda rng, shape: arr.reshape(shape)
+
+
+def bbox_cases() -> List[OpCase]:
+    """box_nms with MXNet's CPU order for equal scores (a stable sort by
+    descending score: ties keep their input order), boxes at and below
+    valid_thresh, topk smaller than the valid count, class-aware and forced
+    suppression, a background class, both box formats in and out (MXNet
+    leaves a box whose first coordinate is negative unconverted), batches
+    with different valid counts, zero-area boxes and IoUs exactly at the
+    threshold; box_decode in both anchor formats, with and without clip;
+    box_encode."""
+    cases: List[OpCase] = []
+    data = mx.sym.var("data")
+    C = mx.sym.contrib
+
+    def nms(name, shape, make_input, notes, **kw):
+        cases.append(OpCase("box_nms_" + name, C.box_nms(data, name="op0", **kw),
+                            {"data": shape}, "box_nms " + notes, make_input=make_input))
+
+    nms("ties_order", (2, 60, 6), nms_boxes((2,), 60, scores=(0.25, 0.5, 0.75), invalid=0.2),
+        "with overlap_thresh 1 (nothing suppressed): 60 boxes per batch, scores in "
+        "{0.25, 0.5, 0.75} and 20% at -0.25 (invalid): the output order shows MXNet's tie rule "
+        "(stable sort, equal scores in input order).", overlap_thresh=1.0)
+    nms("ties_suppress", (2, 50, 6), nms_boxes((2,), 50, scores=(0.5, 0.75), invalid=0.1),
+        "overlap_thresh 0.3 on 50 overlapping boxes per batch with two score values: which of "
+        "two equal-score boxes survives follows the tie order.", overlap_thresh=0.3)
+    nms("valid_thresh_topk", (2, 40, 6),
+        nms_boxes((2,), 40, scores=(0.125, 0.25, 0.375, 0.5, 0.625), invalid=0.1),
+        "valid_thresh 0.25 (scores equal to it are dropped: strictly greater is valid), topk 9 "
+        "of about 25 valid boxes.", valid_thresh=0.25, topk=9, overlap_thresh=0.4)
+    nms("class_aware", (2, 40, 6), nms_boxes((2,), 40, classes=3, invalid=0.1),
+        "id_index 0, force_suppress False: only boxes of the same class suppress each other.",
+        id_index=0, overlap_thresh=0.3)
+    nms("force_suppress", (2, 40, 6), nms_boxes((2,), 40, classes=3, invalid=0.1),
+        "id_index 0, force_suppress True: any class suppresses any other.",
+        id_index=0, force_suppress=True, overlap_thresh=0.3)
+    nms("background", (2, 40, 6), nms_boxes((2,), 40, classes=3),
+        "id_index 0, background_id 1: class-1 boxes are dropped before suppression.",
+        id_index=0, background_id=1, overlap_thresh=0.45, topk=20)
+    nms("center_in_out", (2, 30, 6), nms_boxes((2,), 30, center=True, invalid=0.1),
+        "in_format and out_format center.", in_format="center", out_format="center",
+        overlap_thresh=0.3)
+    nms("center_to_corner", (2, 30, 6), nms_boxes((2,), 30, center=True, invalid=0.1),
+        "in_format center, out_format corner.", in_format="center", out_format="corner",
+        overlap_thresh=0.3)
+
+    def shifted(make):
+        def f(rng, shape):
+            rows = make(rng, shape)
+            rows[..., 2:6] -= 1.5  # some boxes start left of 0: MXNet leaves them unconverted
+            return rows
+        return f
+
+    nms("corner_to_center", (2, 30, 6), shifted(nms_boxes((2,), 30, invalid=0.1)),
+        "in_format corner, out_format center; coordinates shifted by -1.5, so some boxes start "
+        "at x < 0, which MXNet's conversion leaves as they are.", out_format="center",
+        overlap_thresh=0.3)
+    nms("batch_4d", (2, 3, 12, 6), nms_boxes((2, 3), 12, invalid=0.5, classes=2),
+        "on (2, 3, 12, 6): six batches, about half the boxes invalid, so each batch has its own "
+        "valid count.", id_index=0, overlap_thresh=0.35)
+
+    def batch_counts(rng, shape):
+        rows = nms_boxes((3,), 10, invalid=0.0)(rng, shape)
+        rows[0, :, 1] = -0.25          # batch 0: nothing valid
+        rows[1, 3:, 1] = -0.25         # batch 1: three valid
+        return rows
+
+    nms("batch_valid_counts", (3, 10, 6), batch_counts,
+        "batch 0 with no valid box, batch 1 with three, batch 2 with ten.", overlap_thresh=0.4)
+    nms("all_invalid", (2, 5, 6), fixed_rows(np.full((2, 5, 6), -0.5)),
+        "every score invalid: the whole output is -1.")
+    nms("topk_zero", (2, 7, 6), nms_boxes((2,), 7, invalid=0.3),
+        "topk 0: the input is copied unchanged (not sorted, not filtered).", topk=0)
+    zero_area = [[0, 0.5, 1, 1, 1, 3], [0, 0.5, 1, 1, 1, 3], [0, 0.75, 2, 2, 2, 2],
+                 [0, 0.75, 2, 2, 2, 2], [0, 0.25, 0, 0, 4, 4], [0, 0.5, 1, 1, 3, 1],
+                 [0, 0.5, 3, 3, 1, 1], [0, 0.625, 3, 3, 1, 1]]
+    nms("zero_area", (1, 8, 6), fixed_rows(zero_area),
+        "zero-area and inverted boxes: identical zero-area boxes give IoU 0/0 (NaN), never "
+        "suppressed; an inverted box has area 0.", overlap_thresh=0.1)
+    at_threshold = [
+        [0, 0.75, 0, 0, 3, 1], [0, 0.5, 1, 0, 4, 1],      # IoU 2/4 = 0.5 exactly: kept
+        [0, 0.75, 0, 4, 3, 5], [0, 0.5, 0.875, 4, 3.875, 5],  # IoU just above 0.5: dropped
+        [0, 0.625, 0, 8, 4, 9], [0, 0.625, 2, 8, 6, 9],   # IoU 2/6: kept at 0.5
+        [0, 0.375, 0, 12, 2, 14], [0, 0.375, 0, 12, 2, 14],  # identical, equal score
+    ]
+    nms("overlap_at_threshold", (1, 8, 6), fixed_rows(at_threshold),
+        "IoUs of exactly 0.5 (kept: suppression needs IoU > overlap_thresh), just above 0.5 "
+        "(suppressed), 1/3, and identical boxes of equal score (the later one suppressed).",
+        overlap_thresh=0.5)
+    nms("layout", (2, 20, 7), nms_boxes((2,), 20, width=7, layout=(5, 4, 0),
+                                                  classes=2, invalid=0.2),
+        "coord_start 0, score_index 4, id_index 5, seven columns (one extra), class-aware, "
+        "topk 6.", coord_start=0, score_index=4, id_index=5, topk=6, overlap_thresh=0.2)
+
+    def decode_input(rng, shape):
+        if shape[0] == 1:  # anchors: corners (or centers) of boxes inside [0, 1]
+            xy = rng.uniform(0.0, 0.8, shape[:-1] + (2,))
+            wh = rng.uniform(0.05, 0.5, shape[:-1] + (2,))
+            return np.concatenate([xy, wh], axis=-1)
+        return rng.normal(0.0, 1.5, shape)
+
+    def corner_anchors(rng, shape):
+        a = decode_input(rng, shape)
+        if shape[0] == 1:
+            a[..., 2:] += a[..., :2]
+        return a
+
+    anchors = mx.sym.var("anchors")
+
+    def decode(name, make_input, notes, **kw):
+        cases.append(OpCase("box_decode_" + name,
+                            C.box_decode(data, anchors, name="op0", **kw),
+                            {"data": (2, 33, 4), "anchors": (1, 33, 4)}, "box_decode " + notes,
+                            make_input=make_input))
+
+    decode("center", decode_input, "with the defaults (center anchors, std 1, no clip).")
+    decode("corner_std", corner_anchors, "with corner anchors and std (0.1, 0.1, 0.2, 0.2) "
+           "(GluonCV's SSD).", format="corner", std0=0.1, std1=0.1, std2=0.2, std3=0.2)
+    decode("clip", corner_anchors, "with corner anchors, std2 = std3 = 1.5 and clip 1.2 "
+           "(widths above exp(1.2) clipped).", format="corner", std2=1.5, std3=1.5, clip=1.2)
+
+    def encode_input():
+        calls = []
+
+        def make(rng, shape):
+            calls.append(shape)
+            which = len(calls)
+            if which == 1:      # samples: -1, 0, 1
+                return rng.randint(-1, 2, shape).astype(np.float64)
+            if which == 2:      # matches into refs' 5 boxes
+                return rng.randint(0, 5, shape).astype(np.float64)
+            if which in (3, 4):  # anchors, refs: corners
+                xy = rng.uniform(0.0, 0.8, shape[:-1] + (2,))
+                wh = rng.uniform(0.05, 0.5, shape[:-1] + (2,))
+                return np.concatenate([xy, xy + wh], axis=-1)
+            if which == 5:      # means
+                return np.array([0.0, 0.125, -0.25, 0.0])
+            return np.array([0.1, 0.1, 0.2, 0.2])  # stds
+        return make
+
+    names = ["samples", "matches", "anchors", "refs", "means", "stds"]
+    V = {k: mx.sym.var(k) for k in names}
+    enc = C.box_encode(*[V[k] for k in names], name="op0")
+    cases.append(OpCase("box_encode", mx.sym.Group(list(enc)),
+                        {"samples": (2, 21), "matches": (2, 21), "anchors": (2, 21, 4),
+                         "refs": (2, 5, 4), "means": (4,), "stds": (4,)},
+                        "box_encode: samples in {-1, 0, 1} (targets and masks 0 where not "
+                        "positive), matches into 5 refs, means and stds as inputs.",
+                        make_input=encode_input()))
+    return cases
+
+# ---- end of the bounding-box cases ----------------------------------------
 
 
 def mixed_net() -> mx.sym.Symbol:

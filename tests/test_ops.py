@@ -163,6 +163,13 @@ BAD_ATTRIBUTES = [
     ('_ones', {'shape': '(2,)', 'dtype': 'complex64'}, 'dtype', 'complex64'),
     ('_contrib_arange_like', {'repeat': '0'}, 'repeat', '0'),
     ('shape_array', {'axis': '1'}, 'axis', 'unknown'),
+    ('_contrib_box_nms', {'in_format': 'xywh'}, 'in_format', 'xywh'),
+    ('_contrib_box_nms', {'coord_start': '-1'}, 'coord_start', '-1'),
+    ('_contrib_box_nms', {'score_index': '3'}, 'score_index', 'coordinates'),
+    ('_contrib_box_nms', {'id_index': '1'}, 'id_index', 'score_index'),
+    ('_contrib_box_nms', {'topk': 'all'}, 'topk', 'all'),
+    ('_contrib_box_decode', {'format': 'xyxy'}, 'format', 'xyxy'),
+    ('_contrib_box_decode', {'std0': 'x'}, 'std0', 'x'),
 ]
 
 
@@ -189,6 +196,49 @@ def test_shape_error_names_node_and_input(api):
         api.create(graph, b'', {'data0': (2, 3), 'data1': (4, 5)})
     message = str(error.value)
     assert "'the_node' (dot)" in message and '(2,3)' in message and '(4,5)' in message
+
+
+BOX_SHAPE_ERRORS = [
+    ({'id_index': '0'}, (2, 4, 5), 'id_index'),
+    ({'coord_start': '3'}, (2, 4, 6), 'coord_start'),
+    ({'score_index': '7'}, (2, 4, 6), 'score_index'),
+    ({}, (7,), 'num_boxes, box_width'),
+]
+
+
+@pytest.mark.parametrize('attrs,shape,detail', BOX_SHAPE_ERRORS,
+                         ids=[d for _, _, d in BOX_SHAPE_ERRORS])
+def test_box_nms_shape_errors_name_the_attribute(api, attrs, shape, detail):
+    # Attributes valid alone that the boxes' width cannot hold fail at load.
+    with pytest.raises(CAPIError) as error:
+        api.create(one_node_graph('_contrib_box_nms', attrs), b'', {'data0': shape})
+    message = str(error.value)
+    assert "'the_node'" in message and detail in message, message
+
+
+def test_box_decode_needs_an_anchor_per_box(api):
+    graph = one_node_graph('_contrib_box_decode', {}, num_inputs=2)
+    with pytest.raises(CAPIError) as error:
+        api.create(graph, b'', {'data0': (2, 5, 4), 'data1': (1, 4, 4)})
+    assert "'the_node'" in str(error.value) and 'fewer anchors' in str(error.value)
+
+
+def test_box_encode_refuses_a_match_out_of_range(api):
+    graph = one_node_graph('_contrib_box_encode', {}, num_inputs=6)
+    shapes = {'data0': (1, 2), 'data1': (1, 2), 'data2': (1, 2, 4), 'data3': (1, 3, 4),
+              'data4': (4,), 'data5': (4,)}
+    handle = api.create(graph, b'', shapes)
+    try:
+        box = np.array([[[0, 0, 1, 1], [0, 0, 2, 2]]], np.float32)
+        values = {'data0': np.array([[1, 1]], np.float32), 'data1': np.array([[0, 3]], np.float32),
+                  'data2': box, 'data3': np.ones((1, 3, 4), np.float32),
+                  'data4': np.zeros(4, np.float32), 'data5': np.ones(4, np.float32)}
+        for name, value in values.items():
+            api.set_input(handle, name, value)
+        with pytest.raises(CAPIError, match="node 'the_node'.*'matches' holds 3"):
+            api.forward(handle)
+    finally:
+        api.free(handle)
 
 
 def test_index_out_of_range_in_raise_mode_is_an_error(api):
