@@ -1471,6 +1471,26 @@ def bbox_cases() -> List[OpCase]:
                         "box_encode: samples in {-1, 0, 1} (targets and masks 0 where not "
                         "positive), matches into 5 refs, means and stds as inputs.",
                         make_input=encode_input()))
+
+    def with_record(sym):
+        """The symbol's JSON with box_nms's hidden second output as a second
+        head (Python cannot name it; a symbol file can, and MXNet runs it)."""
+        graph = json.loads(sym.tojson())
+        node = len(graph["nodes"]) - 1
+        graph["heads"] = [[node, 0, 0], [node, 1, 0]]
+        return json.dumps(graph, indent=2)
+
+    for name, shape, notes, kw in [
+            ("record", (2, 3, 12, 6), "with its hidden second output as a head: for each "
+             "written row, the input row it came from counted over all six batches "
+             "(b * 12 + i), else -1; class-aware, topk 5.", dict(id_index=0, topk=5,
+                                                                 overlap_thresh=0.3)),
+            ("record_topk_zero", (2, 7, 6), "topk 0 with its hidden second output as a head: "
+             "0, 1, 2, ... (the input copied row for row).", dict(topk=0))]:
+        sym = C.box_nms(data, name="op0", **kw)
+        cases.append(OpCase("box_nms_" + name, sym, {"data": shape}, "box_nms " + notes,
+                            make_input=nms_boxes(shape[:-2], shape[-2], invalid=0.3, classes=2),
+                            symbol_json=with_record(sym)))
     return cases
 
 # ---- end of the bounding-box cases ----------------------------------------
