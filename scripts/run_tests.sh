@@ -4,10 +4,13 @@
 #  1. a test environment (build/venv-test) with the package installed from
 #     this checkout (`pip install .` builds the amalgamation, the library and
 #     the nanobind extension; Pillow is the CLI's image reader);
-#  2. the oracle environment (build/venv-mxnet: MXNet 1.9.1, numpy<1.24),
+#  2. the oracle environment (build/venv-mxnet: MXNet 1.9.1, numpy<1.24,
+#     GluonCV 0.10.5.post0, GluonNLP 0.10.0),
 #     kept apart because MXNet needs an old numpy;
 #  3. the zoo checkpoints and MXNet's outputs for them (build/fixtures/zoo),
-#     regenerated only when scripts/make_fixtures.py changes, and MXNet's
+#     regenerated only when scripts/make_fixtures.py changes, one small model
+#     per GluonCV/GluonNLP family (build/fixtures/families, by
+#     scripts/model_families.py --suite), and MXNet's
 #     convolutions and pooling for the differential sweeps
 #     (build/fixtures/conv_sweep, build/fixtures/pool_sweep);
 #  4. pytest over tests/.
@@ -32,6 +35,9 @@ echo "== oracle environment"
 bash scripts/setup_oracle.sh "$ORACLE_VENV"
 echo "== zoo fixtures"
 "$ORACLE_VENV/bin/python" scripts/make_fixtures.py zoo build/fixtures/zoo
+echo "== model-family suite"
+"$ORACLE_VENV/bin/python" scripts/model_families.py --suite build/fixtures/families 2>&1 |
+  { grep -v 'subgraph backend is not in use' || true; }
 
 echo "== convolution sweep cases"
 # (MXNet logs a line per bind about its subgraph backend; keep the rest.)

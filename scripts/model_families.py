@@ -1,0 +1,501 @@
+#!/usr/bin/env python3
+"""Export GluonCV / GluonNLP / plain-symbol models with MXNet 1.9.1 for the model-family report.
+
+Runs inside the MXNet oracle venv (scripts/setup_oracle.sh installs GluonCV 0.10.5.post0 and
+GluonNLP 0.10.0 there). Every model is built with random weights (pretrained=False,
+pretrained_base=False: nothing is downloaded), BatchNorm statistics, gamma/beta and every bias
+randomised so that no normalisation or bias bug hides behind the defaults, hybridized, run once
+and exported. Usage::
+
+    model_families.py --suite OUTDIR            # one small model per family (CI: build/fixtures/families)
+    model_families.py --all OUTDIR [--limit N] [--timeout S] [--models a,b] [--skip REGEX]
+                                                # every name of gluoncv.model_zoo.get_model_list()
+
+OUTDIR receives, per model, ``NAME-symbol.json`` + ``NAME-0000.params`` (Gluon ``export``),
+``NAME-io.npz`` (``input:<name>`` and ``output:<i>``: MXNet's classic executor run on the files
+re-loaded from disk, as in scripts/make_fixtures.py), and ``manifest.json``::
+
+    {"generated_by": ..., "mode": "suite" | "all",
+     "models": {NAME: {"family": str, "status": "exported" | "export failed" | "needs download"
+                       | "timed out" | "skipped", "error": str, "expect": "match" | "report",
+                       "inputs": {name: shape}, "outputs": [shape, ...], "ops": [op, ...],
+                       "max_abs_output": [...], "notes": str, "seconds": float,
+                       "script_sha256": str}}}
+
+``expect: match`` (suite only) means mxlite is expected to run the model and match MXNet;
+tests/test_model_families.py asserts it. ``--suite`` redoes a model when this script changed
+or its files are gone. ``--all`` resumes: a model already in the manifest is skipped (delete
+the manifest to start again), so a long run can be done in chunks (``--limit``) while
+scripts/model_report.py checks and prunes what is exported.
+"""
+
+import os
+
+os.environ["MXNET_MKLDNN_ENABLED"] = "0"
+os.environ["MXNET_SUBGRAPH_BACKEND"] = "NONE"
+os.environ["MXNET_STORAGE_FALLBACK_LOG_VERBOSE"] = "0"
+
+import argparse  # noqa: E402
+import inspect  # noqa: E402
+import json  # noqa: E402
+import re  # noqa: E402
+import signal  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+from typing import Callable, Dict, List, Tuple  # noqa: E402
+
+# No model file may come from a cache either: point MXNet's home at an empty directory.
+os.environ["MXNET_HOME"] = tempfile.mkdtemp(prefix="model_families_home_")
+
+import numpy as np  # noqa: E402
+import mxnet as mx  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from make_fixtures import (graph_ops, load_checkpoint, rel_err, run_symbol, save_npz,  # noqa: E402
+                           seed_all, shape_list, to_json)
+
+warnings.filterwarnings("ignore")
+GENERATED_BY = "scripts/model_families.py"
+CTX = mx.cpu()
+
+
+class NeedsDownload(RuntimeError):
+    pass
+
+
+def _no_download(*args, **kwargs):
+    raise NeedsDownload("needs a download (pretrained weights or files): %s" %
+                        ", ".join(str(a) for a in args[:1]))
+
+
+def block_downloads() -> None:
+    """Make every GluonCV / GluonNLP / Gluon download path raise NeedsDownload."""
+    import gluoncv
+    import gluoncv.model_zoo.model_store as cv_store
+    import gluoncv.utils
+    import gluoncv.utils.download
+    import mxnet.gluon.model_zoo.model_store as mx_store
+    cv_store.get_model_file = _no_download
+    mx_store.get_model_file = _no_download
+    gluoncv.utils.download = _no_download
+    mx.gluon.utils.download = _no_download
+    for mod in list(sys.modules.values()):
+        name = getattr(mod, "__name__", "")
+        if name.startswith(("gluoncv", "gluonnlp")):
+            for attr in ("download", "get_model_file"):
+                if callable(getattr(mod, attr, None)) and not inspect.ismodule(getattr(mod, attr)):
+                    setattr(mod, attr, _no_download)
+    try:
+        import gluonnlp  # noqa: F401
+        import gluonnlp.model.utils as nlp_utils
+        nlp_utils._load_pretrained_params = _no_download
+    except ImportError:
+        pass
+
+
+# --------------------------------------------------------------------------
+# model specs
+# --------------------------------------------------------------------------
+
+@dataclass
+class Spec:
+    name: str
+    family: str
+    build: Callable[[], object]          # a HybridBlock, or (symbol, {param: value})
+    inputs: List[Dict[str, tuple]]       # candidate input shapes, tried in order
+    expect: str = "report"               # "match": the suite asserts mxlite matches
+    notes: str = ""
+
+
+def gluoncv_model(name: str, **kwargs) -> Callable[[], object]:
+    def build():
+        from gluoncv import model_zoo
+        base = dict(pretrained=False, pretrained_base=False)
+        base.update(kwargs)
+        try:
+            return model_zoo.get_model(name, **base)
+        except TypeError as e:
+            if "pretrained_base" not in str(e):
+                raise
+            base.pop("pretrained_base")
+            return model_zoo.get_model(name, **base)
+    return build
+
+
+def image(*sides) -> List[Dict[str, tuple]]:
+    out = []
+    for s in sides:
+        h, w = (s, s) if isinstance(s, int) else s
+        out.append({"data": (1, 3, h, w)})
+    return out
+
+
+def video(*cases) -> List[Dict[str, tuple]]:
+    return [{"data": (1, 3, t, s, s)} for t, s in cases]
+
+
+def unrolled_lstm():
+    """A plain-symbol mx.rnn LSTM unrolled over 5 steps (begin state: _zeros)."""
+    data = mx.sym.Variable("data")
+    cell = mx.rnn.SequentialRNNCell()
+    cell.add(mx.rnn.LSTMCell(num_hidden=16, prefix="lstm0_"))
+    cell.add(mx.rnn.LSTMCell(num_hidden=16, prefix="lstm1_"))
+    outputs, _ = cell.unroll(length=5, inputs=data, merge_outputs=True, layout="NTC")
+    pred = mx.sym.FullyConnected(mx.sym.reshape(outputs, shape=(-1, 16)), num_hidden=10, name="pred")
+    return mx.sym.softmax(pred, name="prob")
+
+
+def thin_r2plus1d():
+    from gluoncv.model_zoo.action_recognition.r2plus1d import R2Plus1D, BasicBlock
+    return R2Plus1D(nclass=10, block=BasicBlock, layers=[1, 1, 1, 1])
+
+
+def thin_p3d():
+    from gluoncv.model_zoo.action_recognition.p3d import P3D, Bottleneck
+    return P3D(nclass=10, block=Bottleneck, layers=[1, 1, 1, 1])
+
+
+def tsn_resnet(depth: int, nclass: int = 10):
+    """GluonCV's resnetNN_v1b_kinetics400 & co. pass pretrained_base=True whatever they are
+    given (0.10.5): build their ActionRecResNetV1b directly."""
+    def build():
+        from gluoncv.model_zoo.action_recognition.actionrec_resnetv1b import ActionRecResNetV1b
+        return ActionRecResNetV1b(depth=depth, nclass=nclass, pretrained_base=False,
+                                  dropout_ratio=0.5, init_std=0.01)
+    return build
+
+
+def tiny_bert():
+    import gluonnlp as nlp
+    encoder = nlp.model.BERTEncoder(num_layers=2, units=32, hidden_size=64, max_length=16,
+                                    num_heads=4, dropout=0.0, output_attention=False,
+                                    output_all_encodings=False)
+    return nlp.model.BERTModel(encoder, vocab_size=50, token_type_vocab_size=2, units=32,
+                               embed_size=32, word_embed=None, use_pooler=True,
+                               use_decoder=False, use_classifier=False)
+
+
+SUITE = [
+    Spec("cifar_resnet20_v1", "CIFAR classification", gluoncv_model("cifar_resnet20_v1"),
+         image(32), "match"),
+    Spec("mobilenetv3_small", "ImageNet classification", gluoncv_model("mobilenetv3_small"),
+         image(64), "match"),
+    Spec("se_resnet18_v1", "ImageNet classification", gluoncv_model("se_resnet18_v1"),
+         image(64), "match", "SE blocks: _contrib_AdaptiveAvgPooling2D"),
+    Spec("resnest14", "ImageNet classification", gluoncv_model("resnest14"), image(64), "match",
+         "split attention: _contrib_AdaptiveAvgPooling2D"),
+    Spec("fastscnn_citys", "semantic segmentation", gluoncv_model("fastscnn_citys", crop_size=64),
+         image(64), "match", "pyramid pooling and upsampling: AdaptiveAvgPooling2D, BilinearResize2D"),
+    Spec("simple_pose_resnet18_v1b", "pose estimation", gluoncv_model("simple_pose_resnet18_v1b"),
+         image((64, 48)), "match", "Deconvolution head"),
+    Spec("r2plus1d_resnet_thin", "video, 3-D convolution", thin_r2plus1d, video((4, 32)), "match",
+         "R2Plus1D with one BasicBlock per stage (gluoncv R2Plus1D, layers [1, 1, 1, 1])"),
+    Spec("p3d_resnet_thin", "video, 3-D convolution", thin_p3d, video((16, 32)), "match",
+         "P3D with one Bottleneck per stage (gluoncv P3D, layers [1, 1, 1, 1])"),
+    Spec("i3d_inceptionv1_kinetics400", "video, 3-D convolution",
+         gluoncv_model("i3d_inceptionv1_kinetics400", nclass=10), video((8, 32)), "match"),
+    Spec("resnet18_v1b_kinetics400", "video, 2-D (TSN)", tsn_resnet(18), image(32), "match",
+         "ActionRecResNetV1b(depth=18) built directly (see tsn_resnet)"),
+    Spec("rnn_lstm_unrolled", "recurrent (plain symbol)", unrolled_lstm,
+         [{"data": (2, 5, 8)}], "match", "mx.rnn.LSTMCell x2 unrolled 5 steps; begin state _zeros"),
+    Spec("ssd_300_mobilenet0.25_voc", "object detection",
+         gluoncv_model("ssd_300_mobilenet0.25_voc"), image(128), "report"),
+    Spec("yolo3_mobilenet0.25_voc", "object detection",
+         gluoncv_model("yolo3_mobilenet0.25_voc"), image(128), "report"),
+    Spec("bert_tiny", "NLP (GluonNLP)", tiny_bert,
+         [{"data0": (2, 8), "data1": (2, 8), "data2": (2,)}], "report",
+         "BERTModel 2 layers, 32 units (inputs: tokens, token types, valid length)"),
+]
+
+
+def family_of(name: str) -> str:
+    if name.endswith("_int8"):
+        return "quantized (int8)"
+    if name.startswith(("ssd_", "yolo3_", "faster_rcnn", "mask_rcnn", "center_net",
+                        "doublehead_rcnn", "custom_faster", "custom_mask")):
+        return "object detection"
+    if name.startswith(("fcn_", "psp_", "deeplab_", "icnet_", "fastscnn", "danet_")) or \
+            (name.startswith("hrnet") and name.endswith("_s")):
+        return "semantic segmentation"
+    if "pose" in name and not name.startswith("monodepth"):
+        return "pose estimation"
+    if name.startswith(("i3d_", "slowfast_", "r2plus1d_", "p3d_", "c3d_")):
+        return "video, 3-D convolution"
+    if any(k in name for k in ("kinetics", "ucf101", "hmdb51", "sthsthv2")) or \
+            name.endswith("_v1b_custom"):
+        return "video, 2-D (TSN)"
+    if name.startswith("monodepth"):
+        return "depth estimation"
+    if name.startswith("siamrpn"):
+        return "tracking"
+    if name.startswith("cifar_"):
+        return "CIFAR classification"
+    return "ImageNet classification"
+
+
+def all_specs() -> List[Spec]:
+    from gluoncv import model_zoo
+    specs = []
+    for name in model_zoo.get_model_list():
+        family = family_of(name)
+        kwargs = {}
+        if name.endswith("_custom") or name.startswith("custom_"):
+            kwargs = {"classes": ["a", "b", "c"]} if family == "object detection" else {"nclass": 3}
+        if family == "CIFAR classification":
+            shapes = image(32)
+        elif family == "semantic segmentation":
+            kwargs["crop_size"] = 64
+            shapes = image(64, 128)
+        elif family == "object detection":
+            shapes = image(128, 256)
+        elif family == "pose estimation":
+            shapes = image((64, 48), (128, 96), (256, 192))
+        elif family == "video, 3-D convolution":
+            if name.startswith("c3d"):
+                shapes = video((16, 112))
+            else:
+                shapes = video((8, 32), (16, 64), (32, 112))
+        elif family == "depth estimation":
+            shapes = image(64, (192, 640))
+            if "posenet" in name:
+                shapes = [{"data": (1, 6, h, w)} for _, _, h, w in (s["data"] for s in shapes)]
+        elif family == "tracking":
+            shapes = [{"data0": (1, 3, 127, 127), "data1": (1, 3, 255, 255)}]
+        else:
+            shapes = image(64, 128, 224, 299)
+        build, notes = gluoncv_model(name, **kwargs), ""
+        tsn = re.match(r"resnet(\d+)_v1b_(kinetics400|sthsthv2|ucf101|hmdb51|custom)$", name)
+        if tsn:
+            build, notes = tsn_resnet(int(tsn.group(1))), "ActionRecResNetV1b built directly"
+        specs.append(Spec(name, family, build, shapes, notes=notes))
+    return specs
+
+
+# --------------------------------------------------------------------------
+# build, run, export
+# --------------------------------------------------------------------------
+
+def randomise(net, rng: np.random.RandomState) -> None:
+    """BatchNorm statistics, gamma/beta and biases away from their neutral defaults."""
+    for pname, p in sorted(net.collect_params().items()):
+        for suffix, lo, hi in (("running_mean", -0.2, 0.2), ("running_var", 0.5, 1.5),
+                               ("gamma", 0.5, 1.5), ("beta", -0.2, 0.2), ("bias", -0.1, 0.1)):
+            if pname.endswith("_" + suffix):
+                p.set_data(mx.nd.array(rng.uniform(lo, hi, p.shape), ctx=CTX,
+                                       dtype=p.data().dtype))
+
+
+class Init(mx.init.Xavier):
+    """Xavier, and ones for the vectors GluonCV leaves to the global initialiser."""
+
+    def _init_weight(self, name, arr):
+        if len(arr.shape) < 2:
+            arr[:] = 1.0
+        else:
+            super()._init_weight(name, arr)
+
+
+def flatten(out) -> List[mx.nd.NDArray]:
+    if isinstance(out, (list, tuple)):
+        return [a for o in out for a in flatten(o)]
+    return [out]
+
+
+def random_inputs(shapes: Dict[str, tuple], rng, name: str) -> Dict[str, np.ndarray]:
+    values = {}
+    for key, shape in shapes.items():
+        if name == "bert_tiny":  # token ids, token types, valid lengths
+            high = {"data0": 50, "data1": 2, "data2": 9}[key]
+            low = 1 if key == "data2" else 0
+            values[key] = rng.randint(low, high, shape).astype(np.float32)
+        else:
+            values[key] = rng.normal(0, 1, shape).astype(np.float32)
+    return values
+
+
+def build_gluon(spec: Spec, rng) -> Tuple[object, Dict[str, np.ndarray], List[np.ndarray]]:
+    """Build, initialise, randomise and run the block on the first input shape that works."""
+    errors = []
+    for shapes in spec.inputs:
+        with mx.name.NameManager():
+            net = spec.build()
+        if isinstance(net, mx.sym.Symbol):
+            return net, shapes, None
+        net.initialize(Init(), ctx=CTX, force_reinit=True)
+        net.hybridize()
+        inputs = random_inputs(shapes, rng, spec.name)
+        args = [mx.nd.array(v, ctx=CTX) for v in inputs.values()]
+        try:
+            flatten(net(*args))[0].wait_to_read()  # materialise deferred init
+            randomise(net, rng)
+            outs = [o.asnumpy() for o in flatten(net(*args))]
+            return net, inputs, outs
+        except NeedsDownload:
+            raise
+        except Exception as e:  # a shape this architecture does not accept: try the next
+            errors.append("%s: %s" % (list(shapes.values()), one_line(e)))
+    raise RuntimeError("no input shape works: " + " | ".join(errors))
+
+
+def one_line(e: BaseException) -> str:
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    text = lines[-1] if lines else repr(e)
+    for ln in lines:  # MXNet errors: the "Check failed" / "Error in operator" line says most
+        if "Check failed" in ln or "Error in operator" in ln or "MXNetError" in ln:
+            text = ln
+            break
+    return (type(e).__name__ + ": " + text)[:300]
+
+
+def export_symbol(sym: mx.sym.Symbol, shapes: Dict[str, tuple], prefix: str, rng):
+    arg_shapes, _, aux_shapes = sym.infer_shape(**shapes)
+    params = {}
+    for n, s in zip(sym.list_arguments(), arg_shapes):
+        if n not in shapes:
+            scale = 1.0 / np.sqrt(max(1, int(np.prod(s[1:])) if len(s) > 1 else 1))
+            params["arg:" + n] = mx.nd.array(rng.uniform(-1, 1, s) * (scale if n.endswith("weight") else 0.2))
+    for n, s in zip(sym.list_auxiliary_states(), aux_shapes):
+        params["aux:" + n] = mx.nd.array(rng.uniform(0.5, 1.5, s))
+    sym.save(prefix + "-symbol.json")
+    mx.nd.save(prefix + "-0000.params", params)
+    return random_inputs(shapes, rng, "")
+
+
+class Timeout(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise Timeout("timed out")
+
+
+def make_model(spec: Spec, outdir: str, timeout: int) -> dict:
+    prefix = os.path.join(outdir, spec.name)
+    t0 = time.time()
+    entry = {"family": spec.family, "expect": spec.expect, "notes": spec.notes}
+    rng = seed_all(spec.name)
+    signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(timeout)
+    try:
+        net, inputs, live = build_gluon(spec, rng)
+        if isinstance(net, mx.sym.Symbol):
+            inputs = export_symbol(net, inputs, prefix, rng)
+        else:
+            net.export(prefix)
+        sym, args, auxs = load_checkpoint(prefix)
+        names = [n for n in sym.list_arguments() if n not in args]
+        if set(inputs) != set(names):  # Gluon names a single input "data", several data0, data1..
+            inputs = dict(zip(names, inputs.values()))
+        outs = run_symbol(sym, inputs, args, auxs, dtype=None)
+        if live is not None and len(live) == len(outs):
+            diffs = [rel_err(a.astype(np.float64), b) for a, b in zip(outs, live) if a.size]
+            if diffs and max(diffs) > 1e-5:
+                entry["notes"] += " (the exported files differ from the live net by %.2g)" % max(diffs)
+        save_npz(prefix + "-io.npz", {**{"input:" + k: v for k, v in inputs.items()},
+                                      **{"output:%d" % i: o for i, o in enumerate(outs)}})
+        mags = [float(np.max(np.abs(o.astype(np.float64)))) if o.size else 0.0 for o in outs]
+        entry.update(status="exported", inputs={k: shape_list(v.shape) for k, v in inputs.items()},
+                     outputs=[shape_list(o.shape) for o in outs],
+                     output_dtypes=[str(o.dtype) for o in outs], ops=graph_ops(sym),
+                     max_abs_output=mags)
+        if not all(np.isfinite(m) for m in mags):
+            entry["notes"] += " (MXNet's output is not finite)"
+    except NeedsDownload as e:
+        entry.update(status="needs download", error=one_line(e))
+    except Timeout:
+        entry.update(status="timed out", error="no export within %ds" % timeout)
+    except Exception as e:
+        entry.update(status="export failed", error=one_line(e))
+    finally:
+        signal.alarm(0)
+    entry["seconds"] = round(time.time() - t0, 2)
+    return entry
+
+
+def write_manifest(outdir: str, mode: str, models: dict) -> None:
+    head = {"generated_by": GENERATED_BY,
+            "note": "GENERATED FILE, do not edit; regenerate with: %s --%s OUTDIR" % (GENERATED_BY, mode)}
+    text = json.dumps(head)[:-1] + "," + to_json({"mode": mode, "models": models})[1:]
+    json.loads(text)
+    tmp = os.path.join(outdir, "manifest.json.tmp")
+    with open(tmp, "w") as f:
+        f.write(text + "\n")
+    os.replace(tmp, os.path.join(outdir, "manifest.json"))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    mode = ap.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--suite", action="store_true", help="one small model per family (CI)")
+    mode.add_argument("--all", action="store_true", help="every GluonCV model-zoo name")
+    ap.add_argument("outdir")
+    ap.add_argument("--models", help="comma-separated subset")
+    ap.add_argument("--limit", type=int, default=0, help="--all: export at most N new models, then stop")
+    ap.add_argument("--skip", metavar="REGEX",
+                    help="--all: record the models whose name matches as skipped, unbuilt")
+    ap.add_argument("--timeout", type=int, default=0,
+                    help="seconds per model (default 600 for --suite, 180 for --all)")
+    a = ap.parse_args(argv)
+    if mx.__version__ != "1.9.1":
+        ap.error("needs mxnet 1.9.1, found %s (run scripts/setup_oracle.sh)" % mx.__version__)
+    block_downloads()
+    mode_name = "suite" if a.suite else "all"
+    specs = SUITE if a.suite else all_specs()
+    if a.models:
+        wanted = a.models.split(",")
+        unknown = set(wanted) - {s.name for s in specs}
+        if unknown:
+            ap.error("unknown models: " + ", ".join(sorted(unknown)))
+        specs = [s for s in specs if s.name in wanted]
+    timeout = a.timeout or (600 if a.suite else 180)
+    os.makedirs(a.outdir, exist_ok=True)
+    digest = script_sha256_here()
+    manifest_path = os.path.join(a.outdir, "manifest.json")
+    models = {}
+    if os.path.exists(manifest_path):
+        with open(manifest_path) as f:
+            old = json.load(f)
+        if old.get("mode") == mode_name:
+            models = old.get("models", {})
+    if a.suite:  # forget models the suite no longer lists
+        models = {k: v for k, v in models.items() if k in {s.name for s in SUITE}}
+    t_all = time.time()
+    done = 0
+    for spec in specs:
+        old = models.get(spec.name)
+        prefix = os.path.join(a.outdir, spec.name)
+        if old and (a.all or old.get("script_sha256") == digest) and (
+                a.all or old["status"] != "exported" or
+                all(os.path.exists(prefix + s) for s in ("-symbol.json", "-0000.params", "-io.npz"))):
+            continue
+        if a.limit and done >= a.limit:
+            break
+        if a.skip and re.search(a.skip, spec.name):
+            models[spec.name] = {"family": spec.family, "expect": spec.expect, "status": "skipped",
+                                 "error": "not built in this run (--skip %s)" % a.skip}
+            continue
+        entry = make_model(spec, a.outdir, timeout)
+        entry["script_sha256"] = digest
+        models[spec.name] = entry
+        done += 1
+        print("  %-44s %-14s %6.1fs %s" % (spec.name, entry["status"], entry["seconds"],
+                                           entry.get("error", entry.get("outputs", ""))), flush=True)
+        write_manifest(a.outdir, mode_name, models)
+    write_manifest(a.outdir, mode_name, models)
+    left = sum(1 for s in specs if s.name not in models)
+    print("model_families --%s: %d exported now in %.1fs, %d left" % (
+        mode_name, done, time.time() - t_all, left), flush=True)
+    return 0
+
+
+def script_sha256_here() -> str:
+    import hashlib
+    with open(os.path.abspath(__file__), "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,247 @@
+#!/usr/bin/env python3
+"""Check the models scripts/model_families.py exported against mxlite and write docs/models.md.
+
+Runs under any Python with numpy (the test venv, or the oracle venv): mxlite is reached through
+its C API with tests/capi.py (ctypes), from MXLITE_LIBRARY or the installed package. Usage::
+
+    model_report.py OUTDIR [--out docs/models.md] [--prune] [--timeout S]
+
+Each exported model is checked in a child process (a crash is reported, not inherited): create
+the predictor from NAME-symbol.json + NAME-0000.params, feed NAME-io.npz's inputs and compare
+every output with MXNet's, ``max|ours - MXNet| <= 1e-4 * max|MXNet|``. A model then
+
+* matches: every output within the tolerance;
+* gives wrong numbers (!): it runs, and an output differs (or has another shape);
+* fails to load: MXPredCreate or MXPredForward returns an error (the operators the symbol
+  uses that mxlite's registry, predict/operators/op_list.inc, does not hold are listed);
+* crashes (!): the child process died.
+
+Results are kept in OUTDIR/report.json, so a run can be repeated while model_families.py
+--all is still exporting; ``--prune`` deletes a model's checkpoint once it is checked (the
+full zoo does not fit on a small disk).
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, 'tests'))
+
+RTOL = 1e-4
+SUFFIXES = ('-symbol.json', '-0000.params', '-io.npz')
+
+
+def known_operators(op_list):
+    """Operator names (and aliases) a symbol file may use, from the registry's list."""
+    text = open(op_list, encoding='utf-8').read()
+    names = set(re.findall(r'^MXL_OPERATOR\("([^"]+)"', text, re.M))
+    names |= set(re.findall(r'^MXL_OPERATOR_ALIAS\("([^"]+)"', text, re.M))
+    return names
+
+
+def check(prefix):
+    """Compare one model with MXNet's outputs: a dict with status and details."""
+    from capi import API, CAPIError, load_library
+    api = API(load_library())
+    with open(prefix + '-symbol.json', encoding='utf-8') as f:
+        symbol_json = f.read()
+    with open(prefix + '-0000.params', 'rb') as f:
+        params = f.read()
+    io = np.load(prefix + '-io.npz')
+    inputs = {k.split(':', 1)[1]: io[k] for k in io.files if k.startswith('input:')}
+    expected = [io['output:%d' % i] for i in range(sum(k.startswith('output:') for k in io.files))]
+    try:
+        handle = api.create(symbol_json, params, {k: v.shape for k, v in inputs.items()})
+    except CAPIError as e:
+        return {'status': 'fails to load', 'error': str(e).strip().splitlines()[0][:300]}
+    try:
+        for name, value in inputs.items():
+            api.set_input(handle, name, value.astype(np.float32))
+        api.forward(handle)
+        outputs = [api.output(handle, i) for i in range(len(expected))]
+    except CAPIError as e:
+        return {'status': 'fails to load', 'error': 'forward: ' + str(e).strip().splitlines()[0][:300]}
+    finally:
+        api.free(handle)
+    errors, worst = [], None
+    for i, (ours, theirs) in enumerate(zip(outputs, expected)):
+        if ours.shape != theirs.shape:
+            return {'status': 'wrong numbers', 'error': 'output %d: shape %s, MXNet %s' % (
+                i, list(ours.shape), list(theirs.shape))}
+        scale = float(np.max(np.abs(theirs.astype(np.float64)))) if theirs.size else 0.0
+        err = float(np.max(np.abs(ours.astype(np.float64) - theirs))) if theirs.size else 0.0
+        rel = err / max(scale, 1e-30)
+        errors.append(rel)
+        if rel > RTOL and worst is None:
+            worst = 'output %d: max abs error %.3g, max|MXNet| %.3g' % (i, err, scale)
+    if worst:
+        return {'status': 'wrong numbers', 'error': worst, 'rel_errors': errors}
+    return {'status': 'matches', 'rel_errors': errors}
+
+
+def check_in_child(prefix, timeout):
+    cmd = [sys.executable, os.path.abspath(__file__), '--check', prefix]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {'status': 'fails to load', 'error': 'no result within %ds' % timeout}
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith('{')]
+    if proc.returncode != 0 or not lines:
+        tail = (proc.stderr.strip().splitlines() or ['exit status %d' % proc.returncode])[-1]
+        return {'status': 'crashes', 'error': 'exit status %d: %s' % (proc.returncode, tail[:300])}
+    return json.loads(lines[-1])
+
+
+FAMILY_ORDER = ['ImageNet classification', 'CIFAR classification', 'semantic segmentation',
+                'object detection', 'pose estimation', 'video, 2-D (TSN)', 'video, 3-D convolution',
+                'depth estimation', 'tracking', 'recurrent (plain symbol)', 'NLP (GluonNLP)',
+                'quantized (int8)']
+MARK = {'matches': 'matches', 'wrong numbers': '**wrong numbers (!)**',
+        'fails to load': 'fails to load', 'crashes': '**crashes (!)**'}
+
+
+def write_markdown(path, manifest, results, known, command):
+    models = manifest['models']
+    families = {}
+    for name, entry in models.items():
+        families.setdefault(entry['family'], []).append(name)
+    order = [f for f in FAMILY_ORDER if f in families] + sorted(set(families) - set(FAMILY_ORDER))
+
+    def row_status(name):
+        entry = models[name]
+        if entry['status'] != 'exported':
+            return entry['status'], entry.get('error', '')
+        res = results.get(name, {'status': 'not checked'})
+        return res['status'], res.get('error', '')
+
+    counts, blockers, only = {}, {}, {}
+    for name in models:
+        status, _ = row_status(name)
+        counts[status] = counts.get(status, 0) + 1
+        missing = results.get(name, {}).get('missing', [])
+        if status == 'fails to load':
+            for op in missing:
+                blockers[op] = blockers.get(op, 0) + 1
+            if len(missing) == 1:
+                only[missing[0]] = only.get(missing[0], 0) + 1
+
+    out = ['<!-- GENERATED FILE, do not edit: written by scripts/model_report.py (see "How this '
+           'was made" below) -->', '', '# Models that run', '',
+           'Every model below was built by `scripts/model_families.py` with MXNet 1.9.1 and '
+           'GluonCV 0.10.5.post0 / GluonNLP 0.10.0 from random weights (nothing downloaded; '
+           'BatchNorm statistics, gamma/beta and biases randomised), run once on a small input '
+           'and exported; `scripts/model_report.py` loaded the export with mxlite through the C '
+           'API and compared each output with MXNet\'s: *matches* means '
+           '`max |mxlite - MXNet| <= 1e-4 * max |MXNet|` for every output.', '',
+           '## Summary', '', '| status | models |', '|---|---:|']
+    for status in ['matches', 'wrong numbers', 'crashes', 'fails to load', 'export failed',
+                   'needs download', 'timed out', 'not checked']:
+        if counts.get(status):
+            out.append('| %s | %d |' % (MARK.get(status, status), counts[status]))
+    out.append('| all | %d |' % len(models))
+    out += ['', 'Per family (matches / checked in mxlite / listed):', '']
+    out += ['| family | matches | checked | listed |', '|---|---:|---:|---:|']
+    for fam in order:
+        names = families[fam]
+        checked = [n for n in names if row_status(n)[0] in MARK]
+        ok = [n for n in names if row_status(n)[0] == 'matches']
+        out.append('| %s | %d | %d | %d |' % (fam, len(ok), len(checked), len(names)))
+    if blockers:
+        out += ['', '## Missing operators', '',
+                'Operators the exported symbols use that mxlite does not implement, with the '
+                'number of models that fail to load and need each one ("alone": the models it '
+                'is the only missing operator of).', '',
+                '| operator | models | alone |', '|---|---:|---:|']
+        for op, n in sorted(blockers.items(), key=lambda kv: (-kv[1], kv[0])):
+            out.append('| `%s` | %d | %d |' % (op, n, only.get(op, 0)))
+    for fam in order:
+        out += ['', '## %s' % fam, '', '| model | input | status | missing operators or error |',
+                '|---|---|---|---|']
+        for name in sorted(families[fam]):
+            entry = models[name]
+            status, error = row_status(name)
+            shape = ', '.join('x'.join(str(d) for d in s) for s in entry.get('inputs', {}).values())
+            missing = results.get(name, {}).get('missing', [])
+            detail = ', '.join('`%s`' % op for op in missing) if missing else error
+            detail = detail.replace('|', '\\|').replace('\n', ' ')
+            if len(detail) > 160:
+                detail = detail[:157] + '...'
+            out.append('| %s | %s | %s | %s |' % (name, shape, MARK.get(status, status), detail))
+    out += ['', '## How this was made', '', 'Statuses besides the four of mxlite\'s check: '
+            '*export failed* (MXNet could not build, run or export the model at the input shapes '
+            'tried; the error is MXNet\'s), *needs download* (GluonCV loads pretrained files '
+            'whatever `pretrained=False` says), *timed out* (the per-model limit of '
+            'model_families.py).', '', '```sh', command, '```', '']
+    with open(path, 'w', encoding='utf-8') as f:
+        f.write('\n'.join(out))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap.add_argument('outdir', nargs='?')
+    ap.add_argument('--check', metavar='PREFIX', help=argparse.SUPPRESS)
+    ap.add_argument('--out', help='write this markdown file (docs/models.md)')
+    ap.add_argument('--prune', action='store_true', help='delete checkpoints once checked')
+    ap.add_argument('--timeout', type=int, default=600, help='seconds per model check')
+    ap.add_argument('--command', help='the command line to print in the markdown')
+    ap.add_argument('--op-list', default=os.path.join(ROOT, 'predict', 'operators', 'op_list.inc'),
+                    help="the library's operator list (names the missing operators)")
+    a = ap.parse_args(argv)
+    if a.check:
+        print(json.dumps(check(a.check)), flush=True)
+        return 0
+    if not a.outdir:
+        ap.error('OUTDIR is required')
+    with open(os.path.join(a.outdir, 'manifest.json'), encoding='utf-8') as f:
+        manifest = json.load(f)
+    report_path = os.path.join(a.outdir, 'report.json')
+    results = {}
+    if os.path.exists(report_path):
+        with open(report_path, encoding='utf-8') as f:
+            results = json.load(f)
+    known = known_operators(a.op_list)
+    for name, entry in sorted(manifest['models'].items()):
+        prefix = os.path.join(a.outdir, name)
+        if entry['status'] != 'exported':
+            continue
+        have_files = all(os.path.exists(prefix + s) for s in SUFFIXES)
+        if not have_files:
+            continue  # pruned: keep the result on record
+        t0 = time.time()
+        res = check_in_child(prefix, a.timeout)
+        res['missing'] = []
+        if res['status'] == 'fails to load':
+            res['missing'] = sorted(set(entry.get('ops', [])) - known)
+            named = re.search(r"operator '([^']+)' is not supported", res.get('error', ''))
+            if named and named.group(1) not in res['missing']:
+                print('model_report: %s: the library lacks %s, which %s lists' % (
+                    name, named.group(1), a.op_list))
+                res['missing'] = sorted(set(res['missing']) | {named.group(1)})
+        res['seconds'] = round(time.time() - t0, 2)
+        results[name] = res
+        print('  %-44s %-14s %5.1fs %s' % (name, res['status'], res['seconds'],
+                                           ' '.join(res['missing']) or res.get('error', '')), flush=True)
+        with open(report_path + '.tmp', 'w', encoding='utf-8') as f:
+            json.dump(results, f, indent=1, sort_keys=True)
+        os.replace(report_path + '.tmp', report_path)
+        if a.prune:
+            for s in SUFFIXES:
+                os.remove(prefix + s)
+    if a.out:
+        command = a.command or 'scripts/model_report.py %s --out %s' % (a.outdir, a.out)
+        write_markdown(a.out, manifest, results, known, command)
+    bad = [n for n, r in results.items() if r['status'] in ('wrong numbers', 'crashes')]
+    if bad:
+        print('model_report: WRONG NUMBERS OR CRASH: ' + ', '.join(sorted(bad)))
+    return 1 if bad else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

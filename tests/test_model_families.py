@@ -1,0 +1,76 @@
+"""One small GluonCV / GluonNLP / plain-symbol model per family against MXNet 1.9.1.
+
+The checkpoints and MXNet's outputs are made by scripts/model_families.py --suite (run by
+scripts/run_tests.sh into build/fixtures/families). A model whose manifest entry says
+``expect: match`` must load and match MXNet; every model that loads must match (a model may
+fail to load for a missing operator, never give other numbers). docs/models.md is the same
+check over the whole GluonCV zoo.
+"""
+import json
+import os
+
+import numpy as np
+import pytest
+
+from capi import CAPIError
+from conftest import ROOT, Case, assert_close
+
+FAMILIES_DIR = os.environ.get('MXLITE_FAMILY_FIXTURES',
+                              os.path.join(ROOT, 'build', 'fixtures', 'families'))
+RTOL = 1e-4
+# The suite's models that mxlite must run (scripts/model_families.py SUITE, expect="match").
+EXPECTED_TO_MATCH = ['cifar_resnet20_v1', 'mobilenetv3_small', 'se_resnet18_v1', 'resnest14',
+                     'fastscnn_citys', 'simple_pose_resnet18_v1b', 'r2plus1d_resnet_thin',
+                     'p3d_resnet_thin', 'i3d_inceptionv1_kinetics400', 'resnet18_v1b_kinetics400',
+                     'rnn_lstm_unrolled']
+
+
+def load_manifest():
+    path = os.path.join(FAMILIES_DIR, 'manifest.json')
+    if not os.path.exists(path):
+        return {}
+    with open(path, encoding='utf-8') as f:
+        return json.load(f)['models']
+
+
+MODELS = load_manifest()
+
+
+def run(api, name):
+    entry = MODELS[name]
+    case = Case(FAMILIES_DIR, name, entry)
+    inputs, expected = case.io()
+    return api.predict(case.symbol_json, case.params, inputs, num_outputs=len(expected)), expected
+
+
+@pytest.mark.parametrize('name', EXPECTED_TO_MATCH)
+def test_family_model_matches_mxnet(api, name):
+    assert name in MODELS, f'{name} missing from {FAMILIES_DIR}: run scripts/run_tests.sh'
+    assert MODELS[name]['status'] == 'exported', MODELS[name].get('error')
+    assert MODELS[name]['expect'] == 'match'
+    outputs, expected = run(api, name)
+    for i, (ours, theirs) in enumerate(zip(outputs, expected)):
+        assert_close(ours, theirs, RTOL, f'{name} output {i}')
+
+
+def test_suite_lists_what_the_test_expects():
+    assert MODELS, f'no manifest in {FAMILIES_DIR}: run scripts/run_tests.sh'
+    assert sorted(n for n, e in MODELS.items() if e['expect'] == 'match') == sorted(EXPECTED_TO_MATCH)
+
+
+@pytest.mark.parametrize('name', sorted(set(MODELS) - set(EXPECTED_TO_MATCH)))
+def test_other_family_models_load_or_match(api, name):
+    """The rest of the suite (detection, NLP) may lack operators, but never gives wrong numbers."""
+    if MODELS[name]['status'] != 'exported':
+        pytest.skip('MXNet did not export it: ' + MODELS[name].get('error', ''))
+    try:
+        outputs, expected = run(api, name)
+    except CAPIError as e:
+        message = str(e)
+        assert 'not supported by mxlite' in message, message
+        pytest.skip(message.splitlines()[0])
+    for i, (ours, theirs) in enumerate(zip(outputs, expected)):
+        if np.issubdtype(theirs.dtype, np.floating):
+            assert_close(ours, theirs, RTOL, f'{name} output {i}')
+        else:
+            np.testing.assert_array_equal(ours, theirs, f'{name} output {i}')
