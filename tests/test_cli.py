@@ -146,8 +146,8 @@ def test_predict_reports_bad_arguments(tmp_path):
     (tmp_path / 'notes.txt').write_text('hello')
     result = run('predict', prefix, '--input', tmp_path / 'notes.txt', expect=1)
     assert 'unknown input type' in result.stderr
-    result = run('inspect', prefix, '--shape', 'data:1,3', expect=1)
-    assert '--shape must look like NAME=D1,D2' in result.stderr
+    result = run('inspect', prefix, '--shape', 'data:1,3', expect=2)
+    assert 'argument --shape: must look like NAME=D1,D2' in result.stderr
     assert 'Traceback' not in result.stderr
 
 
@@ -187,7 +187,7 @@ def test_plan_reports_every_strategy():
     assert '--shape' in run('plan', '--help').stdout
     report = json.loads(run('plan', prefix, '--shape', 'data=1,3,224,224', '--json').stdout)
     assert list(report) == ['naive_bytes', 'inplace_bytes', 'coshare_bytes', 'planned_bytes',
-                            'lower_bound_bytes']
+                            'lower_bound_bytes', 'graph']
     # MXNet 1.9.1 plans 7,432,096 bytes for this graph (reference section 5).
     assert report['lower_bound_bytes'] <= report['planned_bytes'] <= 7_432_096
     assert report['planned_bytes'] <= 1.05 * report['lower_bound_bytes']
@@ -199,3 +199,113 @@ def test_plan_reports_every_strategy():
     text = run('plan', prefix, '--shape', 'data=1,3,224,224').stdout
     assert 'lower bound' in text and 'MiB' in text
     assert 'give the input shapes' in run('plan', prefix, expect=1).stderr
+
+
+# --- issue 35: the command line's edges --------------------------------------
+
+def assert_usage_error(result, *fragments):
+    """A bad command line: one argparse message, exit 2, no traceback."""
+    assert 'Traceback' not in result.stderr, result.stderr
+    assert 'mxlite' in result.stderr and 'error:' in result.stderr, result.stderr
+    for fragment in fragments:
+        assert fragment in result.stderr, result.stderr
+
+
+def test_version_prints_the_package_version():
+    out = run('--version').stdout
+    assert out.startswith(f'mxlite {mxlite.__version__}'), out
+    assert run('--version', module=True).stdout == out
+
+
+def test_numeric_options_are_validated_by_argparse(tmp_path):
+    Image = pillow()
+    Image.fromarray(np.zeros((40, 40, 3), np.uint8)).save(tmp_path / 'img.png')
+    prefix = os.path.join(ZOO_DIR, 'squeezenet1.1')
+    predict = ('predict', prefix, '--input', tmp_path / 'img.png')
+    bad = [(('--size', 'abc'), '--size'), (('--size', '0'), '--size'),
+           (('--size', '1,2,3'), '--size'), (('--mean', 'x,1,2'), '--mean'),
+           (('--std', '1,0,1'), '--std'), (('--scale', 'nan'), '--scale'),
+           (('--resize-short', '-4'), '--resize-short'), (('--threads', '0'), '--threads'),
+           (('--epoch', 'one'), '--epoch'), (('--output-index', '-1'), '--output-index'),
+           (('--top-k', 'many'), '--top-k')]
+    for option, name in bad:
+        assert_usage_error(run(*predict, *option, expect=2), f'argument {name}')
+    # A per-channel statistic needs one value or one per channel of the model's input.
+    assert_usage_error(run(*predict, '--mean', '1,2', expect=2), '--mean', '3 channels')
+    assert_usage_error(run(*predict, '--std', '1,2,3,4', expect=2), '--std', '3 channels')
+    assert_usage_error(run('demo', '--threads', 'x', expect=2), 'argument --threads')
+    assert_usage_error(run('plan', prefix, '--shape', 'data=1,a', expect=2), 'argument --shape')
+
+
+def test_top_k_must_be_positive_and_is_clamped(tmp_path):
+    case = zoo_case('squeezenet1.1')
+    inputs, _ = case.io()
+    np.save(tmp_path / 'x.npy', inputs['data'])
+    prefix = os.path.join(ZOO_DIR, 'squeezenet1.1')
+    for k in ('0', '-3'):
+        assert_usage_error(run('predict', prefix, '--input', tmp_path / 'x.npy', '--top-k', k,
+                               expect=2), 'argument --top-k', '>= 1')
+    result = run('predict', prefix, '--input', tmp_path / 'x.npy', '--top-k', '5000')
+    lines = [line for line in result.stdout.splitlines() if re.match(r'\s+\d+\. class', line)]
+    assert len(lines) == 1000 and 'top-1000:' in result.stdout
+    assert '1000 classes' in result.stderr
+    [predictions] = json.loads(run('predict', prefix, '--input', tmp_path / 'x.npy', '--top-k',
+                                   '5000', '--json').stdout)['predictions']
+    assert len(predictions) == 1000
+
+
+def test_layout_mismatch_is_explained(tmp_path):
+    Image = pillow()
+    Image.fromarray(np.zeros((50, 60, 3), np.uint8)).save(tmp_path / 'img.png')
+    prefix = os.path.join(ZOO_DIR, 'squeezenet1.1')
+    for extra in ((), ('--shape', 'data=1,3,224,224')):
+        result = run('predict', prefix, '--input', tmp_path / 'img.png', '--layout', 'nhwc',
+                     *extra, expect=1)
+        assert 'expects NCHW' in result.stderr and 'squeezenet0_conv0_fwd' in result.stderr
+        assert 'weight' not in result.stderr and 'Traceback' not in result.stderr
+    # A colour image for a one-channel model is converted to grey, not refused.
+    Image.fromarray(np.zeros((8, 8, 3), np.uint8)).save(tmp_path / 'digit.png')
+    out = run('predict', DEMO_PREFIX, '--input', tmp_path / 'digit.png', '--size', '8').stdout
+    assert '(1, 1, 8, 8)' in out
+
+
+def test_a_closed_pipe_ends_quietly():
+    for command in (('inspect', DEMO_PREFIX, '--shape', 'data=1,1,8,8', '--all'),
+                    ('demo', '--show', '2')):
+        process = subprocess.Popen([mxlite_command(), *command], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
+        process.stdout.close()   # as `| head -0` does: nobody reads what it prints
+        stderr = process.stderr.read()
+        process.wait(timeout=300)
+        assert 'Traceback' not in stderr and 'BrokenPipe' not in stderr, stderr
+        assert stderr == '', stderr
+
+
+def test_inspect_and_plan_name_the_graph_they_report():
+    prefix = os.path.join(ZOO_DIR, 'resnet18_v1')
+    shape = ('--shape', 'data=1,3,224,224')
+    written = json.loads(run('plan', prefix, *shape, '--json').stdout)
+    fused = json.loads(run('plan', prefix, *shape, '--json', '--fused').stdout)
+    assert written['graph'] == 'as written' and fused['graph'] == 'fused'
+    assert 'graph as written' in run('plan', prefix, *shape).stdout
+    assert 'fused graph' in run('plan', prefix, *shape, '--fused').stdout
+    report = json.loads(run('inspect', prefix, *shape, '--json').stdout)
+    memory = report['memory']
+    assert memory['graph'] == 'fused'
+    assert memory['arena_bytes'] == fused['planned_bytes']
+    assert memory['unshared_bytes'] == fused['naive_bytes']
+    assert report['memory_as_written'] == {'planned_bytes': written['planned_bytes'],
+                                           'naive_bytes': written['naive_bytes']}
+    text = run('inspect', prefix, *shape).stdout
+    mib = f'{fused["planned_bytes"] / 2**20:.2f} MiB'
+    assert re.search(rf'fused graph.*{re.escape(mib)} planned', text), text
+    mib = f'{written["planned_bytes"] / 2**20:.2f} MiB'
+    assert re.search(rf'graph as written.*{re.escape(mib)} planned', text), text
+
+
+def test_demo_show_zero_draws_nothing():
+    out = run('demo', '--show', '0').stdout
+    assert 'pred ' not in out and '\n\n\n' not in out
+    assert out.splitlines()[1:3] == ['', out.splitlines()[2]]
+    assert out.splitlines()[2].startswith('held-out accuracy')
+    assert_usage_error(run('demo', '--show', '-1', expect=2), 'argument --show')

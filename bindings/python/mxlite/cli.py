@@ -6,10 +6,13 @@
     mxlite plan PREFIX --shape data=1,3,224,224        intermediate memory per strategy
 
 Each subcommand has --help. Errors print one line, "mxlite: error: ...", and
-exit with status 1 (2 for bad command-line usage).
+exit with status 1; a bad option value is argparse's "mxlite COMMAND: error:
+argument ...", status 2. Output into a closed pipe (`mxlite inspect M | head`)
+ends quietly with status 141, as a Unix tool killed by SIGPIPE does.
 """
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -28,6 +31,98 @@ IMAGENET_STD = (58.395, 57.12, 57.375)      # 0.229, 0.224, 0.225 x 255
 
 class UsageError(Exception):
     """A problem with the command line or the files it names."""
+
+
+class BadArgument(UsageError):
+    """An option value that only the model shows to be wrong (e.g. a --mean
+    with more values than the input has channels): reported through argparse,
+    like a value that does not parse."""
+
+    def __init__(self, option, message):
+        super().__init__(f'{option}: {message}')
+        self.option = option
+        self.message = message
+
+
+# --- option values ---------------------------------------------------------
+# argparse `type=` functions: a value that does not parse ends in one line,
+# "mxlite COMMAND: error: argument --OPTION: ...", and exit status 2.
+
+def _int(text):
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'expected an integer, got {text!r}') from None
+
+
+def positive_int(text):
+    value = _int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f'must be >= 1, got {value}')
+    return value
+
+
+def nonnegative_int(text):
+    value = _int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f'must be >= 0, got {value}')
+    return value
+
+
+def finite_float(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'expected a number, got {text!r}') from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f'must be a finite number, got {text!r}')
+    return value
+
+
+def float_list(text):
+    """'0.5' or '123.7,116.3,103.5' -> a tuple of finite floats."""
+    try:
+        values = tuple(float(v) for v in text.split(','))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f'must be numbers separated by commas (one, or one per channel), got {text!r}'
+        ) from None
+    if not all(math.isfinite(v) for v in values):
+        raise argparse.ArgumentTypeError(f'must be finite numbers, got {text!r}')
+    return values
+
+
+def nonzero_float_list(text):
+    values = float_list(text)
+    if any(v == 0 for v in values):
+        raise argparse.ArgumentTypeError(f'must not contain 0 (it divides), got {text!r}')
+    return values
+
+
+def image_size_arg(text):
+    """'224' or '224,320' (or '224x320') -> (height, width)."""
+    try:
+        parts = [int(v) for v in text.replace('x', ',').split(',')]
+    except ValueError:
+        parts = []
+    if len(parts) == 1:
+        parts *= 2
+    if len(parts) != 2 or min(parts) <= 0:
+        raise argparse.ArgumentTypeError(f'must be N or H,W (positive integers), got {text!r}')
+    return tuple(parts)
+
+
+def shape_arg(text):
+    """'data=1,3,224,224' -> ('data', (1, 3, 224, 224))."""
+    name, sep, dims = text.partition('=')
+    try:
+        shape = tuple(int(d) for d in dims.split(',')) if sep else None
+    except ValueError:
+        shape = None
+    if not name or shape is None or any(d < 0 for d in shape):
+        raise argparse.ArgumentTypeError(
+            f'must look like NAME=D1,D2,... (e.g. data=1,3,224,224), got {text!r}')
+    return name, shape
 
 
 # --- demo ------------------------------------------------------------------
@@ -67,11 +162,12 @@ def run_demo(args):
     print(f'mxlite demo: a CNN trained with MXNet {meta["mxnet_version"]} on 8x8 digits')
     print()
     shown = range(min(args.show, total))
-    pictures = [draw_digit(images[i]) for i in shown]
-    for line in range(8):
-        print('   '.join(picture[line] for picture in pictures))
-    print('   '.join(f'pred {predictions[i]} true {labels[i]}'.ljust(16) for i in shown))
-    print()
+    if shown:
+        pictures = [draw_digit(images[i]) for i in shown]
+        for line in range(8):
+            print('   '.join(picture[line] for picture in pictures))
+        print('   '.join(f'pred {predictions[i]} true {labels[i]}'.ljust(16) for i in shown))
+        print()
     print(f'held-out accuracy: {correct}/{total} = {correct / total:.4f}'
           f'   (MXNet 1.9.1 on the same images: {meta["mxnet_correct"]}/{total} = '
           f'{meta["mxnet_accuracy"]:.4f})')
@@ -85,53 +181,91 @@ def run_demo(args):
 
 # --- predict ---------------------------------------------------------------
 
-def parse_floats(text, what):
-    try:
-        values = tuple(float(v) for v in text.split(','))
-    except ValueError:
-        raise UsageError(f'{what} must be numbers separated by commas, got {text!r}') from None
-    return values
+def first_convolution(predictor, target):
+    """(node, layout, channels) of the Convolution that reads the input
+    `target` directly, or None: the layout and channel count it expects."""
+    params = {node['name']: node for node in predictor._core.nodes() if node['is_param']}
+    for node in predictor._core.nodes():
+        if node['op'] not in ('Convolution', 'Convolution_v1') or not node['inputs'] or \
+                node['inputs'][0] != target or len(node['inputs']) < 2:
+            continue
+        weight = params.get(node['inputs'][1])
+        layout = node['attrs'].get('layout', 'NCHW').upper()
+        if weight is None or len(weight['param_shape']) != 4 or layout not in ('NCHW', 'NHWC'):
+            return None
+        groups = int(node['attrs'].get('num_group', '1'))
+        per_group = weight['param_shape'][1 if layout == 'NCHW' else 3]
+        return node, layout, per_group * groups
+    return None
 
 
-def parse_shape(text):
-    """'data=1,3,224,224' -> ('data', (1, 3, 224, 224))."""
-    name, sep, dims = text.partition('=')
-    try:
-        shape = tuple(int(d) for d in dims.split(',')) if sep else None
-    except ValueError:
-        shape = None
-    if not name or shape is None or any(d < 0 for d in shape):
-        raise UsageError(f'--shape must look like NAME=D1,D2,... (e.g. data=1,3,224,224), '
-                         f'got {text!r}')
-    return name, shape
-
-
-def image_size(args, hint):
-    """(height, width) for an image input: --size, else the model's hint, else 224."""
+def image_geometry(args, predictor, target):
+    """(height, width, channels) of the image input `target`, from --size,
+    the model's first convolution and its shape hint. Refuses a --layout
+    that the first convolution contradicts."""
+    hint = predictor.input_shapes.get(target)
+    hint = tuple(hint) if hint is not None and len(hint) == 4 else None
+    layout = args.layout
+    conv = first_convolution(predictor, target)
+    channels = None
+    if conv is not None:
+        node, expected, channels = conv
+        if expected.lower() != layout:
+            raise UsageError(
+                f'--layout {layout}: the model expects {expected} input (its first '
+                f'convolution, {node["name"]!r}, takes {channels} channel(s) on axis '
+                f'{1 if expected == "NCHW" else 3}); use --layout {expected.lower()}')
+    if hint is not None:
+        hint_channels = hint[1] if layout == 'nchw' else hint[3]
+        if channels is not None and hint_channels != channels:
+            raise UsageError(
+                f'the input shape {hint} does not fit --layout {layout}: the model\'s first '
+                f'convolution takes {channels} channel(s), the shape has {hint_channels} on '
+                f'axis {1 if layout == "nchw" else 3}')
+        channels = hint_channels
+    if channels is None:
+        channels = 3
+    if channels not in (1, 3, 4):
+        raise UsageError(f'the model\'s input has {channels} channels: an image gives 1 (grey), '
+                         '3 (RGB) or 4 (RGBA); give an .npy array instead')
     if args.size:
-        parts = [int(v) for v in args.size.replace('x', ',').split(',')]
-        if len(parts) == 1:
-            parts *= 2
-        if len(parts) != 2 or min(parts) <= 0:
-            raise UsageError(f'--size must be N or H,W, got {args.size!r}')
-        return tuple(parts)
-    if hint and len(hint) == 4:
-        return (hint[2], hint[3]) if args.layout == 'nchw' else (hint[1], hint[2])
-    return 224, 224
+        height, width = args.size
+    elif hint is not None:
+        height, width = (hint[2], hint[3]) if layout == 'nchw' else (hint[1], hint[2])
+    else:
+        height, width = 224, 224
+    return height, width, channels
 
 
-def load_image(path, args, hint):
+def channel_statistics(args, channels):
+    """--mean and --std as arrays of one value or one per channel."""
+    mean, std = args.mean, args.std
+    if args.imagenet:
+        if channels != 3:
+            raise BadArgument('--imagenet', f'ImageNet statistics are for 3 channels; the model\'s '
+                              f'input has {channels}')
+        mean, std = IMAGENET_MEAN, IMAGENET_STD
+        if args.channel_order == 'bgr':
+            mean, std = mean[::-1], std[::-1]
+    for option, values in (('--mean', mean), ('--std', std)):
+        if len(values) not in (1, channels):
+            raise BadArgument(option, f'{len(values)} values; give 1, or one per channel (the '
+                              f'model\'s input has {channels} channels)')
+    return np.asarray(mean, np.float32), np.asarray(std, np.float32)
+
+
+def load_image(path, args, geometry):
     """An image file as a (1, C, H, W) (or NHWC) float32 batch, preprocessed
     as the options say: resize, crop, scale, mean/std, channel order."""
     try:
         from PIL import Image
     except ImportError:
         raise UsageError('reading images needs Pillow: pip install Pillow') from None
-    height, width = image_size(args, hint)
-    channels = hint[1 if args.layout == 'nchw' else 3] if hint and len(hint) == 4 else 3
+    height, width, channels = geometry
+    mean, std = channel_statistics(args, channels)
     try:
         image = Image.open(path)
-        image = image.convert('L' if channels == 1 else 'RGB')
+        image = image.convert({1: 'L', 3: 'RGB', 4: 'RGBA'}[channels])
     except OSError as error:
         raise UsageError(f'{path}: cannot read the image: {error}') from None
     if args.resize_short:
@@ -147,15 +281,10 @@ def load_image(path, args, hint):
     pixels = np.asarray(image, dtype=np.float32)
     if pixels.ndim == 2:
         pixels = pixels[:, :, None]
-    if args.channel_order == 'bgr' and pixels.shape[2] == 3:
-        pixels = pixels[:, :, ::-1]
-    mean, std = args.mean, args.std
-    if args.imagenet:
-        mean, std = IMAGENET_MEAN, IMAGENET_STD
-        if args.channel_order == 'bgr':
-            mean, std = mean[::-1], std[::-1]
+    if args.channel_order == 'bgr' and pixels.shape[2] >= 3:
+        pixels = np.concatenate([pixels[:, :, 2::-1], pixels[:, :, 3:]], axis=2)
     pixels = pixels * np.float32(args.scale)
-    pixels = (pixels - np.asarray(mean, np.float32)) / np.asarray(std, np.float32)
+    pixels = (pixels - mean) / std
     batch = pixels[None] if args.layout == 'nhwc' else pixels.transpose(2, 0, 1)[None]
     return np.ascontiguousarray(batch, dtype=np.float32)
 
@@ -190,8 +319,7 @@ def load_inputs(path, args, predictor):
         if target is None:
             raise UsageError(f'the model has several inputs ({", ".join(names)}): say which one '
                              'the image is with --input-name')
-        hint = predictor.input_shapes.get(target)
-        return {target: load_image(path, args, hint)}
+        return {target: load_image(path, args, image_geometry(args, predictor, target))}
     raise UsageError(f'{path}: unknown input type; give an .npy/.npz array or an image '
                      f'({", ".join(IMAGE_EXTENSIONS)})')
 
@@ -226,9 +354,7 @@ def run_predict(args):
     classes (with labels from a synset file, one label per line)."""
     from .predictor import Predictor
 
-    args.mean = parse_floats(args.mean, '--mean')
-    args.std = parse_floats(args.std, '--std')
-    shapes = dict(parse_shape(text) for text in args.shape)
+    shapes = dict(args.shape)
     predictor = Predictor.load(args.prefix, args.epoch, input_shapes=shapes or None,
                                threads=args.threads)
     labels = read_labels(args.synset)
@@ -249,6 +375,9 @@ def run_predict(args):
     output_name = predictor.output_names[args.output_index]
     samples = output.reshape(output.shape[0], -1) if output.ndim > 1 else output.reshape(1, -1)
     results = [top_k(sample, args.top_k) for sample in samples]
+    if args.top_k > samples.shape[1]:
+        print(f'mxlite: note: --top-k {args.top_k}: the output has {samples.shape[1]} classes; '
+              'printing all of them', file=sys.stderr)
 
     def label(index):
         return labels[index] if labels is not None and index < len(labels) else None
@@ -286,9 +415,18 @@ def run_inspect(args):
     from .graph_info import analyze, format_report
     from .predictor import Predictor
 
-    shapes = dict(parse_shape(text) for text in args.shape)
+    from ._core import memory_report
+
+    shapes = dict(args.shape)
     predictor = Predictor.load(args.prefix, args.epoch, input_shapes=shapes or None)
     report = analyze(predictor)
+    if report.memory is not None:
+        # The predictor plans the graph it runs (fused); `mxlite plan` plans
+        # the graph as written unless --fused: report both, each named.
+        with open(f'{args.prefix}-symbol.json', 'rb') as f:
+            written = memory_report(f.read(), dict(predictor._core.input_shapes), fuse=False)
+        report.memory_as_written = {'planned_bytes': written['planned_bytes'],
+                                    'naive_bytes': written['naive_bytes']}
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
         return 0
@@ -311,7 +449,7 @@ def run_plan(args):
     lower bound (the most bytes live at once). Needs only the symbol file."""
     from ._core import memory_report
 
-    shapes = dict(parse_shape(text) for text in args.shape)
+    shapes = dict(args.shape)
     if not shapes:
         raise UsageError('give the input shapes, e.g. --shape data=1,3,224,224')
     path = args.prefix if args.prefix.endswith('.json') else args.prefix + '-symbol.json'
@@ -321,14 +459,15 @@ def run_plan(args):
     except OSError as error:
         raise UsageError(f'cannot read {path}: {error.strerror}') from None
     report = memory_report(symbol, shapes, fuse=args.fused)
+    graph = 'fused' if args.fused else 'as written'
     if args.json:
-        print(json.dumps({key: report[key] for key in PLAN_KEYS}, indent=2))
+        print(json.dumps({**{key: report[key] for key in PLAN_KEYS}, 'graph': graph}, indent=2))
         return 0
     labels = {'naive_bytes': 'no sharing', 'inplace_bytes': 'in place only',
               'coshare_bytes': 'co-share only', 'planned_bytes': 'planned (both)',
               'lower_bound_bytes': 'lower bound'}
-    print(f'{path}: {report["entries"]} operator outputs'
-          f'{" (fused graph)" if args.fused else ""}')
+    print(f'{path}: {report["entries"]} operator outputs of the '
+          f'{"fused graph (what a predictor runs)" if args.fused else "graph as written"}')
     for key in PLAN_KEYS:
         print(f'  {labels[key]:15s} {report[key]:>14,d} bytes  {report[key] / 2**20:9.2f} MiB')
     return 0
@@ -339,16 +478,19 @@ def run_plan(args):
 def build_parser():
     parser = argparse.ArgumentParser(
         prog='mxlite', description='Run and inspect Apache MXNet checkpoints with mxlite.')
+    parser.add_argument('--version', action='version', version=version_text(),
+                        help='print the version of mxlite (and where its library is) and exit')
     commands = parser.add_subparsers(dest='command', metavar='COMMAND')
     commands.required = True
 
     demo = commands.add_parser('demo', help='predict the bundled digits test set',
                                description=run_demo.__doc__)
-    demo.add_argument('--show', type=int, default=6, help='digits to draw (default 6)')
-    demo.add_argument('--threads', type=int, default=1,
+    demo.add_argument('--show', type=nonnegative_int, default=6,
+                      help='digits to draw (default 6; 0 draws none)')
+    demo.add_argument('--threads', type=positive_int, default=1,
                       help='threads per forward pass (default 1: a model this small gains '
                            'nothing from more)')
-    demo.set_defaults(handler=run_demo)
+    demo.set_defaults(handler=run_demo, parser=demo)
 
     predict = commands.add_parser(
         'predict', help='top-k classes of a checkpoint on an image or array',
@@ -361,25 +503,32 @@ def build_parser():
                          help='checkpoint prefix: PREFIX-symbol.json and PREFIX-%%04d.params')
     predict.add_argument('--input', required=True, metavar='FILE',
                          help='.npy / .npz (keyed by input name) array, or an image file')
-    predict.add_argument('--epoch', type=int, default=0, help='params epoch (default 0)')
+    predict.add_argument('--epoch', type=nonnegative_int, default=0,
+                         help='params epoch (default 0)')
     predict.add_argument('--input-name', help='which input FILE is (default: the only one)')
     predict.add_argument('--shape', action='append', default=[], metavar='NAME=D1,D2,...',
+                         type=shape_arg,
                          help='bind an input shape (repeatable); default: the input\'s own')
-    predict.add_argument('--top-k', type=int, default=5, help='classes to print (default 5)')
+    predict.add_argument('--top-k', type=positive_int, default=5,
+                         help='classes to print (default 5; more than the model has prints '
+                              'all)')
     predict.add_argument('--synset', metavar='FILE', help='class labels, one per line')
-    predict.add_argument('--output-index', type=int, default=0,
+    predict.add_argument('--output-index', type=nonnegative_int, default=0,
                          help='which output holds the scores (default 0)')
     predict.add_argument('--json', action='store_true', help='print JSON instead of text')
-    predict.add_argument('--threads', type=int, help='threads per forward pass')
+    predict.add_argument('--threads', type=positive_int, help='threads per forward pass')
     image = predict.add_argument_group('image input')
-    image.add_argument('--size', help='network input size N or H,W (default: the model\'s '
-                       '__shape__ hint, else 224)')
-    image.add_argument('--resize-short', type=int, metavar='N',
+    image.add_argument('--size', type=image_size_arg,
+                       help='network input size N or H,W (default: the model\'s __shape__ '
+                            'hint, else 224)')
+    image.add_argument('--resize-short', type=positive_int, metavar='N',
                        help='resize the shorter side to N, then centre-crop to --size')
-    image.add_argument('--scale', type=float, default=1.0,
+    image.add_argument('--scale', type=finite_float, default=1.0,
                        help='multiply 0..255 pixels by this first (default 1)')
-    image.add_argument('--mean', default='0', help='per-channel mean to subtract (default 0)')
-    image.add_argument('--std', default='1', help='per-channel std to divide by (default 1)')
+    image.add_argument('--mean', type=float_list, default=(0.0,),
+                       help='mean to subtract: one value or one per channel (default 0)')
+    image.add_argument('--std', type=nonzero_float_list, default=(1.0,),
+                       help='std to divide by: one value or one per channel (default 1)')
     image.add_argument('--imagenet', action='store_true',
                        help=f'ImageNet mean {IMAGENET_MEAN} and std {IMAGENET_STD} '
                             '(on 0..255 pixels; Gluon model zoo)')
@@ -387,20 +536,22 @@ def build_parser():
                        help='channel order the network expects (default rgb)')
     image.add_argument('--layout', choices=('nchw', 'nhwc'), default='nchw',
                        help='input layout (default nchw)')
-    predict.set_defaults(handler=run_predict)
+    predict.set_defaults(handler=run_predict, parser=predict)
 
     inspect = commands.add_parser(
         'inspect', help='nodes, shapes, parameters and MACs of a checkpoint',
         description=run_inspect.__doc__)
     inspect.add_argument('prefix', metavar='PREFIX',
                          help='checkpoint prefix: PREFIX-symbol.json and PREFIX-%%04d.params')
-    inspect.add_argument('--epoch', type=int, default=0, help='params epoch (default 0)')
+    inspect.add_argument('--epoch', type=nonnegative_int, default=0,
+                         help='params epoch (default 0)')
     inspect.add_argument('--shape', action='append', default=[], metavar='NAME=D1,D2,...',
+                         type=shape_arg,
                          help='input shape (repeatable), e.g. data=1,3,224,224')
     inspect.add_argument('--all', action='store_true', help='list every operator (default: '
                          'the first and last 30 of a long graph)')
     inspect.add_argument('--json', action='store_true', help='print JSON instead of text')
-    inspect.set_defaults(handler=run_inspect)
+    inspect.set_defaults(handler=run_inspect, parser=inspect)
 
     plan = commands.add_parser(
         'plan', help='intermediate memory of a forward pass under each planning strategy',
@@ -408,24 +559,45 @@ def build_parser():
     plan.add_argument('prefix', metavar='PREFIX',
                       help='checkpoint prefix (reads PREFIX-symbol.json) or a .json path')
     plan.add_argument('--shape', action='append', default=[], metavar='NAME=D1,D2,...',
+                      type=shape_arg,
                       help='input shape (repeatable), e.g. data=1,3,224,224')
     plan.add_argument('--fused', action='store_true',
                       help='plan the optimised graph a predictor runs (default: the graph '
                            'as written, comparable with MXNet)')
     plan.add_argument('--json', action='store_true',
                       help='print the five byte counts as JSON')
-    plan.set_defaults(handler=run_plan)
+    plan.set_defaults(handler=run_plan, parser=plan)
     return parser
+
+
+def version_text():
+    from . import __version__, lib_path
+    try:
+        library = f' (library: {lib_path()})'
+    except MXLiteError:
+        library = ' (library: not installed)'
+    return f'mxlite {__version__}{library}'
 
 
 def main(argv=None):
     """Entry point of the `mxlite` console script and `python -m mxlite`."""
     args = build_parser().parse_args(argv)
     try:
-        return args.handler(args)
+        status = args.handler(args)
+        sys.stdout.flush()   # a closed pipe shows here, not at interpreter exit
+        return status
+    except BadArgument as error:
+        args.parser.error(f'argument {error.option}: {error.message}')   # exits with 2
     except (MXLiteError, UsageError) as error:
         print(f'mxlite: error: {error}', file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        # The reader went away (`mxlite inspect M | head`): stop quietly, as
+        # a Unix tool killed by SIGPIPE does. Python would otherwise report
+        # the error again when it flushes stdout at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 128 + 13   # 128 + SIGPIPE, the status a shell shows for such a tool
 
 
 if __name__ == '__main__':

@@ -15,6 +15,7 @@ Bias additions, BatchNorm, activations, pooling and element-wise operators
 are not counted (they are cheap next to these and memory-bound). FLOPs are
 reported as 2 x MACs, the usual convention.
 """
+import os
 from dataclasses import dataclass, field
 
 __all__ = ['NodeReport', 'GraphReport', 'analyze', 'format_report', 'MACS_NOTE']
@@ -53,7 +54,11 @@ class GraphReport:
     total_param_bytes: int = 0
     total_macs: int = 0
     ops: dict = field(default_factory=dict)      # op name -> count
-    memory: dict = None           # planned intermediate bytes, when bound
+    memory: dict = None           # planned intermediate bytes of the graph the predictor
+                                  # runs, when bound; 'graph' says which ('fused' or
+                                  # 'as written', with MXLITE_GRAPH_OPT=0)
+    memory_as_written: dict = None   # planned_bytes and naive_bytes of the graph as
+                                     # written (`mxlite plan` without --fused), if known
 
     @property
     def total_flops(self):
@@ -69,7 +74,7 @@ class GraphReport:
             'ops': self.ops,
             'params': self.total_params, 'param_bytes': self.total_param_bytes,
             'macs': self.total_macs, 'flops': self.total_flops, 'macs_counted': MACS_NOTE,
-            'memory': self.memory,
+            'memory': self.memory, 'memory_as_written': self.memory_as_written,
             'nodes': [{'index': n.index, 'name': n.name, 'op': n.op,
                        'output_shape': list(n.output_shape) if n.output_shape else None,
                        'params': n.params, 'param_bytes': n.param_bytes, 'macs': n.macs}
@@ -123,7 +128,10 @@ def analyze(predictor):
         report.ops[node['op']] = report.ops.get(node['op'], 0) + 1
         report.total_macs += macs or 0
     if core.is_bound:
-        report.memory = dict(core.memory_stats())
+        # The executor fuses operators unless MXLITE_GRAPH_OPT=0 (README,
+        # "Environment variables"): the plan is the one of the graph it runs.
+        fused = os.environ.get('MXLITE_GRAPH_OPT') != '0'
+        report.memory = {**core.memory_stats(), 'graph': 'fused' if fused else 'as written'}
     return report
 
 
@@ -140,6 +148,11 @@ def _bytes(value):
         if value >= size:
             return f'{value / size:.3g} {unit}'
     return f'{value} B'
+
+
+def _mib(value):
+    """Bytes in MiB with two decimals, as `mxlite plan` prints them."""
+    return f'{value / 2**20:.2f} MiB'
 
 
 def _shape(shape):
@@ -179,6 +192,14 @@ def format_report(report, max_rows=None):
                     f'FLOPs: {_count(report.total_flops)}')
     text.append(f'  ({MACS_NOTE})')
     if report.memory:
-        text.append(f'intermediate memory: {_bytes(report.memory["arena_bytes"])} planned '
-                    f'({_bytes(report.memory["unshared_bytes"])} without sharing)')
+        graph = report.memory.get('graph', 'fused')
+        name = 'fused graph' if graph == 'fused' else 'graph as written'
+        text.append(f'intermediate memory, {name}'
+                    f' (what the predictor allocates): {_mib(report.memory["arena_bytes"])} '
+                    f'planned ({_mib(report.memory["unshared_bytes"])} without sharing)')
+        if report.memory_as_written and graph == 'fused':
+            written = report.memory_as_written
+            text.append(f'intermediate memory, graph as written (`mxlite plan` without '
+                        f'--fused): {_mib(written["planned_bytes"])} planned '
+                        f'({_mib(written["naive_bytes"])} without sharing)')
     return '\n'.join(text)
