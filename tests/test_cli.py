@@ -309,3 +309,45 @@ def test_demo_show_zero_draws_nothing():
     assert out.splitlines()[1:3] == ['', out.splitlines()[2]]
     assert out.splitlines()[2].startswith('held-out accuracy')
     assert_usage_error(run('demo', '--show', '-1', expect=2), 'argument --show')
+
+
+def test_predict_batches_files_folders_and_globs(tmp_path):
+    Image = pillow()
+    rng = np.random.RandomState(13)
+    images = tmp_path / 'images'
+    images.mkdir()
+    pixels = [rng.randint(0, 256, size=(224, 224, 3)).astype(np.uint8) for _ in range(5)]
+    for i, p in enumerate(pixels):
+        Image.fromarray(p).save(images / f'img{i}.png')
+    prefix = os.path.join(ZOO_DIR, 'squeezenet1.1')
+    predictor = mxlite.Predictor.load(prefix)
+    expected = {f'img{i}.png': np.argsort(-predictor(data=p.astype(np.float32).transpose(
+        2, 0, 1)[None].copy())[0], kind='stable')[:3] for i, p in enumerate(pixels)}
+    (tmp_path / 'synset.txt').write_text(''.join(f'label{i}\n' for i in range(1000)))
+    # A folder, in batches of 2 (the last one short), as CSV: one row per image.
+    run('predict', prefix, '--input', images, '--batch-size', '2', '--top-k', '3', '--format',
+        'csv', '--output', tmp_path / 'out.csv', '--synset', tmp_path / 'synset.txt')
+    import csv
+    with open(tmp_path / 'out.csv', newline='') as f:
+        rows = list(csv.DictReader(f))
+    assert [os.path.basename(row['file']) for row in rows] == sorted(expected)
+    for row in rows:
+        want = expected[os.path.basename(row['file'])]
+        assert [int(row[f'index_{r}']) for r in (1, 2, 3)] == list(want)
+        assert row['label_1'] == f'label{want[0]}'
+        assert 0 < float(row['probability_1']) <= 1
+    # A glob (quoted, expanded by mxlite) and a file, as JSON on stdout.
+    out = run('predict', prefix, '--input', str(images / 'img[01].png'), images / 'img4.png',
+              '--format', 'json').stdout
+    report = json.loads(out)
+    assert [os.path.basename(r['file']) for r in report] == ['img0.png', 'img1.png', 'img4.png']
+    for r in report:
+        assert [p['index'] for p in r['predictions'][:3]] == \
+            list(expected[os.path.basename(r['file'])])
+    # Several files in text: one block per file.
+    out = run('predict', prefix, '--input', images / 'img0.png', images / 'img1.png').stdout
+    assert out.count('1. class') == 2 and 'img1.png:' in out
+    assert 'no file matches' in run('predict', prefix, '--input', str(tmp_path / 'none*.png'),
+                                    expect=1).stderr
+    assert_usage_error(run('predict', prefix, '--input', images, '--batch-size', '0',
+                           expect=2), 'argument --batch-size')

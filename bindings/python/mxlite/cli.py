@@ -11,6 +11,9 @@ argument ...", status 2. Output into a closed pipe (`mxlite inspect M | head`)
 ends quietly with status 141, as a Unix tool killed by SIGPIPE does.
 """
 import argparse
+import csv
+import glob
+import io
 import json
 import math
 import os
@@ -349,15 +352,43 @@ def top_k(scores, k):
     return [(int(i), float(scores[i]), float(probabilities[i])) for i in order]
 
 
+def expand_inputs(patterns):
+    """--input values as files: a file as given, a folder's images and
+    arrays (sorted), a glob's matches (sorted)."""
+    files = []
+    for pattern in patterns:
+        if os.path.isdir(pattern):
+            found = sorted(os.path.join(pattern, name) for name in os.listdir(pattern)
+                           if name.lower().endswith(IMAGE_EXTENSIONS + ('.npy', '.npz')))
+            if not found:
+                raise UsageError(f'{pattern}: no images or arrays in this folder')
+            files += found
+        elif not os.path.exists(pattern) and glob.has_magic(pattern):
+            found = sorted(path for path in glob.glob(pattern) if os.path.isfile(path))
+            if not found:
+                raise UsageError(f'{pattern}: no file matches')
+            files += found
+        else:
+            files.append(pattern)
+    return files
+
+
 def run_predict(args):
-    """Loads a checkpoint, predicts one input file and prints the top-k
-    classes (with labels from a synset file, one label per line)."""
+    """Loads a checkpoint, predicts input files (images or arrays; several
+    files, folders and globs are batched) and prints the top-k classes (with
+    labels from a synset file, one label per line)."""
     from .predictor import Predictor
 
     shapes = dict(args.shape)
     predictor = Predictor.load(args.prefix, args.epoch, input_shapes=shapes or None,
                                threads=args.threads)
     labels = read_labels(args.synset)
+    files = expand_inputs(args.input)
+    if args.json and args.format not in (None, 'json'):
+        raise BadArgument('--json', f'contradicts --format {args.format}')
+    if len(files) > 1 or args.format in ('csv', 'text') or args.output is not None:
+        return predict_many(args, predictor, labels, files)
+    args.input = files[0]
     inputs = load_inputs(args.input, args, predictor)
     if not predictor._core.is_bound or any(
             tuple(predictor.input_shapes.get(name, ())) != np.shape(value)
@@ -402,6 +433,97 @@ def run_predict(args):
             name = label(index)
             print(f'  {rank + 1}. class {index:<5d} p={probability:.4f}  score={score:+.4f}'
                   + (f'  {name}' if name is not None else ''))
+    return 0
+
+
+def predict_many(args, predictor, labels, files):
+    """Predicts files in batches of --batch-size samples and writes one row
+    per sample: text, CSV (file, then index, label, probability, score per
+    rank) or JSON (a list of {file, predictions})."""
+    rows = []   # (file, [(index, score, probability)])
+    pending = []   # (file, {name: array}) waiting for a full batch
+
+    def flush():
+        if not pending:
+            return
+        names = list(pending[0][1])
+        for path, arrays in pending[1:]:
+            if list(arrays) != names or any(np.shape(arrays[n])[1:] != np.shape(
+                    pending[0][1][n])[1:] for n in names):
+                raise UsageError(f'{path}: its input shapes differ from {pending[0][0]}\'s; '
+                                 'files predicted together need the same shapes')
+        batch = {n: np.concatenate([np.asarray(a[n], np.float32) for _, a in pending])
+                 for n in names}
+        if not predictor._core.is_bound or any(
+                tuple(predictor.input_shapes.get(n, ())) != batch[n].shape for n in names):
+            predictor.reshape({n: batch[n].shape for n in names})
+        outputs = predictor(**batch)
+        outputs = outputs if isinstance(outputs, list) else [outputs]
+        if not 0 <= args.output_index < len(outputs):
+            raise UsageError(f'--output-index {args.output_index}: the model has '
+                             f'{len(outputs)} output(s)')
+        output = outputs[args.output_index]
+        scores = output.reshape(output.shape[0], -1)
+        at = 0
+        for path, arrays in pending:
+            count = np.shape(arrays[names[0]])[0]
+            for i in range(count):
+                name = path if count == 1 else f'{path}[{i}]'
+                rows.append((name, top_k(scores[at + i], args.top_k)))
+            at += count
+        if args.top_k > scores.shape[1] and not flush.noted:
+            flush.noted = True
+            print(f'mxlite: note: --top-k {args.top_k}: the output has {scores.shape[1]} '
+                  'classes; printing all of them', file=sys.stderr)
+        pending.clear()
+    flush.noted = False
+
+    queued = 0
+    for path in files:
+        arrays = load_inputs(path, args, predictor)
+        pending.append((path, arrays))
+        queued += np.shape(next(iter(arrays.values())))[0] if arrays else 1
+        if queued >= args.batch_size:
+            flush()
+            queued = 0
+    flush()
+
+    def label(index):
+        return labels[index] if labels is not None and index < len(labels) else None
+
+    fmt = args.format or ('json' if args.json else 'text')
+    out = io.StringIO()
+    if fmt == 'json':
+        json.dump([{'file': name,
+                    'predictions': [{'rank': rank + 1, 'index': index, 'score': score,
+                                     'probability': probability, 'label': label(index)}
+                                    for rank, (index, score, probability) in enumerate(result)]}
+                   for name, result in rows], out, indent=2)
+        out.write('\n')
+    elif fmt == 'csv':
+        k = max((len(result) for _, result in rows), default=0)
+        writer = csv.writer(out, lineterminator='\n')
+        writer.writerow(['file'] + [f'{column}_{rank}' for rank in range(1, k + 1)
+                                    for column in ('index', 'label', 'probability', 'score')])
+        for name, result in rows:
+            writer.writerow([name] + [value for index, score, probability in result
+                                      for value in (index, label(index) or '',
+                                                    f'{probability:.6g}', f'{score:.6g}')])
+    else:
+        for name, result in rows:
+            out.write(f'{name}:\n')
+            for rank, (index, score, probability) in enumerate(result):
+                text = label(index)
+                out.write(f'  {rank + 1}. class {index:<5d} p={probability:.4f}  '
+                          f'score={score:+.4f}' + (f'  {text}' if text is not None else '') + '\n')
+    if args.output is None:
+        sys.stdout.write(out.getvalue())
+    else:
+        try:
+            with open(args.output, 'w', encoding='utf-8', newline='') as f:
+                f.write(out.getvalue())
+        except OSError as error:
+            raise UsageError(f'{args.output}: cannot write: {error.strerror or error}') from None
     return 0
 
 
@@ -501,8 +623,9 @@ def build_parser():
                '(--resize-short 256 for the classic crop).')
     predict.add_argument('prefix', metavar='PREFIX',
                          help='checkpoint prefix: PREFIX-symbol.json and PREFIX-%%04d.params')
-    predict.add_argument('--input', required=True, metavar='FILE',
-                         help='.npy / .npz (keyed by input name) array, or an image file')
+    predict.add_argument('--input', required=True, metavar='FILE', nargs='+',
+                         help='.npy / .npz (keyed by input name) array, or an image file; '
+                              'several files, folders or (quoted) globs are batched')
     predict.add_argument('--epoch', type=nonnegative_int, default=0,
                          help='params epoch (default 0)')
     predict.add_argument('--input-name', help='which input FILE is (default: the only one)')
@@ -516,6 +639,12 @@ def build_parser():
     predict.add_argument('--output-index', type=nonnegative_int, default=0,
                          help='which output holds the scores (default 0)')
     predict.add_argument('--json', action='store_true', help='print JSON instead of text')
+    predict.add_argument('--format', choices=('text', 'csv', 'json'),
+                         help='one row per sample: text, CSV or JSON (the default for one '
+                              'file without --output is the report above)')
+    predict.add_argument('--output', metavar='FILE', help='write the rows to FILE')
+    predict.add_argument('--batch-size', type=positive_int, default=8,
+                         help='samples per forward pass over several files (default 8)')
     predict.add_argument('--threads', type=positive_int, help='threads per forward pass')
     image = predict.add_argument_group('image input')
     image.add_argument('--size', type=image_size_arg,
