@@ -24,7 +24,7 @@ SECONDS = 15
 def harnesses(tmp_path_factory):
     assert shutil.which('clang++'), 'clang++ is required (.ci/run installs it from Debian)'
     out = tmp_path_factory.mktemp('fuzz')
-    return out, run_fuzz.build(str(out))
+    return out, run_fuzz.build(str(out), opt='-O0')
 
 
 @pytest.mark.parametrize('name', run_fuzz.HARNESSES)
