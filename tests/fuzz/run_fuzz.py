@@ -7,7 +7,7 @@ nothing recoverable) and LeakSanitizer, and started on a fresh copy of its
 seed corpus (the op fixtures' symbols and params, the format fixtures, and
 structured inputs built from them) with tests/fuzz/mxlite.dict.
 
-    run_fuzz.py [--seconds S] [--out DIR] [--jobs N] [--opt -O1] [harness ...]
+    run_fuzz.py [--seconds S] [--out DIR] [--jobs N] [--opt=-O1] [harness ...]
 
 prints, per harness, the executions and the corpus size, and exits non-zero
 when a harness finds a crash, a sanitizer report, a leak, a timeout or an
