@@ -79,7 +79,9 @@ def measure(library, nodes, timeout=None):
 def default_library():
     if os.environ.get('MXLITE_LIBRARY'):
         return os.environ['MXLITE_LIBRARY']
-    sys.path.insert(0, os.path.join(ROOT, 'bindings', 'python'))
+    # The installed package's library; the source tree's package (whose
+    # library exists only after an in-place build) only when none is installed.
+    sys.path.append(os.path.join(ROOT, 'bindings', 'python'))
     import mxlite
     return mxlite.lib_path()
 
