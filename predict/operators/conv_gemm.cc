@@ -43,12 +43,6 @@ GemmEpilogue Epilogue(const ConvWeights& w, const float* bias, const float* resi
   return epilogue;
 }
 
-Status CheckWorkspace(const ConvCall& call, size_t bytes) {
-  MXL_CHECK(bytes == 0 || (call.workspace != nullptr && call.workspace_bytes >= bytes),
-            "convolution needs ", bytes, " bytes of workspace but got ", call.workspace_bytes);
-  return Status();
-}
-
 // Packs each group's weights (group_out rows of `depth`) for the GEMM.
 Status PackGroups(const ConvGeometry& g, const std::vector<float>& weights,
                   int64_t segment_depth, std::vector<PackedMatrix>* packed) {
@@ -194,7 +188,7 @@ class Im2colKernel : public ConvKernel {
   }
 
   Status Forward(const ConvCall& call) const override {
-    MXL_RETURN_IF_ERROR(CheckWorkspace(call, WorkspaceBytes()));
+    MXL_RETURN_IF_ERROR(CheckConvWorkspace(call, WorkspaceBytes()));
     const ConvGeometry& g = g_;
     const int64_t in_plane = g.InSpatial(), out_plane = g.OutSpatial();
     const int64_t group_in = g.channels / g.groups, group_out = g.filters / g.groups;
@@ -365,7 +359,7 @@ class ShiftedKernel : public ConvKernel {
   size_t WorkspaceBytes() const override { return plan_.WorkspaceBytes(g_.channels); }
 
   Status Forward(const ConvCall& call) const override {
-    MXL_RETURN_IF_ERROR(CheckWorkspace(call, WorkspaceBytes()));
+    MXL_RETURN_IF_ERROR(CheckConvWorkspace(call, WorkspaceBytes()));
     const ConvGeometry& g = g_;
     for (int64_t n = 0; n < g.batch; ++n) {
       const int64_t out_offset = n * g.filters * g.OutSpatial();
@@ -422,29 +416,21 @@ class ShiftedKernel : public ConvKernel {
   std::vector<PackedMatrix> packed_;  // per group
 };
 
-template <class Kernel>
-Status PrepareKernel(const ConvGeometry& g, ConvWeights w, std::unique_ptr<ConvKernel>* out) {
-  std::unique_ptr<Kernel> kernel(new Kernel());
-  MXL_RETURN_IF_ERROR(kernel->Prepare(g, std::move(w)));
-  *out = std::move(kernel);
-  return Status();
-}
-
 }  // namespace conv_gemm_cc
 
 Status PreparePointwiseConv(const ConvGeometry& g, ConvWeights w,
                             std::unique_ptr<ConvKernel>* kernel) {
-  return conv_gemm_cc::PrepareKernel<conv_gemm_cc::PointwiseKernel>(g, std::move(w), kernel);
+  return MakeConvKernel<conv_gemm_cc::PointwiseKernel>(g, std::move(w), kernel);
 }
 
 Status PrepareIm2colConv(const ConvGeometry& g, ConvWeights w,
                          std::unique_ptr<ConvKernel>* kernel) {
-  return conv_gemm_cc::PrepareKernel<conv_gemm_cc::Im2colKernel>(g, std::move(w), kernel);
+  return MakeConvKernel<conv_gemm_cc::Im2colKernel>(g, std::move(w), kernel);
 }
 
 Status PrepareShiftedConv(const ConvGeometry& g, ConvWeights w,
                           std::unique_ptr<ConvKernel>* kernel) {
-  return conv_gemm_cc::PrepareKernel<conv_gemm_cc::ShiftedKernel>(g, std::move(w), kernel);
+  return MakeConvKernel<conv_gemm_cc::ShiftedKernel>(g, std::move(w), kernel);
 }
 
 }  // namespace mxlite

@@ -8,6 +8,7 @@
 #define MXLITE_OPERATORS_CONV_KERNELS_H_
 
 #include <memory>
+#include <utility>
 
 #include "conv_algorithms.h"
 
@@ -25,6 +26,24 @@ ConvPrepareFn PrepareWinograd4x4Conv;
 ConvPrepareFn PrepareWinograd2x2Conv;
 ConvPrepareFn PrepareWinograd1dConv;
 ConvPrepareFn PrepareDirectConv;
+
+// Fails unless the call's workspace holds `bytes` (the kernel's
+// WorkspaceBytes()).
+inline Status CheckConvWorkspace(const ConvCall& call, size_t bytes) {
+  MXL_CHECK(bytes == 0 || (call.workspace != nullptr && call.workspace_bytes >= bytes),
+            "convolution needs ", bytes, " bytes of workspace but got ", call.workspace_bytes);
+  return Status();
+}
+
+// A Kernel (with Status Prepare(const ConvGeometry&, ConvWeights)) prepared
+// for the geometry: the body of every ConvPrepareFn.
+template <class Kernel>
+Status MakeConvKernel(const ConvGeometry& g, ConvWeights w, std::unique_ptr<ConvKernel>* out) {
+  std::unique_ptr<Kernel> kernel(new Kernel());
+  MXL_RETURN_IF_ERROR(kernel->Prepare(g, std::move(w)));
+  *out = std::move(kernel);
+  return Status();
+}
 
 }  // namespace mxlite
 

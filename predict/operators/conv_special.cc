@@ -36,12 +36,6 @@ inline void ValidRange(int64_t in, int64_t out, int64_t stride, int64_t offset, 
   *hi = std::max<int64_t>(*lo, std::min<int64_t>(out, CeilDiv(in - offset, stride)));
 }
 
-Status CheckWorkspace(const ConvCall& call, size_t bytes) {
-  MXL_CHECK(bytes == 0 || (call.workspace != nullptr && call.workspace_bytes >= bytes),
-            "convolution needs ", bytes, " bytes of workspace but got ", call.workspace_bytes);
-  return Status();
-}
-
 // ---------------------------------------------------------------------------
 // Depthwise, any kernel and rank: one channel plane at a time.
 
@@ -219,7 +213,7 @@ class Winograd4x4Kernel : public ConvKernel {
   }
   size_t WorkspaceBytes() const override { return plan_.WorkspaceBytes(); }
   Status Forward(const ConvCall& call) const override {
-    MXL_RETURN_IF_ERROR(CheckWorkspace(call, WorkspaceBytes()));
+    MXL_RETURN_IF_ERROR(CheckConvWorkspace(call, WorkspaceBytes()));
     const ConvGeometry& g = g_;
     const int64_t in_image = g.channels * g.InSpatial(), out_image = g.filters * g.OutSpatial();
     for (int64_t n = 0; n < g.batch; ++n) {
@@ -253,20 +247,20 @@ Winograd1dGeometry Winograd1dGeometryOf(const ConvGeometry& g) {
                             g.out[2],   g.pad[1],   g.pad[2], g.kernel[1], g.kernel[2]};
 }
 
-template <class Plan>
+// Plan: Winograd2x2Plan or Winograd1dPlan; GeometryOf gives its geometry.
+template <class Plan, class PlanGeometry, PlanGeometry (*GeometryOf)(const ConvGeometry&)>
 class WinogradPlanKernel : public ConvKernel {
  public:
-  template <class PlanGeometry>
-  Status Prepare(const ConvGeometry& g, const PlanGeometry& plan_geometry, ConvWeights w) {
+  Status Prepare(const ConvGeometry& g, ConvWeights w) {
     g_ = g;
     bias_ = std::move(w.bias);
     lower_ = w.lower;
     upper_ = w.upper;
-    return plan_.Prepare(plan_geometry, w.weights.data());
+    return plan_.Prepare(GeometryOf(g), w.weights.data());
   }
   size_t WorkspaceBytes() const override { return plan_.geometry().WorkspaceBytes(); }
   Status Forward(const ConvCall& call) const override {
-    MXL_RETURN_IF_ERROR(CheckWorkspace(call, WorkspaceBytes()));
+    MXL_RETURN_IF_ERROR(CheckConvWorkspace(call, WorkspaceBytes()));
     const ConvGeometry& g = g_;
     const int64_t in_image = g.channels * g.InSpatial(), out_image = g.filters * g.OutSpatial();
     for (int64_t n = 0; n < g.batch; ++n) {
@@ -326,63 +320,45 @@ class DirectKernel : public ConvKernel {
   float lower_ = 0, upper_ = 0;
 };
 
-template <class Kernel>
-Status PrepareKernel(const ConvGeometry& g, ConvWeights w, std::unique_ptr<ConvKernel>* out) {
-  std::unique_ptr<Kernel> kernel(new Kernel());
-  MXL_RETURN_IF_ERROR(kernel->Prepare(g, std::move(w)));
-  *out = std::move(kernel);
-  return Status();
-}
-
 }  // namespace conv_special_cc
 
 Status PrepareDepthwiseConv(const ConvGeometry& g, ConvWeights w,
                             std::unique_ptr<ConvKernel>* kernel) {
-  return conv_special_cc::PrepareKernel<conv_special_cc::DepthwiseKernel>(g, std::move(w),
-                                                                          kernel);
+  return MakeConvKernel<conv_special_cc::DepthwiseKernel>(g, std::move(w), kernel);
 }
 
 Status PrepareDepthwise3x3Conv(const ConvGeometry& g, ConvWeights w,
                                std::unique_ptr<ConvKernel>* kernel) {
-  return conv_special_cc::PrepareKernel<conv_special_cc::Depthwise3x3Kernel>(g, std::move(w),
-                                                                             kernel);
+  return MakeConvKernel<conv_special_cc::Depthwise3x3Kernel>(g, std::move(w), kernel);
 }
 
 Status PrepareDepthwiseBlockedConv(const ConvGeometry& g, ConvWeights w,
                                    std::unique_ptr<ConvKernel>* kernel) {
-  return conv_special_cc::PrepareKernel<conv_special_cc::DepthwiseBlockedKernel>(
-      g, std::move(w), kernel);
+  return MakeConvKernel<conv_special_cc::DepthwiseBlockedKernel>(g, std::move(w), kernel);
 }
 
 Status PrepareWinograd4x4Conv(const ConvGeometry& g, ConvWeights w,
                               std::unique_ptr<ConvKernel>* kernel) {
-  return conv_special_cc::PrepareKernel<conv_special_cc::Winograd4x4Kernel>(g, std::move(w),
-                                                                            kernel);
+  return MakeConvKernel<conv_special_cc::Winograd4x4Kernel>(g, std::move(w), kernel);
 }
 
 Status PrepareWinograd2x2Conv(const ConvGeometry& g, ConvWeights w,
                               std::unique_ptr<ConvKernel>* kernel) {
-  using Kernel = conv_special_cc::WinogradPlanKernel<Winograd2x2Plan>;
-  std::unique_ptr<Kernel> prepared(new Kernel());
-  MXL_RETURN_IF_ERROR(
-      prepared->Prepare(g, conv_special_cc::Winograd2x2GeometryOf(g), std::move(w)));
-  *kernel = std::move(prepared);
-  return Status();
+  using conv_special_cc::Winograd2x2GeometryOf;
+  return MakeConvKernel<conv_special_cc::WinogradPlanKernel<
+      Winograd2x2Plan, Winograd2x2Geometry, Winograd2x2GeometryOf>>(g, std::move(w), kernel);
 }
 
 Status PrepareWinograd1dConv(const ConvGeometry& g, ConvWeights w,
                              std::unique_ptr<ConvKernel>* kernel) {
-  using Kernel = conv_special_cc::WinogradPlanKernel<Winograd1dPlan>;
-  std::unique_ptr<Kernel> prepared(new Kernel());
-  MXL_RETURN_IF_ERROR(
-      prepared->Prepare(g, conv_special_cc::Winograd1dGeometryOf(g), std::move(w)));
-  *kernel = std::move(prepared);
-  return Status();
+  using conv_special_cc::Winograd1dGeometryOf;
+  return MakeConvKernel<conv_special_cc::WinogradPlanKernel<
+      Winograd1dPlan, Winograd1dGeometry, Winograd1dGeometryOf>>(g, std::move(w), kernel);
 }
 
 Status PrepareDirectConv(const ConvGeometry& g, ConvWeights w,
                          std::unique_ptr<ConvKernel>* kernel) {
-  return conv_special_cc::PrepareKernel<conv_special_cc::DirectKernel>(g, std::move(w), kernel);
+  return MakeConvKernel<conv_special_cc::DirectKernel>(g, std::move(w), kernel);
 }
 
 }  // namespace mxlite
