@@ -21,15 +21,10 @@ The cases are
 Skips the work when OUTDIR/cases.txt was written by an identical copy of
 this script with the same arguments.
 """
-import argparse
-import hashlib
 import os
 import sys
 
-os.environ["MXNET_MKLDNN_ENABLED"] = "0"
-os.environ["MXNET_SUBGRAPH_BACKEND"] = "NONE"
-os.environ.setdefault("MXNET_STORAGE_FALLBACK_LOG_VERBOSE", "0")
-
+import oracle_cases  # sets MXNet's environment; before mxnet
 import mxnet as mx  # noqa: E402
 import numpy as np  # noqa: E402
 
@@ -115,25 +110,12 @@ def random_cases(count, seed):
     return cases
 
 
-def write_raw(path, array):
-    np.ascontiguousarray(array, dtype="<f4").tofile(path)
-
-
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("outdir")
-    parser.add_argument("--count", type=int, default=200)
-    parser.add_argument("--seed", type=int, default=20261126)
-    args = parser.parse_args()
-    with open(__file__, "rb") as f:
-        stamp = hashlib.sha256(f.read() + repr((args.count, args.seed)).encode()).hexdigest()
+    args, stamp = oracle_cases.start(__file__, __doc__, default_count=200,
+                                     default_seed=20261126)
+    if stamp is None:
+        return 0
     manifest = os.path.join(args.outdir, "cases.txt")
-    if os.path.exists(manifest):
-        with open(manifest, encoding="utf-8") as f:
-            if f.readline().strip() == f"# {stamp}":
-                print(f"conv_sweep_cases: {args.outdir} is up to date")
-                return 0
-    os.makedirs(args.outdir, exist_ok=True)
     rng = np.random.RandomState(args.seed + 1)
     lines = [f"# {stamp}",
              "# name batch channels filters groups rank in... kernel... stride... pad... dilate..."]
@@ -150,7 +132,7 @@ def main():
         out = exe.forward(is_train=False)[0].asnumpy()
         base = os.path.join(args.outdir, name)
         for suffix, array in (("data", x), ("weight", w), ("bias", b), ("out", out)):
-            write_raw(f"{base}.{suffix}", array)
+            oracle_cases.write_raw(f"{base}.{suffix}", array)
         sym.save(f"{base}-symbol.json")
         mx.nd.save(f"{base}-0000.params", {"arg:conv0_weight": mx.nd.array(w),
                                            "arg:conv0_bias": mx.nd.array(b)})

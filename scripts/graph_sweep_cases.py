@@ -18,17 +18,13 @@ NAME-symbol.json, NAME-0000.params (arg:/aux: prefixed) and NAME-io.npz
 
     graph_sweep_cases.py OUTDIR [--count N] [--seed S]
 """
-import argparse
-import hashlib
 import os
 import sys
 
-os.environ["MXNET_MKLDNN_ENABLED"] = "0"
-os.environ["MXNET_SUBGRAPH_BACKEND"] = "NONE"
-os.environ.setdefault("MXNET_STORAGE_FALLBACK_LOG_VERBOSE", "0")
-
+import oracle_cases  # sets MXNet's environment; before mxnet
 import mxnet as mx  # noqa: E402
 import numpy as np  # noqa: E402
+from make_fixtures import random_param  # noqa: E402  (fan-in weights, BatchNorm statistics)
 
 S = mx.sym
 
@@ -145,38 +141,12 @@ def random_network(rng):
     return net, c
 
 
-def random_param(name, shape, rng):
-    if name.endswith("_weight"):
-        fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else 1
-        value = rng.normal(0.0, 1.0 / np.sqrt(fan_in), shape)
-    elif name.endswith("_bias") or name.endswith("_beta"):
-        value = rng.uniform(-0.5, 0.5, shape)
-    elif name.endswith("_gamma"):
-        value = rng.uniform(0.5, 1.5, shape)
-    elif name.endswith("_moving_mean"):
-        value = rng.normal(0.0, 0.5, shape)
-    elif name.endswith("_moving_var"):
-        value = rng.uniform(0.5, 2.0, shape)
-    else:
-        raise ValueError(name)
-    return value.astype(np.float32)
-
-
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("outdir")
-    parser.add_argument("--count", type=int, default=60)
-    parser.add_argument("--seed", type=int, default=20261126)
-    args = parser.parse_args()
-    with open(__file__, "rb") as f:
-        stamp = hashlib.sha256(f.read() + repr((args.count, args.seed)).encode()).hexdigest()
+    args, stamp = oracle_cases.start(__file__, __doc__, default_count=60,
+                                     default_seed=20261126)
+    if stamp is None:
+        return 0
     manifest = os.path.join(args.outdir, "cases.txt")
-    if os.path.exists(manifest):
-        with open(manifest, encoding="utf-8") as f:
-            if f.readline().strip() == f"# {stamp}":
-                print(f"graph_sweep_cases: {args.outdir} is up to date")
-                return 0
-    os.makedirs(args.outdir, exist_ok=True)
     rng = np.random.RandomState(args.seed)
     names = []
     for index in range(args.count):

@@ -19,15 +19,10 @@ The cases are
 Skips the work when OUTDIR/cases.txt was written by an identical copy of
 this script with the same arguments.
 """
-import argparse
-import hashlib
 import os
 import sys
 
-os.environ["MXNET_MKLDNN_ENABLED"] = "0"
-os.environ["MXNET_SUBGRAPH_BACKEND"] = "NONE"
-os.environ.setdefault("MXNET_STORAGE_FALLBACK_LOG_VERBOSE", "0")
-
+import oracle_cases  # sets MXNet's environment; before mxnet
 import mxnet as mx  # noqa: E402
 import numpy as np  # noqa: E402
 
@@ -98,25 +93,12 @@ def out_extent(size, k, s, p, convention):
     return -(-size // s)
 
 
-def write_raw(path, array):
-    np.ascontiguousarray(array, dtype="<f4").tofile(path)
-
-
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("outdir")
-    parser.add_argument("--count", type=int, default=100)
-    parser.add_argument("--seed", type=int, default=20261127)
-    args = parser.parse_args()
-    with open(__file__, "rb") as f:
-        stamp = hashlib.sha256(f.read() + repr((args.count, args.seed)).encode()).hexdigest()
+    args, stamp = oracle_cases.start(__file__, __doc__, default_count=100,
+                                     default_seed=20261127)
+    if stamp is None:
+        return 0
     manifest = os.path.join(args.outdir, "cases.txt")
-    if os.path.exists(manifest):
-        with open(manifest, encoding="utf-8") as f:
-            if f.readline().strip() == f"# {stamp}":
-                print(f"pool_sweep_cases: {args.outdir} is up to date")
-                return 0
-    os.makedirs(args.outdir, exist_ok=True)
     rng = np.random.RandomState(args.seed + 1)
     lines = [f"# {stamp}",
              "# name batch channels rank type p count_include_pad in... kernel... stride... "
@@ -139,8 +121,8 @@ def main():
                          zip(c["shape"], c["kernel"], c["stride"], c["pad"]))
         assert out.shape[2:] == expected, (c, out.shape)
         base = os.path.join(args.outdir, c["name"])
-        write_raw(f"{base}.data", x)
-        write_raw(f"{base}.out", out)
+        oracle_cases.write_raw(f"{base}.data", x)
+        oracle_cases.write_raw(f"{base}.out", out)
         axes = " ".join(" ".join(map(str, v)) for v in
                         (c["shape"], c["kernel"], c["stride"], c["pad"], expected))
         p = c["p"] if c["pool_type"] == "lp" else 1
