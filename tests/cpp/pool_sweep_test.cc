@@ -50,31 +50,12 @@
 #include "../../predict/kernels/cpu_features.h"
 #include "../../predict/kernels/thread_pool.h"
 #include "../../predict/operators/pool_algorithms.h"
+#include "sweep_support.h"
 
 namespace pool_sweep_test {
 
 using namespace mxlite;
-
-// Equal sequences on every platform (std:: distributions are not).
-struct Rng {
-  uint64_t state;
-  explicit Rng(uint64_t seed) : state(seed * 0x9e3779b97f4a7c15ull + 1) {}
-  uint64_t Next() {
-    state ^= state >> 12;
-    state ^= state << 25;
-    state ^= state >> 27;
-    return state * 0x2545f4914f6cdd1dull;
-  }
-  int64_t Int(int64_t lo, int64_t hi) {  // [lo, hi]
-    return lo + static_cast<int64_t>(Next() % static_cast<uint64_t>(hi - lo + 1));
-  }
-  bool Chance(int percent) { return Int(0, 99) < percent; }
-  float Uniform() { return static_cast<float>((Next() >> 40) & 0xffffff) / 8388608.f - 1.f; }
-  template <class T>
-  T Pick(std::initializer_list<T> values) {
-    return *(values.begin() + Int(0, static_cast<int64_t>(values.size()) - 1));
-  }
-};
+using namespace sweep_support;
 
 struct Case {
   std::string name;
@@ -181,17 +162,6 @@ bool Identical(const std::vector<float>& got, const std::vector<float>& want,
     }
   }
   return true;
-}
-
-struct Stats {
-  int cases = 0, runs = 0, failures = 0;
-  std::map<std::string, int> runs_by_algorithm;
-  bool quiet = false;
-};
-
-void Fail(Stats* stats, const std::string& what) {
-  ++stats->failures;
-  if (stats->failures <= 40) std::printf("FAIL: %s\n", what.c_str());
 }
 
 // Runs one algorithm on the case; false (with the reason) if it fails.
@@ -307,13 +277,6 @@ void Randomize(Rng* rng, Case* c) {
 // ---------------------------------------------------------------------------
 // MXNet's cases.
 
-bool ReadFloats(const std::string& path, size_t count, std::vector<float>* out) {
-  std::ifstream file(path, std::ios::binary);
-  out->resize(count);
-  file.read(reinterpret_cast<char*>(out->data()), static_cast<std::streamsize>(count * 4));
-  return file.gcount() == static_cast<std::streamsize>(count * 4) && file.peek() == EOF;
-}
-
 bool LoadMxnetCases(const std::string& dir, std::vector<Case>* cases) {
   std::ifstream manifest(dir + "/cases.txt");
   if (!manifest) {
@@ -360,25 +323,12 @@ bool LoadMxnetCases(const std::string& dir, std::vector<Case>* cases) {
 }
 
 int Main(int argc, char** argv) {
-  int64_t count = 300;
-  uint64_t seed = 1;
-  std::string mxnet_dir;
+  SweepOptions options;
   Stats stats;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--cases" && i + 1 < argc) {
-      count = std::atoll(argv[++i]);
-    } else if (arg == "--seed" && i + 1 < argc) {
-      seed = std::strtoull(argv[++i], nullptr, 10);
-    } else if (arg == "--mxnet" && i + 1 < argc) {
-      mxnet_dir = argv[++i];
-    } else if (arg == "--quiet") {
-      stats.quiet = true;
-    } else {
-      std::printf("usage: pool_sweep_test [--cases N] [--seed S] [--mxnet DIR] [--quiet]\n");
-      return 2;
-    }
-  }
+  if (!ParseSweepOptions(argc, argv, "pool_sweep_test", &options, &stats)) return 2;
+  const int64_t count = options.count;
+  const uint64_t seed = options.seed;
+  const std::string& mxnet_dir = options.mxnet_dir;
   std::printf("ISA %s, seed %llu\n", IsaName(SelectedIsa()),
               static_cast<unsigned long long>(seed));
   ThreadPool two(2);
@@ -405,14 +355,7 @@ int Main(int argc, char** argv) {
     CheckCase(c, Reference(c), made % 3 == 2 ? &two : nullptr, &stats);
     ++made;
   }
-  if (!stats.quiet) {
-    for (const auto& entry : stats.runs_by_algorithm) {
-      std::printf("  %-28s %d runs\n", entry.first.c_str(), entry.second);
-    }
-  }
-  std::printf("%d cases, %d algorithm runs, %d failures\n", stats.cases, stats.runs,
-              stats.failures);
-  return stats.failures == 0 ? 0 : 1;
+  return FinishSweep(stats);
 }
 
 }  // namespace pool_sweep_test
