@@ -110,9 +110,12 @@ def seed_corpus(name, directory):
     return directory
 
 
-def run(name, exe, out, seconds, jobs=1):
-    """Runs one harness; returns (ok, executions, corpus size, log tail)."""
+def run(name, exe, out, seconds, jobs=1, mutations=None):
+    """Runs one harness for `seconds`, or, with `mutations`, until the seed
+    corpus and that many mutated inputs have run (seeded, so repeatable) with
+    `seconds` as a cap; returns (ok, executions, seeds, corpus size, log tail)."""
     corpus = seed_corpus(name, os.path.join(out, 'corpus-' + name))
+    seeds = len(os.listdir(corpus))
     artifacts = os.path.join(out, 'artifacts-' + name) + os.sep
     os.makedirs(artifacts, exist_ok=True)
     env = {**os.environ, 'MXLITE_NUM_THREADS': '1',
@@ -123,6 +126,8 @@ def run(name, exe, out, seconds, jobs=1):
     args = [exe, corpus, f'-dict={os.path.join(HERE, "mxlite.dict")}',
             f'-max_total_time={seconds}', '-timeout=20', '-rss_limit_mb=3072',
             '-print_final_stats=1', f'-artifact_prefix={artifacts}']
+    if mutations is not None:
+        args += [f'-runs={seeds + mutations}', '-seed=1']
     if jobs > 1:
         args += [f'-fork={jobs}', '-ignore_crashes=0']
     result = subprocess.run(args, env=env, capture_output=True, text=True,
@@ -134,7 +139,7 @@ def run(name, exe, out, seconds, jobs=1):
         executions = int(counts[-1]) if counts else 0
     found = sorted(os.listdir(artifacts))
     ok = result.returncode == 0 and not found
-    return ok, executions, len(os.listdir(corpus)), log[-6000:] + ''.join(
+    return ok, executions, seeds, len(os.listdir(corpus)), log[-6000:] + ''.join(
         f'\nartifact: {artifacts}{f}' for f in found)
 
 
@@ -149,7 +154,7 @@ def main():
     built = build(args.out, args.opt)
     failed = False
     for name in args.harness:
-        ok, executions, corpus, log = run(name, built[name], args.out, args.seconds, args.jobs)
+        ok, executions, _, corpus, log = run(name, built[name], args.out, args.seconds, args.jobs)
         print(f'{name}: {executions} executions in {args.seconds} s, corpus {corpus}, '
               f'{"clean" if ok else "FOUND SOMETHING"}', flush=True)
         if not ok:
