@@ -59,6 +59,10 @@ import os
 # is compared against, and keep the storage-fallback warnings quiet.
 os.environ["MXNET_MKLDNN_ENABLED"] = "0"
 os.environ["MXNET_SUBGRAPH_BACKEND"] = "NONE"
+# With oneDNN off, MXNet 1.9.1 still builds its oneDNN RNN state unless told
+# not to, then runs the native kernel on it (garbage); this selects the
+# native CPU RNN (rnn_impl.h) throughout.
+os.environ["MXNET_USE_MKLDNN_RNN"] = "0"
 os.environ["MXNET_STORAGE_FALLBACK_LOG_VERBOSE"] = "0"
 
 import argparse  # noqa: E402
@@ -334,6 +338,8 @@ def random_param(name: str, shape, rng: np.random.RandomState) -> np.ndarray:
         value = rng.normal(0.0, 0.5, shape)
     elif name.endswith("_moving_var"):
         value = rng.uniform(0.5, 2.0, shape)
+    elif name.endswith("_parameters"):  # an RNN's weights and biases, one flat vector
+        value = rng.uniform(-0.4, 0.4, shape)
     elif name.endswith("_values"):  # plain values, whole and positive for integer storage
         value = np.round(rng.uniform(0.0, 100.0, shape), 1)
     else:
@@ -593,7 +599,10 @@ def define_op_cases() -> List[OpCase]:
     cases.extend(tie_order_cases())
     cases.extend(resize_cases())
     cases.extend(constant_cases())
+    cases.extend(rnn_cases())
     cases.extend(bbox_cases())
+    cases.extend(gather_attention_roi_cases())
+    cases.extend(multibox_cases())
 
     # ---- graphs ----------------------------------------------------------
     shared = mx.sym.Convolution(data, kernel=(3, 3), pad=(1, 1), num_filter=5, name="conv0")
@@ -1214,6 +1223,116 @@ def resize_cases() -> List[OpCase]:
 
 
 # --------------------------------------------------------------------------
+# Recurrent layers: RNN and _rnn_param_concat (issue 30)
+# --------------------------------------------------------------------------
+
+def rnn_cases() -> List[OpCase]:
+    """The fused RNN operator in every mode (lstm, gru, rnn_tanh, rnn_relu),
+    one to three layers, uni- and bidirectional, with and without
+    state_outputs, LSTM projection, on awkward sizes (T=5, C=7, H=9) at
+    batch 1, 3 and 6 (past the few rows that take matrix-vector products);
+    mx.rnn's FusedRNNCell (NTC input, _zeros begin states); Gluon's
+    rnn.LSTM / rnn.GRU / LSTM with projection as they export, their
+    parameters joined by _rnn_param_concat."""
+    from mxnet.gluon import rnn as gluon_rnn
+    cases: List[OpCase] = []
+    S = mx.sym
+    data, state, cell = S.var("data"), S.var("state"), S.var("state_cell")
+
+    def add(name, sym, inputs, notes, **kw):
+        cases.append(OpCase(name, sym, inputs, notes, **kw))
+
+    def fused(name, mode, shape, hidden, notes, layers=1, bidirectional=False,
+              state_outputs=False, projection=None):
+        steps, batch, _ = shape
+        states = layers * (2 if bidirectional else 1)
+        inputs = {"data": shape, "state": (states, batch, projection or hidden)}
+        kw = {"state_cell": cell} if mode == "lstm" else {}
+        if mode == "lstm":
+            inputs["state_cell"] = (states, batch, hidden)
+        if projection:
+            kw["projection_size"] = projection
+        sym = S.RNN(data=data, parameters=S.var("rnn0_parameters"), state=state, mode=mode,
+                    state_size=hidden, num_layers=layers, bidirectional=bidirectional,
+                    state_outputs=state_outputs, name="rnn0", **kw)
+        add("rnn_" + name, sym, inputs, "RNN mode %s, T=%d N=%d C=%d H=%d, %d layer(s)%s%s%s: %s"
+            % (mode, steps, batch, shape[2], hidden, layers,
+               ", bidirectional" if bidirectional else "",
+               ", projection_size=%d" % projection if projection else "",
+               ", state_outputs" if state_outputs else "", notes))
+
+    fused("lstm", "lstm", (5, 3, 7), 9, "the plain layer.")
+    fused("lstm_states_batch1", "lstm", (5, 1, 7), 9, "batch 1, final h and c.",
+          state_outputs=True)
+    fused("lstm_2layer_bidir", "lstm", (5, 3, 7), 9, "layer 1 reads both directions of layer 0.",
+          layers=2, bidirectional=True, state_outputs=True)
+    fused("lstm_3layer_bidir_batch1", "lstm", (4, 1, 5), 6, "three layers (two buffers between "
+          "them).", layers=3, bidirectional=True)
+    fused("lstm_batch6", "lstm", (4, 6, 20), 40, "batch 6: the state product is a GEMM.",
+          bidirectional=True, state_outputs=True)
+    fused("lstm_projection", "lstm", (5, 3, 7), 9, "LSTMP: the output and hidden state are "
+          "projected to 5 by Wr.", layers=2, bidirectional=True, state_outputs=True,
+          projection=5)
+    fused("lstm_projection_batch6", "lstm", (4, 6, 7), 12, "LSTMP at batch 6 (GEMMs).",
+          state_outputs=True, projection=5)
+    fused("gru", "gru", (5, 3, 7), 9, "gates r, z, n with n = tanh(Wx_n x + bx_n + "
+          "r (Wh_n h + bh_n)).", state_outputs=True)
+    fused("gru_2layer_bidir", "gru", (5, 3, 7), 9, "stacked bidirectional GRU.", layers=2,
+          bidirectional=True, state_outputs=True)
+    fused("gru_3layer_batch1", "gru", (6, 1, 7), 9, "three layers at batch 1.", layers=3)
+    fused("gru_batch6", "gru", (3, 6, 20), 33, "batch 6, H=33.", layers=2, bidirectional=True)
+    fused("tanh", "rnn_tanh", (5, 3, 7), 9, "h = tanh(Wx x + bx + Wh h + bh).")
+    fused("tanh_2layer_bidir_batch1", "rnn_tanh", (5, 1, 7), 9, "batch 1.", layers=2,
+          bidirectional=True, state_outputs=True)
+    fused("relu_2layer", "rnn_relu", (5, 3, 7), 9, "h = relu(...).", layers=2,
+          state_outputs=True)
+    fused("relu_bidir_batch6", "rnn_relu", (5, 6, 7), 9, "batch 6.", bidirectional=True)
+
+    lstm_cell = mx.rnn.FusedRNNCell(9, num_layers=2, mode="lstm", bidirectional=True,
+                                    get_next_state=True, prefix="fused_")
+    outputs, states = lstm_cell.unroll(5, inputs=data, layout="NTC", merge_outputs=True)
+    add("rnn_fused_cell_lstm", S.Group([outputs] + states), {"data": (3, 5, 7)},
+        "mx.rnn.FusedRNNCell LSTM, 2 layers, bidirectional, NTC input (swapaxes around the RNN), "
+        "begin states from _zeros whose batch dim the RNN infers; outputs, h and c.")
+
+    def gluon(name, layer, shape, notes, batch=None):
+        """The graph a hybridized Gluon layer exports: each i2h/h2h weight and
+        bias reshaped to 1-D and joined by _rnn_param_concat. With `batch`,
+        the begin states are inputs and the final states outputs; without,
+        the layer begins from _zeros."""
+        inputs = {"data": shape}
+        if batch:
+            infos = layer.state_info(batch)
+            out, ends = layer(data, [S.var("state%d" % i) for i in range(len(infos))])
+            sym = S.Group([out] + ends)
+            inputs.update(("state%d" % i, info["shape"]) for i, info in enumerate(infos))
+        else:
+            sym = layer(data)
+        add("rnn_gluon_" + name, sym, inputs, notes)
+
+    gluon("lstm_2layer_bidir", gluon_rnn.LSTM(9, num_layers=2, bidirectional=True,
+                                              prefix="lstm0_"), (5, 3, 7),
+          "Gluon rnn.LSTM(9, num_layers=2, bidirectional=True) with begin states given; "
+          "output, h and c.", batch=3)
+    gluon("gru_ntc", gluon_rnn.GRU(9, num_layers=2, layout="NTC", prefix="gru0_"), (3, 5, 7),
+          "Gluon rnn.GRU(9, num_layers=2, layout NTC) without begin states (_zeros).")
+    gluon("lstmp", gluon_rnn.LSTM(9, bidirectional=True, projection_size=5, prefix="lstmp0_"),
+          (5, 3, 7), "Gluon rnn.LSTM(9, bidirectional, projection_size=5): h2r weights in the "
+          "concatenation.", batch=3)
+    gluon("rnn_relu", gluon_rnn.RNN(9, activation="relu", num_layers=2, prefix="rnn0_"),
+          (5, 1, 7), "Gluon rnn.RNN(9, relu, 2 layers) at batch 1.", batch=1)
+
+    a, b = S.var("a"), S.var("b")
+    add("rnn_param_concat_dim1", S._internal._rnn_param_concat(a, b, dim=1, num_args=2,
+                                                                 name="op0"),
+        {"a": (3, 4), "b": (3, 2)}, "_rnn_param_concat of (3, 4) and (3, 2) along dim 1 "
+        "(Concat's arithmetic).")
+    return cases
+
+# ---- end of the rnn cases -------------------------------------------------
+
+
+# --------------------------------------------------------------------------
 # Outputs from attributes or input shapes alone: _zeros, _ones, _full,
 # _arange, _contrib_arange_like, shape_array, size_array (issue 30)
 # --------------------------------------------------------------------------
@@ -1494,6 +1613,280 @@ def bbox_cases() -> List[OpCase]:
     return cases
 
 # ---- end of the bounding-box cases ----------------------------------------
+
+
+# --------------------------------------------------------------------------
+# gather_nd, the attention products of GluonNLP's BERT and _contrib_ROIAlign
+# (issue 30)
+# --------------------------------------------------------------------------
+
+def gather_indices(index_shape, dims, fractional=False):
+    """An InputFn: `index_shape` (M, ...) gets whole indices in [-d, d - 1]
+    for row j (d = dims[j]), or with `fractional` values with fractions in
+    that range plus its exact ends; any other shape gets N(0, 1) data."""
+    def make(rng, shape):
+        if tuple(shape) != tuple(index_shape):
+            return rng.normal(0.0, 1.0, shape)
+        rows = []
+        for j in range(shape[0]):
+            d = dims[j]
+            if fractional:
+                row = rng.randint(-4 * d, 4 * (d - 1) + 1, shape[1:]) / 4.0
+                flat = row.reshape(-1)
+                flat[:4] = [-d, d - 1, -0.5, d - 1.25]
+            else:
+                row = rng.randint(-d, d, shape[1:]).astype(np.float64)
+            rows.append(row)
+        return np.stack(rows)
+    return make
+
+
+def gather_attention_roi_cases() -> List[OpCase]:
+    """gather_nd (M of the data's dims indexed, negative and fractional
+    indices, int64 indices as CenterNet's decoder gives them, integer data);
+    _contrib_div_sqrt_dim; the interleaved self-attention and
+    encoder-decoder products (several heads, head dims and sequence lengths
+    that are not powers of two, one head, a BERT-style qk -> softmax ->
+    valatt chain); _contrib_ROIAlign with adaptive and fixed sampling,
+    aligned, position-sensitive, on rois over both images that reach past
+    the map, are degenerate, or have fractional batch indices."""
+    cases: List[OpCase] = []
+    data, indices = mx.sym.var("data"), mx.sym.var("indices")
+    C = mx.sym.contrib
+
+    def add(name, sym, inputs, notes, **kw):
+        cases.append(OpCase(name, sym, inputs, notes, **kw))
+
+    # ---- gather_nd -------------------------------------------------------
+    def gather(name, dshape, ishape, notes, fractional=False, **kw):
+        add("gather_nd_" + name, mx.sym.gather_nd(data, indices, name="op0"),
+            {"data": dshape, "indices": ishape}, "gather_nd " + notes,
+            make_input=kw.pop("make_input", gather_indices(ishape, dshape, fractional)), **kw)
+
+    gather("elements", (2, 3, 5), (3, 4, 2), "of single elements (M = data.ndim = 3), indices "
+           "(3, 4, 2) in [-d, d - 1] (negative ones count from the end): output (4, 2).")
+    gather("slices", (3, 5, 2, 3), (2, 7), "of (2, 3) slices: M = 2 of 4 dims, output (7, 2, 3).")
+    gather("rows", (6, 4), (1, 2, 3), "of rows (M = 1), indices (1, 2, 3): output (2, 3, 4).")
+    gather("fractional", (4, 3, 2), (2, 9), "with fractional float indices: MXNet uses "
+           "int64(i + d) % d, rounding down (-0.5 is d - 1), and both ends -d and d - 1.",
+           fractional=True)
+
+    def centernet(rng, shape):
+        if shape == (3, 10):  # batch, flat position, x (0) or y (1): CenterNet's decoder
+            return np.stack([rng.randint(0, 2, 10), rng.randint(0, 12, 10), rng.randint(0, 2, 10)])
+        return rng.normal(0.0, 1.0, shape)
+
+    gather("int64_indices", (2, 12, 2), (3, 10), "with int64 indices (batch, position, x or y) "
+           "into float32 (2, 12, 2), as GluonCV's CenterNet decoder.", make_input=centernet,
+           input_dtypes={"indices": "int64"}, dtypes="typed")
+
+    def int_data(rng, shape):
+        if shape == (3, 4):
+            return rng.randint(-50, 50, shape).astype(np.float64)
+        return gather_indices((2, 5), (3, 4))(rng, shape)
+
+    gather("int32", (3, 4), (2, 5), "of int32 data with int32 indices: an int32 output.",
+           make_input=int_data, input_dtypes={"data": "int32", "indices": "int32"},
+           dtypes="typed")
+
+    # ---- div_sqrt_dim ----------------------------------------------------
+    add("div_sqrt_dim", C.div_sqrt_dim(data, name="op0"), {"data": (2, 3, 7)},
+        "_contrib_div_sqrt_dim: data / sqrt(7).")
+    add("div_sqrt_dim_int32", C.div_sqrt_dim(data, name="op0"), {"data": (2, 5)},
+        "_contrib_div_sqrt_dim of int32 data: MXNet divides by int32(sqrt(5)) = 2, truncating.",
+        make_input=integers(-20, 20), input_dtypes={"data": "int32"}, dtypes="typed")
+
+    # ---- interleaved attention products ----------------------------------
+    qkv, att = mx.sym.var("qkv"), mx.sym.var("att")
+    queries, kv = mx.sym.var("queries"), mx.sym.var("kv")
+    add("selfatt_qk", C.interleaved_matmul_selfatt_qk(qkv, heads=2, name="op0"),
+        {"qkv": (7, 3, 30)}, "_contrib_interleaved_matmul_selfatt_qk, 2 heads of dim 5, sequence "
+        "7, batch 3: output (6, 7, 7).")
+    add("selfatt_qk_one_head", C.interleaved_matmul_selfatt_qk(qkv, heads=1, name="op0"),
+        {"qkv": (9, 2, 39)}, "_contrib_interleaved_matmul_selfatt_qk, one head of dim 13.")
+    add("selfatt_valatt", C.interleaved_matmul_selfatt_valatt(qkv, att, heads=2, name="op0"),
+        {"qkv": (7, 3, 30), "att": (6, 7, 7)}, "_contrib_interleaved_matmul_selfatt_valatt, 2 "
+        "heads of dim 5, sequence 7, batch 3: output (7, 3, 10).")
+    scores = C.interleaved_matmul_selfatt_qk(qkv, heads=3, name="qk0")
+    weights = mx.sym.softmax(scores, axis=-1, name="softmax0")
+    add("selfatt_chain", C.interleaved_matmul_selfatt_valatt(qkv, weights, heads=3, name="va0"),
+        {"qkv": (5, 2, 36)}, "BERT's attention: selfatt_qk, softmax, selfatt_valatt; 3 heads of "
+        "dim 4, sequence 5, batch 2.")
+    add("encdec_qk", C.interleaved_matmul_encdec_qk(queries, kv, heads=2, name="op0"),
+        {"queries": (4, 3, 10), "kv": (6, 3, 20)}, "_contrib_interleaved_matmul_encdec_qk, 2 "
+        "heads of dim 5, 4 queries, 6 keys, batch 3: output (6, 4, 6).")
+    add("encdec_valatt", C.interleaved_matmul_encdec_valatt(kv, att, heads=2, name="op0"),
+        {"kv": (6, 3, 20), "att": (6, 4, 6)}, "_contrib_interleaved_matmul_encdec_valatt, 2 "
+        "heads of dim 5, 4 queries, 6 keys, batch 3: output (4, 3, 10).")
+
+    # ---- what GluonNLP's BERT and GluonCV's CenterNet graphs also do -------
+    wq, wk = mx.sym.var("fcq_weight", shape=(3, 6)), mx.sym.var("fck_weight", shape=(4, 6))
+    fused = mx.sym.Concat(wq, wk, dim=0, name="concat0")
+    add("fc_computed_weight", mx.sym.FullyConnected(data, fused, num_hidden=7, no_bias=True,
+                                                    flatten=False, name="fc0"),
+        {"data": (2, 5, 6)}, "FullyConnected whose weight the graph computes (Concat of two "
+        "parameters, as BERT's fused query/key/value projection), 10 rows: the weight changes "
+        "with every run, so it must not be packed when the model is bound.")
+    lhs, rhs = mx.sym.var("lhs"), mx.sym.var("rhs")
+    add("concat_int64", mx.sym.Concat(lhs, rhs, dim=0, name="concat0"),
+        {"lhs": (1, 7), "rhs": (2, 7)}, "Concat of int64 arrays (CenterNet's decoder joins its "
+        "int64 indices so).", make_input=integers(-1000, 1000),
+        input_dtypes={"lhs": "int64", "rhs": "int64"}, dtypes="typed")
+
+    # ---- softmax with lengths (BERT's attention mask) --------------------
+    length = mx.sym.var("length")
+
+    def lengths(extent, lead):
+        def make(rng, shape):
+            if shape == lead:
+                values = rng.randint(0, extent + 1, shape)
+                flat = values.reshape(-1)
+                flat[:2] = [0, extent]  # an empty row and a full one
+                return values.astype(np.float64)
+            return rng.normal(0.0, 2.0, shape)
+        return make
+
+    add("softmax_length", mx.sym.softmax(data, length=length, axis=-1, use_length=True, name="op0"),
+        {"data": (2, 3, 7), "length": (2, 3)}, "softmax with use_length over the last axis: "
+        "int32 lengths 0..7 (0: a row of zeros), the elements past each length 0.",
+        make_input=lengths(7, (2, 3)), input_dtypes={"length": "int32"}, dtypes="typed")
+    add("softmax_length_axis1", mx.sym.softmax(data, length=length, axis=1, use_length=True,
+                                               temperature=2.0, name="op0"),
+        {"data": (2, 6, 3), "length": (2, 3)}, "softmax with use_length along axis 1 (not "
+        "the last), temperature 2, int64 lengths 0..6.",
+        make_input=lengths(6, (2, 3)), input_dtypes={"length": "int64"}, dtypes="typed")
+
+    # ---- ROIAlign --------------------------------------------------------
+    rois = mx.sym.var("rois")
+
+    def roi_align(name, dshape, roi_values, notes, **kw):
+        values = np.asarray(roi_values, np.float64)
+        add("roi_align_" + name, C.ROIAlign(data, rois, name="roi0", **kw),
+            {"data": dshape, "rois": values.shape}, "_contrib_ROIAlign " + notes,
+            make_input=lambda rng, shape: values if shape == values.shape
+            else rng.normal(0, 1, shape))
+
+    # An image of 16 x 12 (a 2x-subsampled 8 x 6 map at spatial_scale 0.5).
+    mixed = [[0, 0, 0, 15, 11], [1, 2.4, 3.6, 9.5, 7.5], [0, 5, 1, 6, 2],
+             [1, 10, 8, 19, 14], [0, 3.5, 2.5, 3.5, 2.5], [1, -3, -2.5, 4, 3],
+             [1.7, 0.3, 6.2, 14.9, 11.7], [-0.5, 7, 9, 2, 4], [0, 14.5, 10.5, 30, 26]]
+    roi_align("adaptive", (2, 3, 8, 6), mixed, "pooled 3x2 at scale 0.5, adaptive sampling "
+              "(sample_ratio -1): the whole image, fractional corners, a 1-pixel box, one "
+              "reaching past the map, a zero-size box (taken as 1x1), one starting at negative "
+              "coordinates, batch index 1.7 (image 1), an inverted box with batch index -0.5 "
+              "(image 0), one mostly outside the map.", pooled_size=(3, 2), spatial_scale=0.5)
+    roi_align("sample2", (2, 4, 9, 11), [[0, 0, 0, 40, 33], [1, 5.5, 7.25, 30, 20],
+                                         [1, 12, 3, 13, 4], [0, 22, 18, 60, 50]],
+              "pooled 2x2 at scale 0.25 with sample_ratio 2 (GluonCV's Faster R-CNN): rois on "
+              "a 9 x 11 map, one running off its edges.", pooled_size=(2, 2),
+              spatial_scale=0.25, sample_ratio=2)
+    roi_align("large", (1, 2, 13, 17), [[0, 1, 2, 33, 25], [0, 0, 0, 16.5, 12.5]],
+              "pooled 3x4 at scale 0.5 on large rois: adaptive grids of up to 5 x 4 samples "
+              "per bin.", pooled_size=(3, 4), spatial_scale=0.5)
+    roi_align("aligned", (2, 3, 8, 6), [[0, 0, 0, 15, 11], [1, 2.4, 3.6, 9.5, 7.5],
+                                        [0, 5, 1, 6, 2], [1, 10, 8, 19, 14],
+                                        [1, -3, -2.5, 4, 3]],
+              "with aligned=True (Detectron2's half-pixel offset), pooled 3x2 at scale 0.5, "
+              "adaptive sampling.", pooled_size=(3, 2), spatial_scale=0.5, aligned=True)
+    roi_align("position_sensitive", (2, 12, 7, 5), [[0, 0, 0, 9, 13], [1, 1.5, 2.5, 7, 8],
+                                                   [1, 4, 0, 9.5, 5.5]],
+              "position_sensitive, pooled 2x3 (12 channels -> 2), scale 0.5, sample_ratio 3.",
+              pooled_size=(2, 3), spatial_scale=0.5, sample_ratio=3, position_sensitive=True)
+    return cases
+
+# ---- end of the gather / attention / ROIAlign cases -----------------------
+
+
+# --------------------------------------------------------------------------
+# _contrib_MultiBoxPrior, _contrib_MultiBoxDetection (MXNet's SSD example;
+# issue 30)
+# --------------------------------------------------------------------------
+
+def multibox_inputs(batches, classes, anchors, levels=(0.05, 0.1, 0.25, 0.4, 0.6)):
+    """An InputFn for MultiBoxDetection: cls_prob (B, C, N) from a few
+    levels (so equal scores occur), loc_pred (B, N * 4) small offsets,
+    anchors (1, N, 4) corners of overlapping boxes in [0, 1] (some reaching
+    past it)."""
+    def make(rng, shape):
+        if shape == (batches, classes, anchors):
+            return np.asarray(levels)[rng.randint(0, len(levels), shape)]
+        if shape == (batches, anchors * 4):
+            return rng.normal(0.0, 0.75, shape)
+        xy = rng.randint(0, 8, (1, anchors, 2)) * 0.125
+        wh = rng.randint(1, 5, (1, anchors, 2)) * 0.125
+        return np.concatenate([xy, xy + wh], axis=-1)
+    return make
+
+
+def multibox_cases() -> List[OpCase]:
+    """MultiBoxPrior with the defaults, several sizes and ratios with clip,
+    explicit steps and offsets; MultiBoxDetection on scores with ties (a
+    stable sort keeps equal scores in anchor order), with and without clip,
+    nms_topk below the valid count (rows past it keep their unsorted
+    contents with class -1, as MXNet), force_suppress, a threshold that
+    drops most anchors, NMS off (nms_threshold 0: compaction only), and an
+    SSD-style graph with the anchors from MultiBoxPrior."""
+    cases: List[OpCase] = []
+    data = mx.sym.var("data")
+    C = mx.sym.contrib
+
+    def add(name, sym, inputs, notes, **kw):
+        cases.append(OpCase(name, sym, inputs, notes, **kw))
+
+    add("multibox_prior_default", C.MultiBoxPrior(data, name="op0"), {"data": (2, 3, 5, 7)},
+        "_contrib_MultiBoxPrior with the defaults (size 1, ratio 1) on a 5 x 7 map.")
+    add("multibox_prior_sizes_ratios", C.MultiBoxPrior(data, sizes=(0.2, 0.35, 0.5),
+                                                       ratios=(1, 2, 0.5, 3), clip=True,
+                                                       name="op0"),
+        {"data": (1, 4, 6, 9)}, "_contrib_MultiBoxPrior, 3 sizes and 4 ratios (6 anchors per "
+        "cell) on a 6 x 9 map, clipped into [0, 1].")
+    add("multibox_prior_steps_offsets", C.MultiBoxPrior(data, sizes=(0.3,), ratios=(1, 2),
+                                                        steps=(0.1, 0.125),
+                                                        offsets=(0.25, 0.75), name="op0"),
+        {"data": (2, 2, 4, 3)}, "_contrib_MultiBoxPrior with steps (0.1, 0.125) and offsets "
+        "(0.25, 0.75), not clipped.")
+
+    cls, loc, anchor = mx.sym.var("cls_prob"), mx.sym.var("loc_pred"), mx.sym.var("anchor")
+
+    def detect(name, batches, classes, anchors, notes, levels=(0.05, 0.1, 0.25, 0.4, 0.6), **kw):
+        add("multibox_detection_" + name, C.MultiBoxDetection(cls, loc, anchor, name="op0", **kw),
+            {"cls_prob": (batches, classes, anchors), "loc_pred": (batches, anchors * 4),
+             "anchor": (1, anchors, 4)}, "_contrib_MultiBoxDetection " + notes,
+            make_input=multibox_inputs(batches, classes, anchors, levels))
+
+    detect("default", 2, 4, 37, "with the defaults (clip, threshold 0.01, nms_threshold 0.5): "
+           "3 classes and the background, 37 anchors, scores from 5 levels (ties).")
+    detect("topk_force", 3, 5, 29, "with nms_topk 6 (of about 29 valid), force_suppress, "
+           "nms_threshold 0.3, no clip, variances (0.2, 0.2, 0.1, 0.1).", nms_topk=6,
+           force_suppress=True, nms_threshold=0.3, clip=False, variances=(0.2, 0.2, 0.1, 0.1))
+    detect("threshold", 2, 3, 25, "with threshold 0.35 (scores at or above it kept; most "
+           "anchors become background) and nms_threshold 0.25.", threshold=0.35,
+           nms_threshold=0.25, levels=(0.1, 0.2, 0.35, 0.5))
+    detect("no_nms", 2, 4, 19, "with nms_threshold 0 and threshold 0.3: the valid rows "
+           "compacted in anchor order, neither sorted nor suppressed, -1 rows after them.",
+           nms_threshold=0, threshold=0.3)
+
+    feature = mx.sym.var("feature")
+    prior = C.MultiBoxPrior(feature, sizes=(0.3, 0.6), ratios=(1, 2, 0.5), clip=True,
+                            name="prior0")
+    probs = mx.sym.softmax(cls, axis=1, name="softmax0")
+    ssd = C.MultiBoxDetection(probs, loc, prior, nms_threshold=0.45, name="det0")
+
+    def ssd_inputs(rng, shape):
+        if shape == (2, 3, 4, 5):
+            return rng.normal(0.0, 1.0, shape)
+        if shape == (2, 3, 80):
+            return rng.normal(0.0, 2.0, shape)
+        return rng.normal(0.0, 0.5, shape)
+
+    add("multibox_detection_ssd", ssd, {"feature": (2, 3, 4, 5), "cls_prob": (2, 3, 80),
+                                        "loc_pred": (2, 320)},
+        "An SSD head: MultiBoxPrior (2 sizes, 3 ratios) on a 4 x 5 feature map gives 80 "
+        "anchors; softmax over 3 classes, MultiBoxDetection with nms_threshold 0.45.",
+        make_input=ssd_inputs)
+    return cases
+
+# ---- end of the MultiBox cases --------------------------------------------
 
 
 def mixed_net() -> mx.sym.Symbol:

@@ -11,6 +11,7 @@ import pytest
 
 from capi import CAPIError
 from conftest import FIXTURES, ROOT, assert_close, load_cases
+import ndfile
 
 CASES = load_cases(f'{FIXTURES}/ops')
 BY_NAME = {case.name: case for case in CASES}
@@ -170,6 +171,32 @@ BAD_ATTRIBUTES = [
     ('_contrib_box_nms', {'topk': 'all'}, 'topk', 'all'),
     ('_contrib_box_decode', {'format': 'xyxy'}, 'format', 'xyxy'),
     ('_contrib_box_decode', {'std0': 'x'}, 'std0', 'x'),
+    ('_contrib_ROIAlign', {'pooled_size': '(2,)', 'spatial_scale': '0.5'}, 'pooled_size', '(2)'),
+    ('_contrib_ROIAlign', {'pooled_size': '(2, 0)', 'spatial_scale': '0.5'}, 'pooled_size',
+     'positive'),
+    ('_contrib_ROIAlign', {'pooled_size': '(2, 2)', 'spatial_scale': '2'}, 'spatial_scale', '2'),
+    ('_contrib_ROIAlign', {'pooled_size': '(2, 2)'}, 'spatial_scale', 'required'),
+    ('_contrib_interleaved_matmul_selfatt_qk', {}, 'heads', 'required'),
+    ('_contrib_interleaved_matmul_encdec_valatt', {'heads': '0'}, 'heads', '0'),
+    ('gather_nd', {'axis': '0'}, 'axis', 'unknown'),
+    ('_contrib_MultiBoxPrior', {'steps': '(0.1, -1)'}, 'steps', 'both'),
+    ('_contrib_MultiBoxPrior', {'offsets': '(0.5, 1.5)'}, 'offsets', '[0, 1]'),
+    ('_contrib_MultiBoxPrior', {'sizes': '(0.1, x)'}, 'sizes', 'numbers'),
+    ('_contrib_MultiBoxPrior', {'ratios': '()'}, 'ratios', 'at least one'),
+    ('_contrib_MultiBoxDetection', {'variances': '(0.1, 0.2)'}, 'variances', '4'),
+    ('_contrib_MultiBoxDetection', {'keep_topk': '5'}, 'keep_topk', 'unknown'),
+    ('log_softmax', {'use_length': 'True'}, 'use_length', 'no length input'),
+    ('RNN', {'state_size': '4', 'num_layers': '1'}, 'mode', 'required'),
+    ('RNN', {'state_size': '4', 'num_layers': '0', 'mode': 'gru'}, 'num_layers', '0'),
+    ('RNN', {'state_size': '4', 'num_layers': '1', 'mode': 'lstm', 'p': '1'}, 'p', '1'),
+    ('RNN', {'state_size': '4', 'num_layers': '1', 'mode': 'gru', 'projection_size': '2'},
+     'projection_size', 'only supported for LSTM'),
+    ('RNN', {'state_size': '4', 'num_layers': '1', 'mode': 'lstm', 'projection_size': '5'},
+     'projection_size', '5'),
+    ('RNN', {'state_size': '4', 'num_layers': '1', 'mode': 'lstm', 'use_sequence_length': 'True'},
+     'use_sequence_length', 'not supported by mxlite'),
+    ('RNN', {'state_size': '4', 'num_layers': '1', 'mode': 'lstm', 'lstm_state_clip_min': '-1',
+             'lstm_state_clip_max': '1'}, 'lstm_state_clip_min', 'not supported by mxlite'),
 ]
 
 
@@ -253,6 +280,117 @@ def test_index_out_of_range_in_raise_mode_is_an_error(api):
         api.free(handle)
 
 
+def run_one_node(api, op, attrs, values):
+    """Outputs of a one-node graph on `values` (data0, data1, ...)."""
+    graph = one_node_graph(op, attrs, num_inputs=len(values))
+    handle = api.create(graph, b'', {'data%d' % i: v.shape for i, v in enumerate(values)})
+    try:
+        for i, value in enumerate(values):
+            api.set_input(handle, 'data%d' % i, value)
+        api.forward(handle)
+        return api.output(handle, 0)
+    finally:
+        api.free(handle)
+
+
+@pytest.mark.parametrize('index', [3, -4, 2.5, -3.5, float('nan')])
+def test_gather_nd_index_out_of_range_is_an_error(api, index):
+    # MXNet raises IndexError outside [-d, d - 1] (fractions included: 2.5
+    # is past the last row of 3); NaN, which MXNet would read out of
+    # bounds with, is refused too.
+    data = np.arange(12, dtype=np.float32).reshape(3, 4)
+    indices = np.array([[0, index], [1, 2]], np.float32)
+    with pytest.raises(CAPIError, match="node 'the_node'.*IndexError: index .* out of bounds "
+                                        "for axis 0 with size 3"):
+        run_one_node(api, 'gather_nd', {}, [data, indices])
+
+
+GATHER_ND_SHAPE_ERRORS = [((3, 4), (5,), 'at least 2 dims'), ((3, 4), (3, 2), 'first dim (3'),
+                          ((3, 4, 2, 2, 2, 2, 2, 2, 2, 2, 2), (11, 2), 'first dim (11')]
+
+
+@pytest.mark.parametrize('data,indices,detail', GATHER_ND_SHAPE_ERRORS,
+                         ids=[d for _, _, d in GATHER_ND_SHAPE_ERRORS])
+def test_gather_nd_shape_errors(api, data, indices, detail):
+    with pytest.raises(CAPIError) as error:
+        api.create(one_node_graph('gather_nd', {}, num_inputs=2), b'',
+                   {'data0': data, 'data1': indices})
+    message = str(error.value)
+    assert "'the_node' (gather_nd)" in message and detail in message, message
+
+
+ATTENTION_SHAPE_ERRORS = [
+    ('_contrib_interleaved_matmul_selfatt_qk', [(5, 2, 32)], 'multiple of 9'),
+    ('_contrib_interleaved_matmul_selfatt_valatt', [(5, 2, 36), (4, 5, 5)], 'needs (6, 5, 5)'),
+    ('_contrib_interleaved_matmul_encdec_qk', [(4, 2, 12), (5, 2, 12)], 'twice the last dim'),
+    ('_contrib_interleaved_matmul_encdec_valatt', [(5, 2, 24), (6, 4, 6)], 'needs (6, queries, 5)'),
+]
+
+
+@pytest.mark.parametrize('op,shapes,detail', ATTENTION_SHAPE_ERRORS,
+                         ids=[o.split('_matmul_')[1] for o, _, _ in ATTENTION_SHAPE_ERRORS])
+def test_interleaved_matmul_shape_errors(api, op, shapes, detail):
+    # Shapes MXNet's shape functions let through but its kernels cannot use
+    # (heads that do not divide the last dim, an attention batch other than
+    # batch * heads) fail at load.
+    with pytest.raises(CAPIError) as error:
+        api.create(one_node_graph(op, {'heads': '3'}, num_inputs=len(shapes)), b'',
+                   {'data%d' % i: s for i, s in enumerate(shapes)})
+    message = str(error.value)
+    assert "'the_node'" in message and detail in message, message
+
+
+@pytest.mark.parametrize('length', [-1, 6])
+def test_softmax_length_out_of_range_is_an_error(api, length):
+    # MXNet writes (below 0) or reads (past the axis) out of bounds.
+    graph = one_node_graph('softmax', {'use_length': 'True'}, num_inputs=2)
+    handle = api.create(graph, b'', {'data0': (2, 5), 'data1': (2,)}, dtypes={'data1': 4})
+    try:
+        api.set_input(handle, 'data0', np.zeros((2, 5), np.float32))
+        api.set_input(handle, 'data1', np.array([3, length], np.int32))
+        with pytest.raises(CAPIError, match="node 'the_node'.*length %d .* out of range" % length):
+            api.forward(handle)
+    finally:
+        api.free(handle)
+
+
+def test_softmax_length_needs_integer_lengths(api):
+    # MXNet's kernel takes int32 or int64 lengths only.
+    graph = one_node_graph('softmax', {'use_length': 'True'}, num_inputs=2)
+    with pytest.raises(CAPIError, match="'length' has dtype float32"):
+        api.create(graph, b'', {'data0': (2, 5), 'data1': (2,)}, dtypes={'data1': 0})
+
+
+ROI_ALIGN = {'pooled_size': '(2, 2)', 'spatial_scale': '0.5'}
+
+
+def test_roi_align_negative_batch_index_gives_zeros(api):
+    # A batch index below 0 (after truncation: -0.5 is image 0) leaves the
+    # roi out with zeros, as MXNet documents; the other rois are unaffected.
+    data = np.random.RandomState(0).normal(size=(2, 3, 6, 5)).astype(np.float32)
+    rois = np.array([[1, 0, 0, 6, 8], [-1, 0, 0, 6, 8], [-0.5, 0, 0, 6, 8],
+                     [0, 0, 0, 6, 8]], np.float32)
+    out = run_one_node(api, '_contrib_ROIAlign', ROI_ALIGN, [data, rois])
+    assert out.shape == (4, 3, 2, 2)
+    assert not out[1].any()
+    np.testing.assert_array_equal(out[2], out[3])
+    assert out[0].any() and out[3].any() and not np.array_equal(out[0], out[3])
+
+
+@pytest.mark.parametrize('roi,attrs,detail', [
+    ([2, 0, 0, 4, 4], {}, 'names batch index 2 but the data has 2 images'),
+    ([0, 3, 3, 3, 5], {'aligned': 'True'}, 'width and height must be positive'),
+    ([0, 0, float('inf'), 4, 4], {}, 'non-finite'),
+    ([0, 0, 0, 4, 4], {'sample_ratio': '100000'}, 'samples per bin')])
+def test_roi_align_bad_roi_is_an_error(api, roi, attrs, detail):
+    # MXNet would read past the batch, fails a CHECK for an empty aligned roi,
+    # and allocates whatever a huge sampling grid needs.
+    data = np.zeros((2, 3, 6, 5), np.float32)
+    rois = np.array([[0, 0, 0, 4, 4], roi], np.float32)
+    with pytest.raises(CAPIError, match="node 'the_node'.*" + re.escape(detail)):
+        run_one_node(api, '_contrib_ROIAlign', dict(ROI_ALIGN, **attrs), [data, rois])
+
+
 def test_legacy_argmax_axis_minus_one_case_present():
     # Files before MXNet 0.9.5 wrote axis=-1 for "no axis"; the fixture is
     # such a file and MXNet's own upgrade gives the flattened argmax.
@@ -291,3 +429,46 @@ def test_input_batchnorm_folded_into_1x1_convolution(api, name, monkeypatch, cap
             results[graph_opt, threads] = run_case(api, case)[0][0]
     for key, value in results.items():
         assert np.array_equal(value, results['0', '1']), key
+
+
+def test_rnn_parameters_of_the_wrong_size_fail_at_load(api):
+    # Layer 0 of a GRU with C=3, H=4: 3 * 4 * (3 + 4 + 2) = 108 parameters.
+    graph = one_node_graph('RNN', {'state_size': '4', 'num_layers': '1', 'mode': 'gru'},
+                           num_inputs=3)
+    with pytest.raises(CAPIError) as error:
+        api.create(graph, b'', {'data0': (5, 2, 3), 'data1': (107,), 'data2': (1, 2, 4)})
+    message = str(error.value)
+    assert "'the_node' (RNN)" in message and "'parameters'" in message and '(108,)' in message, \
+        message
+
+
+def test_rnn_param_concat_infers_both_input_weights(api):
+    # Gluon declares the two input-to-hidden weights of a bidirectional first
+    # layer (4H, 0): only the RNN knows its input size. _rnn_param_concat
+    # gives two unknown inputs equal shares of what the other parameters
+    # leave (MXNet's RNNParamConcatShape), so without them in the params
+    # file the load fails for their missing values, not for their shapes.
+    case = BY_NAME['rnn_gluon_lstm_2layer_bidir']
+    dropped = ('arg:lstm0_l0_i2h_weight', 'arg:lstm0_r0_i2h_weight')
+    params = {k: v for k, v in api.nd_list(case.params) if k not in dropped}
+    inputs, _ = case.io()
+    with pytest.raises(CAPIError) as error:
+        api.create(case.symbol_json, ndfile.save(params), {k: v.shape for k, v in inputs.items()})
+    message = str(error.value)
+    assert "'lstm0_l0_i2h_weight'" in message and 'neither in the params file' in message, message
+
+
+def test_rnn_projection_without_state_outputs(api):
+    # MXNet 1.9.1's CPU LSTM with projection keeps its projected state in
+    # the state output, so without state_outputs it crashes (a segmentation
+    # fault): no fixture can hold it. mxlite's output is the one it gives
+    # with state_outputs.
+    case = BY_NAME['rnn_lstm_projection']
+    graph = json.loads(case.symbol_json)
+    for node in graph['nodes']:
+        if node['op'] == 'RNN':
+            node['attrs']['state_outputs'] = 'False'
+    graph['heads'] = graph['heads'][:1]
+    inputs, expected = case.io()
+    outputs = api.predict(json.dumps(graph), case.params, inputs, num_outputs=1)
+    assert_close(outputs[0], expected[0], case.rtol, 'output 0 without state_outputs')

@@ -261,6 +261,15 @@ Status Executor::PrepareOperators() {
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     if (!ops_[n]) continue;
     size_t bytes = 0;
+    // The parameters keep their values until the next Prepare (SetInput on
+    // one forces it); anything else may change between runs.
+    std::vector<bool> constant;
+    for (const NodeEntry& input : graph.nodes[n].inputs) {
+      const Node& from = graph.nodes[input.node];
+      constant.push_back(from.is_variable() && model_->params.count(from.name) != 0 &&
+                         input_shapes_.count(from.name) == 0);
+    }
+    ops_[n]->set_constant_inputs(std::move(constant));
     const Float32Copies* copies = float32_copies_[n].get();
     if (copies) CopyInputsToFloat32(static_cast<int>(n));  // weights a Prepare may read
     Status status = copies ? ops_[n]->Prepare(copies->inputs, copies->outputs, &bytes)
@@ -497,7 +506,8 @@ namespace executor_cc {
 
 // A slot at which an operator reads a learned parameter.
 bool IsParameterSlot(const std::string& slot) {
-  for (const char* name : {"weight", "bias", "gamma", "beta", "moving_mean", "moving_var"}) {
+  for (const char* name :
+       {"weight", "bias", "gamma", "beta", "moving_mean", "moving_var", "parameters"}) {
     if (slot == name) return true;
   }
   return false;

@@ -50,9 +50,9 @@ Status LoadModel(const char* symbol_json, size_t symbol_json_size, const void* p
 Status CheckInputShape(const std::string& name, const Shape& shape);
 
 // The variables of `model` that hold learned parameters, in graph order:
-// those an operator reads at a weight, bias, gamma, beta, moving_mean or
-// moving_var slot (the arguments MXNet creates and initialises for a layer),
-// as opposed to data inputs and labels.
+// those an operator reads at a weight, bias, gamma, beta, moving_mean,
+// moving_var or (RNN) parameters slot (the arguments MXNet creates and
+// initialises for a layer), as opposed to data inputs and labels.
 std::vector<std::string> ParameterNames(const Model& model);
 
 // Checks that the params file gave the model its parameters: each must be in

@@ -71,9 +71,11 @@ bool ParseBool(const std::string& raw, bool* out) {
   return true;
 }
 
-bool ParseTuple(const std::string& raw, std::vector<int64_t>* out) {
+// The items of a tuple "(a, b)", "[a, b]" or "a, b" (a bare "a" is a
+// 1-tuple), trimmed; false when malformed.
+bool SplitTuple(const std::string& raw, std::vector<std::string>* items) {
   std::string text = Trim(raw);
-  out->clear();
+  items->clear();
   if (!text.empty() && (text.front() == '(' || text.front() == '[')) {
     char close = text.front() == '(' ? ')' : ']';
     if (text.size() < 2 || text.back() != close) return false;
@@ -91,6 +93,18 @@ bool ParseTuple(const std::string& raw, std::vector<int64_t>* out) {
       if (comma == std::string::npos) break;
       return false;
     }
+    items->push_back(item);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return true;
+}
+
+bool ParseTuple(const std::string& raw, std::vector<int64_t>* out) {
+  std::vector<std::string> items;
+  out->clear();
+  if (!SplitTuple(raw, &items)) return false;
+  for (const std::string& item : items) {
     int64_t value = 0;
     if (item == "None") {
       value = kNoneInt;
@@ -98,8 +112,18 @@ bool ParseTuple(const std::string& raw, std::vector<int64_t>* out) {
       return false;
     }
     out->push_back(value);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
+  }
+  return true;
+}
+
+bool ParseFloatTuple(const std::string& raw, std::vector<double>* out) {
+  std::vector<std::string> items;
+  out->clear();
+  if (!SplitTuple(raw, &items)) return false;
+  for (const std::string& item : items) {
+    double value = 0;
+    if (!ParseFloat(item, &value)) return false;
+    out->push_back(value);
   }
   return true;
 }
@@ -119,6 +143,12 @@ std::string FormatTuple(const std::vector<int64_t>& values) {
   for (size_t i = 0; i < values.size(); ++i) {
     text += (i ? ", " : "") + (values[i] == kNoneInt ? "None" : std::to_string(values[i]));
   }
+  return text + (values.size() == 1 ? ",)" : ")");
+}
+
+std::string FormatFloatTuple(const std::vector<double>& values) {
+  std::string text = "(";
+  for (size_t i = 0; i < values.size(); ++i) text += (i ? ", " : "") + FormatNumber(values[i]);
   return text + (values.size() == 1 ? ",)" : ")");
 }
 
@@ -237,6 +267,19 @@ std::vector<int64_t> AttrParser::Tuple(const char* key) {
   std::vector<int64_t> value;
   if (raw && !attr_parser_cc::ParseTuple(*raw, &value)) {
     Bad(key, *raw, "a tuple of integers such as (3, 3)");
+  }
+  return value;
+}
+
+std::vector<double> AttrParser::FloatTuple(const char* key,
+                                           const std::vector<double>& default_value) {
+  Document(key, "tuple of float", attr_parser_cc::FormatFloatTuple(default_value), false);
+  const std::string* raw = Lookup(key, false);
+  if (!raw) return default_value;
+  std::vector<double> value;
+  if (!attr_parser_cc::ParseFloatTuple(*raw, &value)) {
+    Bad(key, *raw, "a tuple of numbers such as (0.1, 0.2)");
+    return default_value;
   }
   return value;
 }

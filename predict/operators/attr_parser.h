@@ -55,6 +55,8 @@ class AttrParser {
   // Tuple of ints; a bare "3" is a 1-tuple. "None" entries give kNoneInt.
   std::vector<int64_t> Tuple(const char* key, const std::vector<int64_t>& default_value);
   std::vector<int64_t> Tuple(const char* key);  // required
+  // Tuple of numbers ("(0.1, 0.2)", "[0.5]", "0.5").
+  std::vector<double> FloatTuple(const char* key, const std::vector<double>& default_value);
   // Index of the value in `choices`; `default_index` when absent.
   int Enum(const char* key, const std::vector<std::string>& choices, int default_index);
   // A dtype by name among `choices` (numpy names, "None" allowed), as its

@@ -37,6 +37,22 @@
  *   the targets ((rx - ax) / aw - m0) / s0, ((ry - ay) / ah - m1) / s1,
  *   (log(rw / aw) - m2) / s2, (log(rh / ah) - m3) / s3 against
  *   refs[b, matches[b, i]], and masks 1; else targets and masks 0.
+ *
+ * _contrib_MultiBoxDetection (MXNet's SSD example; contrib/multibox_detection.cc):
+ *   cls_prob (B, C, N), loc_pred (B, N * 4), anchor (., N, 4) corners (only
+ *   the first N anchors are read); output (B, N, 6) rows
+ *   (class - 1, score, xmin, ymin, xmax, ymax), -1 where empty. Per anchor
+ *   the class is the first of the highest probability among classes 1..C-1
+ *   (class 0 is the background whatever background_id says: MXNet's kernel
+ *   ignores that attribute); a score below threshold makes it background.
+ *   Boxes decode as box_decode with std = variances, clipped into [0, 1]
+ *   with clip. The non-background rows are compacted to the front in anchor
+ *   order; then, when 0 < nms_threshold <= 1, the first min(nms_topk, valid)
+ *   of them by a stable descending sort on score take their places, a valid
+ *   row beyond nms_topk keeps its unsorted contents with class -1 (as
+ *   MXNet), and each kept row suppresses (class set to -1, the rest left)
+ *   every later one of its class (any class with force_suppress) whose IoU
+ *   with it is >= nms_threshold.
  */
 #include <algorithm>
 #include <climits>
@@ -450,6 +466,155 @@ class BoxEncode : public Operator {
 Status CreateBoxEncode(AttrParser* attrs, std::unique_ptr<Operator>* out) {
   MXL_RETURN_IF_ERROR(attrs->Finish());
   out->reset(new BoxEncode());
+  return Status();
+}
+
+// --------------------------------------------------------------------------
+// _contrib_MultiBoxDetection
+// --------------------------------------------------------------------------
+
+struct MultiBoxParams {
+  bool clip = true;
+  float threshold = 0.01f;
+  float nms_threshold = 0.5f;
+  bool force_suppress = false;
+  float variances[4] = {0.1f, 0.1f, 0.2f, 0.2f};
+  int64_t nms_topk = -1;
+};
+
+class MultiBoxDetection : public Operator {
+ public:
+  explicit MultiBoxDetection(const MultiBoxParams& p) : p_(p) {}
+
+  std::vector<std::string> InputNames() const override {
+    return {"cls_prob", "loc_pred", "anchor"};
+  }
+
+  Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
+    const Shape& cls = (*in)[0];
+    const Shape& loc = (*in)[1];
+    const Shape& anchor = (*in)[2];
+    if (!cls.is_complete() || !loc.is_complete() || !anchor.is_complete()) return Status();
+    MXL_CHECK(cls.ndim() == 3, "input 'cls_prob' has shape ", cls.ToString(),
+              " but needs (batch, classes, anchors)");
+    MXL_CHECK(anchor.ndim() == 3 && anchor[2] == 4 && anchor[1] == cls[2], "input 'anchor' has shape ",
+              anchor.ToString(), " but needs (1, ", cls[2], ", 4) for 'cls_prob' ", cls.ToString());
+    MXL_CHECK(loc.ndim() == 2 && loc[0] == cls[0] && loc[1] == cls[2] * 4, "input 'loc_pred' has shape ",
+              loc.ToString(), " but needs (", cls[0], ", ", cls[2] * 4, ") for 'cls_prob' ",
+              cls.ToString());
+    return AssignShape(out, 0, Shape({cls[0], cls[2], 6}), "output", OutputNames());
+  }
+
+  Status Forward(const OpContext&, const std::vector<NDArray>& in,
+                 const std::vector<NDArray>& out) override {
+    const Shape& cls = in[0].shape();
+    const int64_t batches = cls[0], classes = cls[1], anchors = cls[2];
+    const float* anchor = in[2].fdata();
+    std::vector<float> rows(static_cast<size_t>(anchors * 6)), sorted_from(rows.size());
+    float* y = out[0].fdata();
+    std::fill(y, y + out[0].Size(), -1.f);
+    for (int64_t b = 0; b < batches; ++b) {
+      const float* prob = in[0].fdata() + b * classes * anchors;
+      const float* loc = in[1].fdata() + b * anchors * 4;
+      float* o = y + b * anchors * 6;
+      for (int64_t i = 0; i < anchors; ++i) {
+        float score = -1;
+        int64_t id = 0;
+        for (int64_t j = 1; j < classes; ++j) {
+          const float p = prob[j * anchors + i];
+          if (p > score) {
+            score = p;
+            id = j;
+          }
+        }
+        if (id > 0 && score < p_.threshold) id = 0;
+        float* row = rows.data() + i * 6;
+        row[0] = static_cast<float>(id - 1);
+        row[1] = score;
+        Decode(anchor + i * 4, loc + i * 4, row + 2);
+      }
+      int64_t valid = 0;
+      for (int64_t i = 0; i < anchors; ++i) {
+        if (rows[i * 6] >= 0) {
+          std::copy(rows.data() + i * 6, rows.data() + i * 6 + 6, o + valid * 6);
+          ++valid;
+        }
+      }
+      if (valid < 1 || p_.nms_threshold <= 0 || p_.nms_threshold > 1) continue;
+      std::copy(o, o + anchors * 6, sorted_from.data());
+      std::vector<int64_t> order(static_cast<size_t>(valid));
+      for (int64_t i = 0; i < valid; ++i) order[i] = i;
+      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t c) {
+        return sorted_from[a * 6 + 1] > sorted_from[c * 6 + 1];
+      });
+      int64_t keep = valid;
+      if (p_.nms_topk > 0 && p_.nms_topk < keep) {
+        keep = p_.nms_topk;
+        for (int64_t i = keep; i < valid; ++i) o[i * 6] = -1;
+      }
+      for (int64_t i = 0; i < keep; ++i) {
+        std::copy(sorted_from.data() + order[i] * 6, sorted_from.data() + order[i] * 6 + 6,
+                  o + i * 6);
+      }
+      for (int64_t i = 0; i < keep; ++i) {
+        const float* a = o + i * 6;
+        if (a[0] < 0) continue;
+        for (int64_t j = i + 1; j < keep; ++j) {
+          float* c = o + j * 6;
+          if (c[0] < 0) continue;
+          if ((p_.force_suppress || a[0] == c[0]) && Overlap(a + 2, c + 2) >= p_.nms_threshold) {
+            c[0] = -1;
+          }
+        }
+      }
+    }
+    return Status();
+  }
+
+ private:
+  // MXNet's TransformLocations.
+  void Decode(const float* anchor, const float* loc, float* out) const {
+    const float al = anchor[0], at = anchor[1], ar = anchor[2], ab = anchor[3];
+    const float aw = ar - al, ah = ab - at;
+    const float ax = (al + ar) / 2.f, ay = (at + ab) / 2.f;
+    const float ox = loc[0] * p_.variances[0] * aw + ax;
+    const float oy = loc[1] * p_.variances[1] * ah + ay;
+    const float ow = std::exp(loc[2] * p_.variances[2]) * aw / 2;
+    const float oh = std::exp(loc[3] * p_.variances[3]) * ah / 2;
+    const float v[4] = {ox - ow, oy - oh, ox + ow, oy + oh};
+    for (int k = 0; k < 4; ++k) {
+      out[k] = p_.clip ? std::max(0.f, std::min(1.f, v[k])) : v[k];
+    }
+  }
+
+  // MXNet's CalculateOverlap (corners).
+  static float Overlap(const float* a, const float* b) {
+    const float w = std::max(0.f, std::min(a[2], b[2]) - std::max(a[0], b[0]));
+    const float h = std::max(0.f, std::min(a[3], b[3]) - std::max(a[1], b[1]));
+    const float i = w * h;
+    const float u = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - i;
+    return u <= 0.f ? 0.f : i / u;
+  }
+
+  MultiBoxParams p_;
+};
+
+Status CreateMultiBoxDetection(AttrParser* attrs, std::unique_ptr<Operator>* out) {
+  MultiBoxParams p;
+  p.clip = attrs->Bool("clip", true);
+  p.threshold = static_cast<float>(attrs->Float("threshold", 0.01));
+  attrs->Int("background_id", 0);  // declared by MXNet, unused by its kernel (class 0 is it)
+  p.nms_threshold = static_cast<float>(attrs->Float("nms_threshold", 0.5));
+  p.force_suppress = attrs->Bool("force_suppress", false);
+  const std::vector<double> variances = attrs->FloatTuple("variances", {0.1, 0.1, 0.2, 0.2});
+  p.nms_topk = attrs->Int("nms_topk", -1);
+  MXL_RETURN_IF_ERROR(attrs->Finish());
+  if (variances.size() != 4) {
+    attrs->Fail("variances", StrCat("has ", variances.size(), " entries: needs 4"));
+    return attrs->Finish();
+  }
+  for (int k = 0; k < 4; ++k) p.variances[k] = static_cast<float>(variances[k]);
+  out->reset(new MultiBoxDetection(p));
   return Status();
 }
 

@@ -7,6 +7,13 @@
  * complete each input's other dims, and when exactly one input's extent
  * along dim is unknown it is the output's minus the rest.
  *
+ * _rnn_param_concat, with which Gluon's recurrent layers join their weights
+ * and biases into the RNN operator's parameter vector, is Concat whose
+ * backward inference (MXNet's RNNParamConcatShape) also takes two unknown
+ * inputs, each getting half of what the rest leaves: the two input-to-hidden
+ * weights of a bidirectional first layer, whose input size only the RNN
+ * knows.
+ *
  * Forward views every array as (outer, extent * inner), outer being the
  * product of the dims before `dim`, and copies each input's row block into
  * its column range of the output with memcpy, the copies shared among the
@@ -30,7 +37,11 @@ namespace concat_op {
 
 class Concat : public Operator {
  public:
-  Concat(int num_args, int64_t dim) : num_args_(num_args), dim_(dim) {}
+  // max_unknown: how many inputs of unknown extent along dim the output's
+  // extent may complete, sharing it equally (1 for Concat, 2 for
+  // _rnn_param_concat).
+  Concat(int num_args, int64_t dim, int max_unknown)
+      : num_args_(num_args), dim_(dim), max_unknown_(max_unknown) {}
 
   std::vector<std::string> InputNames() const override {
     std::vector<std::string> names;
@@ -69,28 +80,27 @@ class Concat : public Operator {
     for (int i = 0; i < num_args_; ++i) {
       MXL_RETURN_IF_ERROR(AssignShape(in, i, common, "input", names));
     }
-    // The output's extent along the axis, and back to a single unknown input.
+    // The output's extent along the axis, and back to the unknown inputs.
     int64_t total = 0;
-    int unknown = 0, unknown_index = -1;
+    std::vector<int> unknown;
     for (int i = 0; i < num_args_; ++i) {
       const int64_t extent = (*in)[i][axis];
       if (extent < 0) {
-        ++unknown;
-        unknown_index = i;
+        unknown.push_back(i);
       } else {
         total += extent;
       }
     }
     Shape oshape = common;
-    if (unknown == 0) oshape[axis] = total;
+    if (unknown.empty()) oshape[axis] = total;
     MXL_RETURN_IF_ERROR(AssignShape(out, 0, oshape, "output", OutputNames()));
     const int64_t out_extent = (*out)[0][axis];
-    if (unknown == 1 && out_extent >= 0) {
+    if (!unknown.empty() && static_cast<int>(unknown.size()) <= max_unknown_ && out_extent >= 0) {
       MXL_CHECK(out_extent >= total, "output 'output' has ", out_extent, " along dim ", dim_,
                 " but the known inputs already have ", total);
       Shape want = common;
-      want[axis] = out_extent - total;
-      MXL_RETURN_IF_ERROR(AssignShape(in, unknown_index, want, "input", names));
+      want[axis] = (out_extent - total) / static_cast<int64_t>(unknown.size());
+      for (int i : unknown) MXL_RETURN_IF_ERROR(AssignShape(in, i, want, "input", names));
     }
     return Status();
   }
@@ -153,6 +163,7 @@ class Concat : public Operator {
  private:
   int num_args_;
   int64_t dim_;
+  int max_unknown_;
 };
 
 Status CreateConcat(AttrParser* attrs, std::unique_ptr<Operator>* out) {
@@ -163,7 +174,8 @@ Status CreateConcat(AttrParser* attrs, std::unique_ptr<Operator>* out) {
     attrs->Fail("num_args", StrCat(num_args, " is not a valid number of inputs"));
     return attrs->Finish();
   }
-  out->reset(new Concat(static_cast<int>(num_args), dim));
+  const int max_unknown = attrs->op_name() == "_rnn_param_concat" ? 2 : 1;
+  out->reset(new Concat(static_cast<int>(num_args), dim, max_unknown));
   return Status();
 }
 

@@ -2,7 +2,7 @@
  * Operators whose output depends only on their attributes or on their
  * input's shape, never on data values: _zeros, _ones, _full, _arange,
  * _contrib_arange_like, shape_array, size_array (MXNet's init_op.h and
- * matrix_op.cc). Prepare computes the output once, when the shapes are
+ * matrix_op.cc), and _contrib_MultiBoxPrior's anchors (contrib/multibox_prior.cc). Prepare computes the output once, when the shapes are
  * bound; Forward copies it into the output buffer (which the memory planner
  * may share with other nodes, so it is written on every run).
  *
@@ -12,9 +12,19 @@
  * step, as MXNet does); _arange's length is
  * ceil((stop - start) / step) * repeat in double, and stop omitted (without
  * infer_range) means the range [0, start).
+ *
+ * _contrib_MultiBoxPrior (SSD's anchors) on data (..., H, W): output
+ * (1, H * W * (sizes + ratios - 1), 4), for each cell (row-major) the boxes
+ * of every size at ratios[0], then of sizes[0] at each further ratio, as
+ * corners (xmin, ymin, xmax, ymax) around the centre
+ * ((c + offsets[1]) * step_x, (r + offsets[0]) * step_y), with half-width
+ * size * H / W * sqrt(ratio) / 2 and half-height size / sqrt(ratio) / 2, in
+ * MXNet's float arithmetic; steps (step_y, step_x) default to 1 / H and 1 / W
+ * (a step <= 0 means both are); clip clamps every value into [0, 1].
  */
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "operator.h"
 #include "tensor_util.h"
@@ -315,6 +325,108 @@ class ShapeArray : public Precomputed {
 Status CreateShapeArray(AttrParser* attrs, std::unique_ptr<Operator>* out) {
   MXL_RETURN_IF_ERROR(attrs->Finish());
   out->reset(new ShapeArray(attrs->op_name() == "size_array"));
+  return Status();
+}
+
+// --------------------------------------------------------------------------
+// _contrib_MultiBoxPrior
+// --------------------------------------------------------------------------
+
+class MultiBoxPrior : public Precomputed {
+ public:
+  MultiBoxPrior(std::vector<float> sizes, std::vector<float> ratios, bool clip,
+                std::vector<float> steps, std::vector<float> offsets)
+      : sizes_(std::move(sizes)),
+        ratios_(std::move(ratios)),
+        clip_(clip),
+        steps_(std::move(steps)),
+        offsets_(std::move(offsets)) {}
+
+  std::vector<int> UnreadInputs() const override { return {0}; }
+
+  Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
+    const Shape& data = (*in)[0];
+    if (!data.is_complete()) return Status();
+    MXL_CHECK(data.ndim() >= 4, "input 'data' has shape ", data.ToString(),
+              " but _contrib_MultiBoxPrior needs (batch, channels, height, width)");
+    MXL_CHECK(data[2] > 0 && data[3] > 0, "input 'data' has shape ", data.ToString(),
+              ": its height and width must be positive");
+    const int64_t anchors = static_cast<int64_t>(sizes_.size() + ratios_.size()) - 1;
+    return AssignShape(out, 0, Shape({1, data[2] * data[3] * anchors, 4}), "output",
+                       OutputNames());
+  }
+
+  Status Prepare(const std::vector<NDArray>& in, const std::vector<NDArray>& out,
+                 size_t* workspace_bytes) override {
+    *workspace_bytes = 0;
+    const int height = static_cast<int>(in[0].shape()[2]);
+    const int width = static_cast<int>(in[0].shape()[3]);
+    float step_y = steps_[0], step_x = steps_[1];
+    if (step_y <= 0 || step_x <= 0) {
+      step_y = 1.f / height;
+      step_x = 1.f / width;
+    }
+    values_.resize(static_cast<size_t>(out[0].Size()));
+    float* v = values_.data();
+    auto box = [&](float center_x, float center_y, float size, float ratio) {
+      const float w = size * height / width * ratio / 2;
+      const float h = size / ratio / 2;
+      *v++ = center_x - w;
+      *v++ = center_y - h;
+      *v++ = center_x + w;
+      *v++ = center_y + h;
+    };
+    for (int r = 0; r < height; ++r) {
+      const float center_y = (r + offsets_[0]) * step_y;
+      for (int c = 0; c < width; ++c) {
+        const float center_x = (c + offsets_[1]) * step_x;
+        const float ratio = std::sqrt(ratios_[0]);
+        for (float size : sizes_) box(center_x, center_y, size, ratio);
+        for (size_t j = 1; j < ratios_.size(); ++j) {
+          box(center_x, center_y, sizes_[0], std::sqrt(ratios_[j]));
+        }
+      }
+    }
+    if (clip_) {
+      for (float& x : values_) {
+        if (x < 0.f) x = 0.f;
+        if (x > 1.f) x = 1.f;
+      }
+    }
+    return Status();
+  }
+
+ private:
+  std::vector<float> sizes_, ratios_;
+  bool clip_;
+  std::vector<float> steps_, offsets_;
+};
+
+Status CreateMultiBoxPrior(AttrParser* attrs, std::unique_ptr<Operator>* out) {
+  const std::vector<double> sizes = attrs->FloatTuple("sizes", {1.0});
+  const std::vector<double> ratios = attrs->FloatTuple("ratios", {1.0});
+  const bool clip = attrs->Bool("clip", false);
+  const std::vector<double> steps = attrs->FloatTuple("steps", {-1.0, -1.0});
+  const std::vector<double> offsets = attrs->FloatTuple("offsets", {0.5, 0.5});
+  MXL_RETURN_IF_ERROR(attrs->Finish());
+  if (sizes.empty()) attrs->Fail("sizes", "needs at least one size");
+  if (ratios.empty()) attrs->Fail("ratios", "needs at least one ratio");
+  if (steps.size() != 2) {
+    attrs->Fail("steps", StrCat("has ", steps.size(), " entries: needs 2 (step_y, step_x)"));
+  } else if (steps[0] * steps[1] < 0) {
+    attrs->Fail("steps", "must give both step_y and step_x (or neither, with -1)");
+  }
+  if (offsets.size() != 2) {
+    attrs->Fail("offsets", StrCat("has ", offsets.size(), " entries: needs 2 (y, x)"));
+  } else if (!(offsets[0] >= 0 && offsets[0] <= 1 && offsets[1] >= 0 && offsets[1] <= 1)) {
+    attrs->Fail("offsets", "each offset must be in [0, 1]");
+  }
+  MXL_RETURN_IF_ERROR(attrs->Finish());
+  auto to_float = [](const std::vector<double>& values) {
+    return std::vector<float>(values.begin(), values.end());
+  };
+  out->reset(new MultiBoxPrior(to_float(sizes), to_float(ratios), clip, to_float(steps),
+                               to_float(offsets)));
   return Status();
 }
 

@@ -69,7 +69,9 @@ class GemmKernel : public FcKernel {
 
 bool Always(const FcGeometry&) { return true; }
 bool FewRows(const FcGeometry& g) { return g.rows <= kFcGemvRows; }
-bool WeightsFitPacked(const FcGeometry& g) { return g.depth * g.hidden <= kFcMaxPackedWeights; }
+bool WeightsFitPacked(const FcGeometry& g) {
+  return g.constant_weight && g.depth * g.hidden <= kFcMaxPackedWeights;
+}
 
 Status PrepareGemvRows(const FcGeometry& g, const float*, std::unique_ptr<FcKernel>* kernel) {
   kernel->reset(new GemvRowsKernel(g));
@@ -169,6 +171,7 @@ class FullyConnected : public Operator {
     g.depth = in[1].shape()[1];
     g.hidden = num_hidden_;
     g.rows = num_hidden_ > 0 ? out[0].Size() / num_hidden_ : 0;
+    g.constant_weight = input_is_constant(1);
     algorithm_ = ChooseFcAlgorithm(g);
     MXL_CHECK(algorithm_ != nullptr, "no FullyConnected algorithm covers ", g.rows, " x ",
               g.depth, " x ", g.hidden);

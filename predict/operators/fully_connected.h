@@ -6,8 +6,9 @@
  *     row without packing it: the whole cost at batch 1; pays up to
  *     kFcGemvRows rows;
  *   - "prepacked gemm": W^T packed once, at Prepare, for the blocked GEMM;
- *     applies while W has at most kFcMaxPackedWeights elements (a larger W
- *     would double the weight memory);
+ *     applies while W is a parameter (not computed by the graph, as BERT's
+ *     fused query/key/value weight is) and has at most kFcMaxPackedWeights
+ *     elements (a larger W would double the weight memory);
  *   - "gemm": both operands packed per call (last: covers everything).
  * applies() states what each computes; pays() the heuristic; the operator
  * takes the first entry that does both.
@@ -29,6 +30,7 @@ constexpr int64_t kFcMaxPackedWeights = int64_t{16} << 20;  // 64 MiB of float32
 
 struct FcGeometry {
   int64_t rows = 0, depth = 0, hidden = 0;  // m, k, n
+  bool constant_weight = true;  // W keeps its Prepare-time value (a parameter)
 };
 
 // One call: x (rows x depth), W (hidden x depth) as the operator holds it,

@@ -1,6 +1,7 @@
 /*
- * Indexing: Embedding, take, one_hot. Indices arrive as numbers of any type
- * and are truncated towards zero (MXNet's static_cast) before use.
+ * Indexing: Embedding, take, one_hot, gather_nd. Indices arrive as numbers
+ * of any type and are truncated towards zero (MXNet's static_cast) before
+ * use (gather_nd: see below).
  *   - Embedding: out[..., :] = weight[clip(index), :], the output shape
  *     data.shape + (output_dim,); indices are clipped to [0, input_dim - 1]
  *     (TakeZeroAxisCPU with clip=true).
@@ -10,6 +11,15 @@
  *     raise reports an out-of-range index as an error when the model runs.
  *   - one_hot: indices.shape + (depth,), on_value at the index and off_value
  *     elsewhere; an index outside [0, depth) gives a row of off_value.
+ *   - gather_nd: indices (M, Y0, ..., Yk) pick, for each (y0, ..., yk), the
+ *     slice data[i0, ..., iM-1, ...] with ij = indices[j, y0, ..., yk]; the
+ *     output shape is (Y0, ..., Yk) + data.shape[M:]. As MXNet's CPU kernel
+ *     (GatherNDForwardCPU): an index in [-d, d - 1] (d the extent of its
+ *     dim) is valid, negative ones counting from the end, and any other is
+ *     an IndexError when the model runs (an error here too, never a read
+ *     out of bounds). A fractional index is used as int64(index + d) % d,
+ *     i.e. rounded down: 1.7 is 1, -0.5 is d - 1, while d - 0.5 is out of
+ *     range. M must be at least 1 (MXNet divides by it) and at most 10.
  */
 #include <algorithm>
 #include <cstring>
@@ -210,6 +220,66 @@ Status CreateOneHot(AttrParser* attrs, std::unique_ptr<Operator>* out) {
   if (depth < 0) attrs->Fail("depth", StrCat(depth, " must not be negative"));
   MXL_RETURN_IF_ERROR(attrs->Finish());
   out->reset(new OneHot(depth, static_cast<float>(on_value), static_cast<float>(off_value), dtype));
+  return Status();
+}
+
+// ---------------------------------------------------------------------------
+// gather_nd
+
+class GatherND : public Operator {
+ public:
+  std::vector<std::string> InputNames() const override { return {"data", "indices"}; }
+
+  Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
+    const Shape& data = (*in)[0];
+    const Shape& indices = (*in)[1];
+    if (!data.rank_known() || !indices.is_complete()) return Status();
+    MXL_CHECK(indices.ndim() >= 2, "input 'indices' has shape ", indices.ToString(),
+              " but gather_nd needs at least 2 dims: (M, ...), M the number of data dims indexed");
+    const int64_t m = indices[0];
+    MXL_CHECK(m >= 1 && m <= data.ndim() && m <= 10, "input 'indices' has shape ",
+              indices.ToString(), ": its first dim (", m, ", the number of data dims indexed) "
+              "must be in [1, min(10, data.ndim)] but the data has shape ", data.ToString());
+    std::vector<int64_t> dims(indices.dims().begin() + 1, indices.dims().end());
+    dims.insert(dims.end(), data.dims().begin() + m, data.dims().end());
+    return AssignShape(out, 0, Shape(dims), "output", OutputNames());
+  }
+
+  Status InferType(std::vector<int>* in, std::vector<int>* out) const override {
+    return UnifyDTypes(*this, {0}, false, in, out);  // indices: any type
+  }
+
+  Status Forward(const OpContext&, const std::vector<NDArray>& in,
+                 const std::vector<NDArray>& out) override {
+    const Shape& data = in[0].shape();
+    const int m = static_cast<int>(in[1].shape()[0]);
+    const int64_t count = in[1].Size() / m;
+    const int64_t inner = data.ProdRange(m, data.ndim());
+    const float* x = in[0].fdata();
+    const float* indices = in[1].fdata();
+    float* y = out[0].fdata();
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t offset = 0;
+      for (int j = 0; j < m; ++j) {
+        const float value = indices[j * count + i];
+        const int64_t extent = data[j];
+        // MXNet's bound check, in the index's (float) arithmetic; NaN is
+        // refused too (MXNet would read out of bounds).
+        MXL_CHECK(value >= static_cast<float>(-extent) && value <= static_cast<float>(extent - 1),
+                  "IndexError: index ", value, " is out of bounds for axis ", j, " with size ",
+                  extent, " (indices position ", i, ")");
+        const int64_t row = static_cast<int64_t>(value + static_cast<float>(extent)) % extent;
+        offset = offset * extent + row;
+      }
+      std::memcpy(y + i * inner, x + offset * inner, sizeof(float) * static_cast<size_t>(inner));
+    }
+    return Status();
+  }
+};
+
+Status CreateGatherND(AttrParser* attrs, std::unique_ptr<Operator>* out) {
+  MXL_RETURN_IF_ERROR(attrs->Finish());
+  out->reset(new GatherND());
   return Status();
 }
 

@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../base/shape.h"
@@ -128,8 +129,21 @@ class Operator {
   void set_dtype_rule(DTypeRule rule) { dtype_rule_ = rule; }
   DTypeRule dtype_rule() const { return dtype_rule_; }
 
+  // Which inputs keep the value they have at Prepare until the next Prepare:
+  // the executor marks the parameters from the params file; an input the
+  // graph computes (BERT's query/key/value weights, concatenated from three
+  // parameters on every run) is not constant. Prepare may derive state from
+  // the values of constant inputs only (packed weights). Never set (the
+  // imperative API, which prepares on each call's arrays): all constant.
+  void set_constant_inputs(std::vector<bool> constant) { constant_inputs_ = std::move(constant); }
+  bool input_is_constant(int i) const {
+    return constant_inputs_.empty() ||
+           (i >= 0 && i < static_cast<int>(constant_inputs_.size()) && constant_inputs_[i]);
+  }
+
  private:
   DTypeRule dtype_rule_ = DTypeRule::kFloat;
+  std::vector<bool> constant_inputs_;
 };
 
 // Who names an operator. Names from outside (a symbol file, an imperative

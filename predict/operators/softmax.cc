@@ -17,8 +17,13 @@
  *
  * How each operator picks the axis:
  *   - softmax, log_softmax, softmin: `axis` (default -1), temperature
- *     optional ("None" is 1). The dtype attribute may only ask for float32,
- *     and use_length (the extra `length` input) is not supported;
+ *     optional ("None" is 1). The dtype attribute may only ask for float32.
+ *     With use_length (softmax only: MXNet's log_softmax and softmin take no
+ *     length) a second input `length` (int32 or int64, the data's
+ *     shape without the axis; (1,) for 1-D data) limits each softmax to its
+ *     first length[i] elements, the rest of the row being 0, as MXNet's CPU
+ *     kernel (a length of 0 gives a row of zeros; one below 0 or above the
+ *     axis' extent, where MXNet writes or reads out of bounds, is an error);
  *   - SoftmaxOutput: inputs data and label; the label only matters for the
  *     gradient, so inference never reads it, but its shape is inferred as
  *     MXNet does (data's shape without the last axis; with multi_output
@@ -132,8 +137,13 @@ enum SoftmaxForm { kPlain, kLog, kNegated };
 
 class Softmax : public Operator {
  public:
-  Softmax(int64_t axis, float temperature, SoftmaxForm form)
-      : axis_(axis), temperature_(temperature), form_(form) {}
+  Softmax(int64_t axis, float temperature, SoftmaxForm form, bool use_length)
+      : axis_(axis), temperature_(temperature), form_(form), use_length_(use_length) {}
+
+  std::vector<std::string> InputNames() const override {
+    if (use_length_) return {"data", "length"};
+    return {"data"};
+  }
 
   std::vector<InplacePair> InplaceOptions() const override { return {{0, 0, false}}; }
 
@@ -144,8 +154,26 @@ class Softmax : public Operator {
       const int64_t axis = axis_ < 0 ? axis_ + data.ndim() : axis_;
       MXL_CHECK(axis >= 0 && axis < data.ndim(), "attribute axis=", axis_,
                 " is out of range for input 'data' of shape ", data.ToString());
+      if (use_length_) {
+        // MXNet's SoftmaxOpShape: the data's shape without the axis.
+        std::vector<int64_t> dims;
+        for (int d = 0; d < data.ndim(); ++d) {
+          if (d != axis) dims.push_back(data[d]);
+        }
+        if (dims.empty()) dims.push_back(1);
+        MXL_RETURN_IF_ERROR(AssignShape(in, 1, Shape(dims), "input", InputNames()));
+      }
     }
     return Status();
+  }
+
+  Status InferType(std::vector<int>* in, std::vector<int>* out) const override {
+    if (!use_length_) return Operator::InferType(in, out);
+    const int length = (*in)[1];
+    MXL_CHECK(length == kUnknownDType || length == kInt32 || length == kInt64,
+              "input 'length' has dtype ", DTypeName(length),
+              " but softmax's use_length takes int32 or int64 lengths (as MXNet)");
+    return UnifyDTypes(*this, {0}, true, in, out);
   }
 
   Status Forward(const OpContext&, const std::vector<NDArray>& in,
@@ -159,15 +187,58 @@ class Softmax : public Operator {
       for (int64_t i = 0; i < out[0].Size(); ++i) y[i] = -x[i];
       x = y;
     }
-    SoftmaxAxis(x, out[0].fdata(), shape.ProdRange(0, axis), shape[axis],
-                shape.ProdRange(axis + 1, shape.ndim()), temperature_, form_ == kLog, &scratch_);
+    const int64_t outer = shape.ProdRange(0, axis), extent = shape[axis];
+    const int64_t inner = shape.ProdRange(axis + 1, shape.ndim());
+    if (use_length_) {
+      return SoftmaxLengths(x, in[1].fdata(), out[0].fdata(), outer, extent, inner);
+    }
+    SoftmaxAxis(x, out[0].fdata(), outer, extent, inner, temperature_, form_ == kLog,
+                &scratch_);
     return Status();
   }
 
  private:
+  // MXNet's Softmax with a length per row (softmax only): row (o, i) over its first
+  // length[o * inner + i] elements, zeros after them.
+  Status SoftmaxLengths(const float* x, const float* lengths, float* y, int64_t outer,
+                        int64_t extent, int64_t inner) const {
+    for (int64_t r = 0; r < outer * inner; ++r) {
+      const float value = lengths[r];
+      MXL_CHECK(value >= 0 && value <= static_cast<float>(extent), "length ", value, " (row ", r,
+                ") is out of range for a softmax over ", extent, " elements");
+    }
+    if (extent <= 0) return Status();
+    const bool scaled = temperature_ != 1.f;
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t i = 0; i < inner; ++i) {
+        const int64_t len = static_cast<int64_t>(lengths[o * inner + i]);
+        const float* src = x + o * extent * inner + i;
+        float* dst = y + o * extent * inner + i;
+        float mmax = src[0];
+        for (int64_t j = 1; j < len; ++j) {
+          if (mmax < src[j * inner]) mmax = src[j * inner];
+        }
+        float sum = 0.f;
+        for (int64_t j = 0; j < len; ++j) {
+          const float shifted = scaled ? (src[j * inner] - mmax) / temperature_
+                                       : src[j * inner] - mmax;
+          sum += std::exp(shifted);
+        }
+        for (int64_t j = 0; j < len; ++j) {
+          const float shifted = scaled ? (src[j * inner] - mmax) / temperature_
+                                       : src[j * inner] - mmax;
+          dst[j * inner] = std::exp(shifted) / sum;
+        }
+        for (int64_t j = len; j < extent; ++j) dst[j * inner] = 0.f;
+      }
+    }
+    return Status();
+  }
+
   int64_t axis_;
   float temperature_;
   SoftmaxForm form_;
+  bool use_length_;
   std::vector<float> scratch_;
 };
 
@@ -183,15 +254,16 @@ Status CreateSoftmax(AttrParser* attrs, std::unique_ptr<Operator>* out) {
                                 " is not supported (mxlite computes softmax in float32)"));
     return attrs->Finish();
   }
-  if (use_length) {
-    attrs->Fail("use_length", "softmax with a length input is not supported");
+  if (use_length && attrs->op_name() != "softmax") {
+    // MXNet's log_softmax and softmin take one input: use_length fails there.
+    attrs->Fail("use_length", StrCat(attrs->op_name(), " takes no length input (as MXNet)"));
     return attrs->Finish();
   }
   // MXNet casts the temperature to the data type before using it.
   const SoftmaxForm form = attrs->op_name() == "log_softmax" ? kLog
                            : attrs->op_name() == "softmin"   ? kNegated
                                                              : kPlain;
-  out->reset(new Softmax(axis, static_cast<float>(temperature), form));
+  out->reset(new Softmax(axis, static_cast<float>(temperature), form, use_length));
   return Status();
 }
 

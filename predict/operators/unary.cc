@@ -4,7 +4,9 @@
  * zero, rint takes the lower neighbour on a tie (-2.5 -> -3, 1.5 -> 1: not
  * IEEE rounding to even), fix truncates towards zero, relu keeps NaN, sign of
  * 0 is 0, zeros_like/ones_like ignore the value. The output has the input's
- * shape and may take over its buffer.
+ * shape and may take over its buffer. zeros_like and ones_like accept a
+ * dtype attribute (GluonCV's CenterNet writes one) and, as MXNet 1.9.1,
+ * ignore it: the output keeps the input's type.
  *
  * MXL_UNARY_FUNCTIONS lists (name, expression in x); every entry becomes a
  * kernel instantiated from one loop, looked up by the operator's name.
@@ -111,6 +113,10 @@ class Unary : public Operator {
 };
 
 Status CreateUnary(AttrParser* attrs, std::unique_ptr<Operator>* out) {
+  if (attrs->op_name() == "zeros_like" || attrs->op_name() == "ones_like") {
+    attrs->Ignore("dtype");  // MXNet's operator has no parameters and ignores it
+  }
+  MXL_RETURN_IF_ERROR(attrs->Finish());
   for (const UnaryEntry& entry : kUnaryFunctions) {
     if (attrs->op_name() == entry.name) {
       out->reset(new Unary(entry.kernel));

@@ -1057,7 +1057,11 @@ void SoftmaxTests() {
            Infer(op.get(), {Shape({2, 5, 3, 7}), Shape({2, 1, 3, 7})}, &in, &out));
   ExpectError("so multi bad", Infer(op.get(), {Shape({2, 5, 3, 7}), Shape({2, 5})}, &in, &out),
               "label");
-  ExpectError("softmax length", Create("softmax", {{"use_length", "True"}}, &op), "use_length");
+  ExpectError("log_softmax length", Create("log_softmax", {{"use_length", "True"}}, &op),
+              "use_length");
+  ExpectOk("softmax length create", Create("softmax", {{"use_length", "True"}, {"axis", "1"}}, &op));
+  ExpectOk("softmax length infer", Infer(op.get(), {Shape({2, 5, 3})}, &in, &out));
+  Expect(in[1] == Shape({2, 3}), "softmax length shape " + in[1].ToString());
   ExpectError("softmax dtype", Create("softmax", {{"dtype", "float16"}}, &op), "dtype");
   ExpectOk("softmax none", Create("softmax", {{"temperature", "None"}, {"dtype", "None"},
                                               {"use_length", "None"}},
