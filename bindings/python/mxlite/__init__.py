@@ -7,7 +7,9 @@
 
 mxlite.Predictor and mxlite.nd use the compiled module (mxlite._core);
 mxlite.ctypes_predict is MXNet's mxnet_predict.py API in pure Python over the
-shared library (mxlite.lib_path()), for machines without a compiler. The
+shared library (mxlite.lib_path()), for machines without a compiler.
+mxlite.model.load_checkpoint and mxlite.sym (mxlite.symbol) are MXNet's
+checkpoint loader and a light Symbol. The
 `mxlite` command (python -m mxlite) predicts, inspects and runs the demo.
 """
 import importlib
@@ -18,7 +20,8 @@ from .errors import MXLiteError, MXLiteFileNotFoundError
 
 __version__ = '0.1.0'
 __all__ = ['Predictor', 'MXLiteError', 'MXLiteFileNotFoundError', 'nd', 'lib_path',
-           'ctypes_predict', 'cpu', 'gpu', 'Context', 'random', 'context']
+           'ctypes_predict', 'cpu', 'gpu', 'Context', 'random', 'context', 'model', 'symbol',
+           'sym']
 
 _LIB_NAME = 'libmxlite.dylib' if sys.platform == 'darwin' else 'libmxlite.so'
 # Loaded on first use, so that `import mxlite.ctypes_predict` works where the
@@ -27,7 +30,8 @@ _LAZY = {'Predictor': ('.predictor', 'Predictor'), 'nd': ('.nd', None),
          'ctypes_predict': ('.ctypes_predict', None), 'random': ('.random', None),
          'context': ('.context', None), 'ndarray': ('.ndarray', None),
          'cpu': ('.context', 'cpu'), 'gpu': ('.context', 'gpu'),
-         'Context': ('.context', 'Context')}
+         'Context': ('.context', 'Context'), 'model': ('.model', None),
+         'symbol': ('.symbol', None), 'sym': ('.symbol', None)}
 
 
 def __getattr__(name):

@@ -73,6 +73,11 @@ def memory_report(symbol_json: str | bytes, input_shapes: dict[str, tuple[int, .
     Intermediate memory of the symbol's forward pass for the given input shapes: naive, in place only, co-share only, planned (both) and the lower bound, in bytes. fuse=True plans the optimised graph a predictor runs.
     """
 
+def symbol_info(symbol_json: str | bytes) -> dict[str, list[str]]:
+    """
+    The symbol's arguments, aux_states, outputs and internals (output names), as MXNet's list_arguments(), list_auxiliary_states(), list_outputs() and get_internals().list_outputs() give them.
+    """
+
 def load_ndarrays(data: bytes, source: str) -> tuple[list[numpy.ndarray | None], list[str]]:
     """
     Parses MXNet NDArray file bytes into (arrays, names); `source` names it in errors.

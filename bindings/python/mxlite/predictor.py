@@ -81,6 +81,18 @@ def _output_names(outputs):
     return names
 
 
+def _encode_params(params):
+    """{name: NDArray or array} -> the bytes of an NDArray file holding them."""
+    names, arrays = [], []
+    for name, value in params.items():
+        if not isinstance(name, str):
+            raise MXLiteError(f'parameter names must be strings, got {name!r}')
+        names.append(name)
+        arrays.append(np.ascontiguousarray(value.asnumpy() if hasattr(value, 'asnumpy')
+                                           else np.asarray(value)))
+    return _core.save_ndarrays(arrays, names)
+
+
 # MXNet's type flags (mshadow's), which the compiled module takes.
 _DTYPE_FLAGS = {'float32': 0, 'float64': 1, 'float16': 2, 'uint8': 3, 'int32': 4, 'int8': 5,
                 'int64': 6, 'bool': 7, 'int16': 8, 'uint16': 9, 'uint32': 10, 'uint64': 11}
@@ -124,8 +136,13 @@ class Predictor:
     Predictor(symbol_json, params=None, input_shapes=None, outputs=None, threads=None,
               input_dtypes=None)
 
-    symbol_json: the symbol file's text (str or bytes).
-    params: the bytes of the .params file (None: a graph without parameters).
+    symbol_json: the symbol file's text (str or bytes), or an
+        mxlite.symbol.Symbol (mx.model.load_checkpoint's), whose outputs
+        are computed unless `outputs` says otherwise.
+    params: the bytes of the .params file, or a dict {name: NDArray or
+        numpy array} such as {**arg_params, **aux_params} from
+        load_checkpoint (names with or without "arg:"/"aux:"); None: a
+        graph without parameters.
     input_shapes: {input name: shape}. Inputs not given take their
         "__shape__" hint when it is complete; a predictor whose inputs still
         lack shapes binds to the shapes of the first arrays it is given.
@@ -146,6 +163,13 @@ class Predictor:
 
     def __init__(self, symbol_json, params=None, input_shapes=None, outputs=None, threads=None,
                  input_dtypes=None):
+        from .symbol import Symbol
+        if isinstance(symbol_json, Symbol):
+            if outputs is None:
+                outputs = symbol_json._predictor_outputs()
+            symbol_json = symbol_json.tojson()
+        if isinstance(params, dict):
+            params = _encode_params(params)
         self._core = _core.Predictor(symbol_json, params, _shape_dict(input_shapes),
                                      _output_names(outputs), _threads(threads),
                                      _dtype_flags(input_dtypes))

@@ -809,6 +809,39 @@ nb::dict MemoryReportOf(nb::handle symbol_json, nb::dict input_shapes, bool fuse
   return out;
 }
 
+// The names mx.model.load_checkpoint's light Symbol lists (mxlite/symbol.py),
+// from the graph as written (no pruning, no fusion): MXNet's list_arguments()
+// and list_auxiliary_states() (variables some operator mutates, such as
+// BatchNorm's moving statistics, are auxiliary states), list_outputs() and
+// get_internals().list_outputs().
+nb::dict SymbolInfo(nb::handle symbol_json) {
+  std::string text;
+  if (!nb::try_cast<std::string>(symbol_json, text, false)) {
+    nb::bytes raw;
+    if (!nb::try_cast<nb::bytes>(symbol_json, raw, false)) {
+      RaiseError("symbol_json must be str or bytes");
+    }
+    text.assign(raw.c_str(), raw.size());
+  }
+  Graph graph;
+  Check(LoadSymbolJson(text.data(), text.size(), &graph));
+  std::vector<int> arguments, aux_states;
+  graph.ListVariables(&arguments, &aux_states);
+  std::vector<std::string> argument_names, aux_names, output_names, internal_names;
+  for (int node : arguments) argument_names.push_back(graph.nodes[node].name);
+  for (int node : aux_states) aux_names.push_back(graph.nodes[node].name);
+  for (const NodeEntry& output : graph.outputs) {
+    output_names.push_back(graph.nodes[output.node].OutputName(output.index));
+  }
+  for (const auto& internal : Internals(graph)) internal_names.push_back(internal.first);
+  nb::dict out;
+  out["arguments"] = argument_names;
+  out["aux_states"] = aux_names;
+  out["outputs"] = output_names;
+  out["internals"] = internal_names;
+  return out;
+}
+
 
 // --- the imperative NDArray (mxlite.nd.NDArray's core) ---------------------
 // An engine-backed array; every method that computes pushes onto the engine
@@ -1001,6 +1034,11 @@ NB_MODULE(_core, m) {
         "Intermediate memory of the symbol's forward pass for the given input shapes: "
         "naive, in place only, co-share only, planned (both) and the lower bound, in bytes. "
         "fuse=True plans the optimised graph a predictor runs.");
+  m.def("symbol_info", &mxlite::python_core::SymbolInfo, nb::arg("symbol_json"),
+        nb::sig("def symbol_info(symbol_json: str | bytes) -> dict[str, list[str]]"),
+        "The symbol's arguments, aux_states, outputs and internals (output names), as "
+        "MXNet's list_arguments(), list_auxiliary_states(), list_outputs() and "
+        "get_internals().list_outputs() give them.");
   m.def("load_ndarrays", &mxlite::python_core::LoadNDArrays, nb::arg("data"), nb::arg("source"),
         nb::sig("def load_ndarrays(data: bytes, source: str) -> "
                 "tuple[list[numpy.ndarray | None], list[str]]"),
