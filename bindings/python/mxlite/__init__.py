@@ -52,11 +52,15 @@ def lib_path():
     """Path of the shared library (the C predict API) bundled with this package.
 
     The environment variable MXLITE_LIBRARY overrides it (for a library built
-    elsewhere, e.g. with `make lib`).
+    elsewhere, e.g. with `make lib`). A library file that does not exist
+    raises MXLiteFileNotFoundError.
     """
     override = os.environ.get('MXLITE_LIBRARY')
     if override:
-        return os.path.abspath(override)
+        path = os.path.abspath(override)
+        if not os.path.exists(path):
+            raise MXLiteFileNotFoundError(f'MXLITE_LIBRARY names {path}, which does not exist')
+        return path
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), _LIB_NAME)
     if not os.path.exists(path):
         raise MXLiteFileNotFoundError(
