@@ -15,8 +15,15 @@ checkpoint loader and a light Symbol. The
 import importlib
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from .errors import MXLiteError, MXLiteFileNotFoundError
+
+if TYPE_CHECKING:  # what __getattr__ below imports on first use, for type checkers
+    from . import context, ctypes_predict, model, nd, ndarray, random, symbol
+    from . import symbol as sym
+    from .context import Context, cpu, gpu
+    from .predictor import Predictor
 
 __version__ = '0.1.0'
 __all__ = ['Predictor', 'MXLiteError', 'MXLiteFileNotFoundError', 'nd', 'lib_path',
@@ -34,7 +41,7 @@ _LAZY = {'Predictor': ('.predictor', 'Predictor'), 'nd': ('.nd', None),
          'symbol': ('.symbol', None), 'sym': ('.symbol', None)}
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> object:
     if name not in _LAZY:
         raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
     module_name, attribute = _LAZY[name]
@@ -44,11 +51,11 @@ def __getattr__(name):
     return value
 
 
-def __dir__():
+def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
 
-def lib_path():
+def lib_path() -> str:
     """Path of the shared library (the C predict API) bundled with this package.
 
     The environment variable MXLITE_LIBRARY overrides it (for a library built

@@ -9,15 +9,19 @@ The return values have MXNet 1.9.1's structure: a Symbol (mxlite.symbol's
 light one) and two dicts {name: mxlite.nd.NDArray}, the names without their
 "arg:"/"aux:" prefixes.
 """
+from __future__ import annotations
+
 import logging
+from typing import cast
 
 from . import nd, symbol
 from .errors import MXLiteError
+from .ndarray import NDArray
 
 __all__ = ['load_checkpoint', 'load_params']
 
 
-def load_params(prefix, epoch):
+def load_params(prefix: str, epoch: int) -> tuple[dict[str, NDArray], dict[str, NDArray]]:
     """Reads `prefix`-%04d.params into (arg_params, aux_params), as MXNet.
 
     Names are split at the first ':'; "arg:" entries go to arg_params,
@@ -27,7 +31,8 @@ def load_params(prefix, epoch):
     """
     path = '%s-%04d.params' % (prefix, epoch)
     save_dict = nd.load(path)
-    arg_params, aux_params = {}, {}
+    arg_params: dict[str, NDArray] = {}
+    aux_params: dict[str, NDArray] = {}
     if not save_dict:
         logging.warning("Params file '%s' is empty", path)
         return arg_params, aux_params
@@ -40,13 +45,14 @@ def load_params(prefix, epoch):
             raise MXLiteError(f'{path}: array {key!r} has no "arg:" or "aux:" prefix (a Gluon '
                               'save_parameters() file? export() writes a checkpoint)')
         if kind == 'arg':
-            arg_params[name] = value
+            arg_params[name] = cast(NDArray, value)
         elif kind == 'aux':
-            aux_params[name] = value
+            aux_params[name] = cast(NDArray, value)
     return arg_params, aux_params
 
 
-def load_checkpoint(prefix, epoch):
+def load_checkpoint(prefix: str,
+                    epoch: int) -> tuple[symbol.Symbol, dict[str, NDArray], dict[str, NDArray]]:
     """Loads `prefix`-symbol.json and `prefix`-%04d.params.
 
     Returns (symbol, arg_params, aux_params) as MXNet's

@@ -15,7 +15,10 @@ or position, tojson(). It cannot compose new graphs or run shape inference
 mxlite.Predictor accepts a Symbol wherever it takes symbol JSON, and then
 computes the Symbol's outputs.
 """
+from __future__ import annotations
+
 import os
+from collections.abc import Sequence
 
 from ._native import core as _core
 from .errors import MXLiteError, MXLiteFileNotFoundError
@@ -29,7 +32,8 @@ class Symbol:
 
     __slots__ = ('_json', '_info', '_selection', '_names')
 
-    def __init__(self, json_text, _info=None, _selection=None):
+    def __init__(self, json_text: str | bytes, _info: dict[str, list[str]] | None = None,
+                 _selection: Sequence[int] | None = None) -> None:
         """json_text: the symbol file's text (str or bytes). The other
         arguments are internal (get_internals() and indexing use them)."""
         if isinstance(json_text, bytes):
@@ -42,46 +46,46 @@ class Symbol:
         self._info = _info if _info is not None else _core.symbol_info(json_text)
         # None: the symbol's own outputs. Else what Predictor's outputs=
         # takes: positions in get_internals() (names may be shared).
-        self._selection = _selection
+        self._selection = None if _selection is None else list(_selection)
         if _selection is None:
             self._names = list(self._info['outputs'])
         else:
             self._names = [self._info['internals'][i] for i in _selection]
 
-    def tojson(self):
+    def tojson(self) -> str:
         """The symbol file's JSON text, as loaded. A Symbol from
         get_internals() or indexing still returns the whole graph: its
         outputs are kept in the Symbol, and Predictor applies them."""
         return self._json
 
-    def list_arguments(self):
+    def list_arguments(self) -> list[str]:
         """The variables that are not auxiliary states (inputs, weights,
         biases, labels), in graph order."""
         return list(self._info['arguments'])
 
-    def list_auxiliary_states(self):
+    def list_auxiliary_states(self) -> list[str]:
         """The variables some operator updates (BatchNorm's moving_mean and
         moving_var), in graph order."""
         return list(self._info['aux_states'])
 
-    def list_inputs(self):
+    def list_inputs(self) -> list[str]:
         """Every variable: list_arguments() then list_auxiliary_states()."""
         return self.list_arguments() + self.list_auxiliary_states()
 
-    def list_outputs(self):
+    def list_outputs(self) -> list[str]:
         """The names of this Symbol's outputs ("<node>_output", or a
         variable's own name), in order."""
         return list(self._names)
 
-    def get_internals(self):
+    def get_internals(self) -> Symbol:
         """A Symbol whose outputs are every variable and every visible
         operator output, in graph order."""
         return Symbol(self._json, self._info, list(range(len(self._info['internals']))))
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._names)
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: str | int) -> Symbol:
         """The output at a position, or of a name (which must be unique among
         this Symbol's outputs, as MXNet requires), as a one-output Symbol."""
         positions = (self._selection if self._selection is not None else
@@ -103,26 +107,26 @@ class Symbol:
             raise MXLiteError(f'index a symbol by output name or position, not {index!r}')
         return Symbol(self._json, self._info, [positions[index]])
 
-    def _predictor_outputs(self):
+    def _predictor_outputs(self) -> list[int] | None:
         """What Predictor's outputs= gets: None for the symbol's own outputs."""
         return None if self._selection is None else list(self._selection)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f'<mxlite.symbol.Symbol outputs: {_shorten(self._names)}>'
 
 
-def _shorten(names, limit=8):
+def _shorten(names: Sequence[str], limit: int = 8) -> str:
     if len(names) <= limit:
         return ', '.join(names)
     return ', '.join(names[:limit]) + f', ... ({len(names)} in all)'
 
 
-def load_json(json_text):
+def load_json(json_text: str | bytes) -> Symbol:
     """A Symbol from symbol JSON text (MXNet's mx.sym.load_json)."""
     return Symbol(json_text)
 
 
-def load(path):
+def load(path: str | os.PathLike[str]) -> Symbol:
     """Reads a symbol file (`prefix`-symbol.json), as MXNet's mx.sym.load.
 
     A missing file raises MXLiteFileNotFoundError; a graph mxlite cannot
