@@ -273,8 +273,8 @@ Status CreateConvolution(AttrParser* attrs, std::unique_ptr<Operator>* out) {
   bool no_bias = attrs->Bool("no_bias", false);
   std::string layout = attrs->String("layout", "None");
   attrs->Ignore("workspace");
-  attrs->Ignore("cudnn_tune");
-  attrs->Ignore("cudnn_off");
+  attrs->IgnoreEnum("cudnn_tune", {"None", "off", "limited_workspace", "fastest"});
+  attrs->IgnoreBool("cudnn_off");
   Fusion fusion;
   if (attrs->op_name() == "_FusedConvolution") {
     // Written by the graph optimizer (graph/fuse.cc), never by MXNet.
