@@ -1,6 +1,6 @@
 /*
  * The engine's shared rules, the naive (synchronous) engine, and the
- * choice of engine from MXLITE_ENGINE.
+ * choice of engine from ProcessOptions.
  *
  * The naive engine runs each operation inside Push, so every ordering of
  * engine.h holds trivially: an operation starts after all earlier ones have
@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "engine_internal.h"
+#include "../base/options.h"
 
 #ifndef MXLITE_NO_THREADS
 #include <mutex>
@@ -191,17 +192,6 @@ Status NewEngine(const char* kind, int threads, std::unique_ptr<Engine>* out) {
   }
   MXL_CHECK(name.empty() || name == "threaded", "engine type must be 'naive' or 'threaded', not '",
             name, "'");
-  if (threads <= 0) {
-    const char* from_env = std::getenv("MXLITE_ENGINE_THREADS");
-    if (from_env != nullptr && *from_env != '\0') {
-      char* end = nullptr;
-      const long value = std::strtol(from_env, &end, 10);
-      MXL_CHECK(*end == '\0' && value >= 1 && value <= 4096,
-                "MXLITE_ENGINE_THREADS must be a whole number from 1 to 4096, not '", from_env,
-                "'");
-      threads = static_cast<int>(value);
-    }
-  }
   *out = NewThreadedEngine(threads);
   return Status();
 }
@@ -213,14 +203,8 @@ struct GlobalEngine {
   std::unique_ptr<Engine> engine;
   Status status;
   GlobalEngine() {
-    const char* kind = std::getenv("MXLITE_ENGINE");
-    if (kind != nullptr && *kind != '\0' && std::strcmp(kind, "naive") != 0 &&
-        std::strcmp(kind, "threaded") != 0) {
-      status = Status::Error(
-          StrCat("MXLITE_ENGINE must be 'naive' or 'threaded', not '", kind, "'"));
-      return;
-    }
-    status = NewEngine(kind, 0, &engine);
+    const ProcessOptions& options = GetProcessOptions();
+    status = NewEngine(options.engine.c_str(), options.engine_threads, &engine);
   }
 };
 

@@ -1,6 +1,7 @@
 #include "imperative.h"
 
 #include "../base/config.h"
+#include "../base/options.h"
 
 // The minimal device build (MXLITE_PREDICT_ONLY) is the C predict API alone.
 #ifndef MXLITE_PREDICT_ONLY
@@ -27,8 +28,10 @@ namespace imperative_detail {
 // runs one ParallelFor at a time, so operations the engine runs in parallel
 // take turns on it rather than oversubscribing the cores.
 ThreadPool* SharedPool() {
-  static ThreadPool* pool = new ThreadPool(ThreadPool::DefaultThreads());  // lives to exit
-  return pool;
+  static ThreadPool* pool =
+      new ThreadPool(GetProcessOptions().nd_threads > 0 ? GetProcessOptions().nd_threads
+                                                        : ThreadPool::DefaultThreads());
+  return pool;  // lives to exit
 }
 
 Status TheEngine(Engine** engine) { return GetEngine(engine); }

@@ -1,7 +1,8 @@
 #include "cpu_features.h"
 
-#include <cstdlib>
-#include <cstring>
+#include <string>
+
+#include "../base/options.h"
 
 #if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
 #define MXLITE_X86 1
@@ -79,10 +80,9 @@ Isa SelectedIsa() {
                : features.avx2_fma ? Isa::kAvx2
                : features.neon ? Isa::kNeon
                                : Isa::kGeneric;
-    const char* cap = std::getenv("MXLITE_ISA");
-    if (cap == nullptr) return best;
-    if (std::strcmp(cap, "scalar") == 0 || std::strcmp(cap, "generic") == 0) return Isa::kGeneric;
-    if (std::strcmp(cap, "avx2") == 0 && best == Isa::kAvx512) return Isa::kAvx2;
+    const std::string& cap = GetProcessOptions().isa;
+    if (cap == "scalar" || cap == "generic") return Isa::kGeneric;
+    if (cap == "avx2" && best == Isa::kAvx512) return Isa::kAvx2;
     return best;
   }();
   return isa;

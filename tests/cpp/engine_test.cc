@@ -32,6 +32,7 @@
 #include <thread>
 #endif
 
+#include "../../predict/c_api/environment.h"
 #include "../../predict/engine/engine.h"
 
 namespace engine_test {
@@ -515,8 +516,10 @@ int main(int argc, char** argv) {
   for (int a = 1; a < argc; ++a) {
     const std::string arg = argv[a];
     if (arg == "--global") {
+      // This driver is the API boundary: it applies the environment.
       Engine* engine = nullptr;
-      Status status = GetEngine(&engine);
+      Status status = ApplyProcessEnvironment();
+      if (status.ok()) status = GetEngine(&engine);
       if (!status.ok()) {
         std::printf("error: %s\n", status.message().c_str());
         return 1;

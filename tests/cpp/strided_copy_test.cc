@@ -21,6 +21,7 @@
 #include <unistd.h>
 #endif
 
+#include "../../predict/c_api/environment.h"
 #include "../../predict/kernels/strided_copy.h"
 
 // A page of floats between two inaccessible ones (null where unavailable).
@@ -40,6 +41,15 @@ float* GuardedPage(size_t page) {
 }
 
 int main() {
+  // This driver is the API boundary: the environment (MXLITE_ISA caps the
+  // kernels' instruction set) applies here.
+  {
+    const mxlite::Status environment = mxlite::ApplyProcessEnvironment();
+    if (!environment.ok()) {
+      std::fprintf(stderr, "%s\n", environment.message().c_str());
+      return 2;
+    }
+  }
   using namespace mxlite;
   int checks = 0, failures = 0;
 #if defined(__linux__)

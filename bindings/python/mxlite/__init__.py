@@ -18,7 +18,7 @@ from .errors import MXLiteError, MXLiteFileNotFoundError
 
 __version__ = '0.1.0'
 __all__ = ['Predictor', 'MXLiteError', 'MXLiteFileNotFoundError', 'nd', 'lib_path',
-           'ctypes_predict', 'cpu', 'gpu', 'Context', 'random', 'context']
+           'ctypes_predict', 'cpu', 'gpu', 'Context', 'random', 'context', 'runtime_options']
 
 _LIB_NAME = 'libmxlite.dylib' if sys.platform == 'darwin' else 'libmxlite.so'
 # Loaded on first use, so that `import mxlite.ctypes_predict` works where the
@@ -27,7 +27,8 @@ _LAZY = {'Predictor': ('.predictor', 'Predictor'), 'nd': ('.nd', None),
          'ctypes_predict': ('.ctypes_predict', None), 'random': ('.random', None),
          'context': ('.context', None), 'ndarray': ('.ndarray', None),
          'cpu': ('.context', 'cpu'), 'gpu': ('.context', 'gpu'),
-         'Context': ('.context', 'Context')}
+         'Context': ('.context', 'Context'),
+         'runtime_options': ('.predictor', 'runtime_options')}
 
 
 def __getattr__(name):
