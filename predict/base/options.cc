@@ -10,7 +10,7 @@
 #if defined(__unix__) || defined(__APPLE__)
 #include <sys/resource.h>
 #include <unistd.h>
-#endif
+#endif  // defined(__unix__) || defined(__APPLE__)
 
 namespace mxlite {
 

@@ -21,7 +21,7 @@
 
 #ifndef MXLITE_NO_THREADS
 #include <mutex>
-#endif
+#endif  // !MXLITE_NO_THREADS
 
 namespace mxlite {
 namespace engine_detail {
@@ -59,7 +59,7 @@ Status CallOperation(const EngineFn& fn) {
   }
 #else
   return fn();
-#endif
+#endif  // !MXLITE_NO_EXCEPTIONS
 }
 
 std::shared_ptr<Failure> RunOperation(Operation* operation) {
@@ -123,7 +123,7 @@ Status FailureLog::TakeFirstUnreported() {
 thread_local int operation_depth = 0;
 #else
 int operation_depth = 0;
-#endif
+#endif  // !MXLITE_NO_THREADS
 
 bool InsideOperation() { return operation_depth > 0; }
 OperationScope::OperationScope() { ++operation_depth; }
@@ -152,7 +152,7 @@ class NaiveEngine : public Engine {
       // Threads pushing at once take turns, so the push order is the run
       // order; recursive because an operation may push.
       std::lock_guard<std::recursive_mutex> lock(run_mutex_);
-#endif
+#endif  // !MXLITE_NO_THREADS
       OperationScope scope;
       produced = RunOperation(operation.get());
     }
@@ -179,7 +179,7 @@ class NaiveEngine : public Engine {
   engine_detail::FailureLog failures_;
 #ifndef MXLITE_NO_THREADS
   std::recursive_mutex run_mutex_;
-#endif
+#endif  // !MXLITE_NO_THREADS
 };
 
 std::unique_ptr<Engine> NewNaiveEngine() { return std::unique_ptr<Engine>(new NaiveEngine()); }

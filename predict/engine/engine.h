@@ -80,7 +80,7 @@
 
 #ifndef MXLITE_NO_THREADS
 #include <mutex>
-#endif
+#endif  // !MXLITE_NO_THREADS
 
 namespace mxlite {
 
@@ -93,7 +93,7 @@ struct Mutex {
   void lock() {}
   void unlock() {}
 };
-#endif
+#endif  // !MXLITE_NO_THREADS
 // Holds a Mutex for a scope.
 class ScopedLock {
  public:

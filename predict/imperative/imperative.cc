@@ -13,7 +13,7 @@
 #include <cstring>
 #ifndef MXLITE_NO_THREADS
 #include <thread>
-#endif
+#endif  // !MXLITE_NO_THREADS
 #include <type_traits>
 #include <utility>
 
@@ -374,7 +374,7 @@ Status PushSleep(const std::vector<ArrayRef>& arrays, int millis, const std::str
         const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(millis);
         while (std::chrono::steady_clock::now() < until) {
         }
-#endif
+#endif  // !MXLITE_NO_THREADS
         MXL_CHECK(failure.empty(), failure);
         return Status();
       },

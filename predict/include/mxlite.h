@@ -30,7 +30,7 @@
 
 #ifdef __cplusplus
 extern "C" {
-#endif
+#endif  /* __cplusplus */
 
 /*
  * MXPredCreatePartialOut (num_output_nodes 0: the symbol's outputs) and
@@ -50,6 +50,6 @@ MXNET_DLL int MXLitePredCreateWithOptions(
 
 #ifdef __cplusplus
 }
-#endif
+#endif  /* __cplusplus */
 
 #endif /* MXLITE_MXLITE_H_ */

@@ -10,7 +10,7 @@
 #include <intrin.h>
 #else
 #include <cpuid.h>
-#endif
+#endif  // defined(_MSC_VER)
 #endif  // x86
 
 namespace mxlite {
@@ -25,7 +25,7 @@ void Cpuid(unsigned leaf, unsigned subleaf, unsigned regs[4]) {
   for (int i = 0; i < 4; ++i) regs[i] = static_cast<unsigned>(out[i]);
 #else
   __cpuid_count(leaf, subleaf, regs[0], regs[1], regs[2], regs[3]);
-#endif
+#endif  // defined(_MSC_VER)
 }
 
 unsigned long long ReadXcr0() {
@@ -35,7 +35,7 @@ unsigned long long ReadXcr0() {
   unsigned eax = 0, edx = 0;
   __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
   return (static_cast<unsigned long long>(edx) << 32) | eax;
-#endif
+#endif  // defined(_MSC_VER)
 }
 #endif  // MXLITE_X86
 
@@ -62,7 +62,7 @@ CpuFeatures Detect() {
   features.avx512f = features.avx2_fma && zmm_state && avx512f;
 #elif defined(__ARM_NEON) || defined(__aarch64__)
   features.neon = true;
-#endif
+#endif  // defined(MXLITE_X86)
   return features;
 }
 

@@ -14,7 +14,7 @@ int ThreadPool::DefaultThreads() {
   return hardware == 0 ? 1 : static_cast<int>(std::min<unsigned>(hardware, kMaxThreads));
 #else
   return 1;
-#endif
+#endif  // MXLITE_THREADS
 }
 
 std::shared_ptr<ThreadPool> SharedThreadPool(int threads, int spin_ms) {
@@ -34,7 +34,7 @@ std::shared_ptr<ThreadPool> SharedThreadPool(int threads, int spin_ms) {
   return pool;
 #else
   return std::make_shared<ThreadPool>(threads, spin_ms);
-#endif
+#endif  // MXLITE_THREADS
 }
 
 #if MXLITE_THREADS
@@ -78,7 +78,7 @@ ThreadPool::ThreadPool(int threads, int spin_ms)
     }
 #else
     workers_.emplace_back([this] { WorkerLoop(); });
-#endif
+#endif  // !MXLITE_NO_EXCEPTIONS
   }
   threads_ = 1 + static_cast<int>(workers_.size());
 }
@@ -111,7 +111,7 @@ void ThreadPool::RunTasks(const std::function<void(int64_t)>& fn, int64_t count,
       }
 #else
       fn(i);
-#endif
+#endif  // !MXLITE_NO_EXCEPTIONS
       ++done;
     }
   }
@@ -188,7 +188,7 @@ void ThreadPool::ParallelFor(int64_t count, const std::function<void(int64_t)>& 
     lock.unlock();
     std::rethrow_exception(error);
   }
-#endif
+#endif  // !MXLITE_NO_EXCEPTIONS
 }
 
 #else  // no threads

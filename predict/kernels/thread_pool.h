@@ -38,7 +38,7 @@
 #define MXLITE_THREADS 0
 #else
 #define MXLITE_THREADS 1
-#endif
+#endif  // MXLITE_NO_THREADS
 
 #if MXLITE_THREADS
 #include <atomic>
@@ -48,7 +48,7 @@
 #include <mutex>
 #include <thread>
 #include <vector>
-#endif
+#endif  // MXLITE_THREADS
 
 namespace mxlite {
 
@@ -97,9 +97,9 @@ class ThreadPool {
   std::atomic<int> active_{0};
 #ifndef MXLITE_NO_EXCEPTIONS
   std::exception_ptr error_;  // first exception of the current job (mutex_)
-#endif
+#endif  // !MXLITE_NO_EXCEPTIONS
   bool stopping_ = false;
-#endif
+#endif  // MXLITE_THREADS
 };
 
 // The process's pool of `threads` threads (0: DefaultThreads()) spinning

@@ -19,7 +19,7 @@
 
 #if !defined(__GLIBCXX__)
 #error "the reference is libstdc++'s std::sort: build this test with g++ and libstdc++"
-#endif
+#endif  // !defined(__GLIBCXX__)
 
 namespace {
 

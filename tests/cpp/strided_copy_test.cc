@@ -19,7 +19,7 @@
 #if defined(__linux__)
 #include <sys/mman.h>
 #include <unistd.h>
-#endif
+#endif  // defined(__linux__)
 
 #include "../../predict/c_api/environment.h"
 #include "../../predict/kernels/strided_copy.h"
@@ -37,7 +37,7 @@ float* GuardedPage(size_t page) {
 #else
   (void)page;
   return nullptr;
-#endif
+#endif  // defined(__linux__)
 }
 
 int main() {
@@ -56,7 +56,7 @@ int main() {
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
 #else
   const size_t page = 4096;
-#endif
+#endif  // defined(__linux__)
   float* const guarded = GuardedPage(page);
   const size_t page_floats = page / sizeof(float);
   const int64_t height = 3;
