@@ -19,7 +19,7 @@
 // the header check on Linux) do without it.
 #ifndef NS_SWIFT_NAME
 #define NS_SWIFT_NAME(name)
-#endif
+#endif  // !NS_SWIFT_NAME
 
 NS_ASSUME_NONNULL_BEGIN
 

@@ -240,7 +240,7 @@ Status LoadSymbolJson(const char* text, size_t size, Graph* out) {
             "symbol JSON: the file was written by MXNet ", out->mxnet_version / 10000, ".",
             out->mxnet_version / 100 % 100, " (before 0.9.0); this build leaves out the legacy "
             "upgrade such files need (MXLITE_NO_LEGACY_JSON)");
-#endif
+#endif  // MXLITE_NO_LEGACY_JSON
 
   std::vector<int> id_map;  // JSON node id -> index in out->nodes
   id_map.reserve(nodes->array.size());

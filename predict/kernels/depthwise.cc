@@ -794,7 +794,7 @@ void DepthwiseConv3x3Plane(const DepthwisePlaneArgs& args) {
     }
     return;
   }
-#endif
+#endif  // defined(MXLITE_X86_64)
   depthwise_cc::PlaneScalar(args);
 }
 
@@ -820,7 +820,7 @@ bool DepthwiseBlockedPays(int64_t in_w) {
 #else
   (void)in_w;
   return false;
-#endif
+#endif  // defined(MXLITE_X86_64)
 }
 
 void PackDepthwiseBlockWeights(const float* weights, const float* bias, int64_t channels,
@@ -841,7 +841,7 @@ void DepthwiseConv3x3Block(const DepthwiseBlockArgs& args) {
     depthwise_cc::BlockAvx2(args);
     return;
   }
-#endif
+#endif  // defined(MXLITE_X86_64)
   // Elsewhere one plane at a time (DepthwiseBlockedPays keeps layers off
   // this path there; it serves tests and callers that take it anyway).
   const int64_t lanes = depthwise_cc::kBlockLanes;

@@ -270,7 +270,7 @@ void BatchNormRow(const float* src, float* dst, int64_t count, float mean, float
                              lower, upper);
     return;
   }
-#endif
+#endif  // defined(MXLITE_X86_64)
   batch_norm_op::PlaneScalar(src, dst, count, mean, invstd, has_gamma, gamma, beta, clamps,
                              lower, upper);
 }

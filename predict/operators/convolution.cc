@@ -172,7 +172,10 @@ class Convolution : public Operator {
     MXL_CHECK(g.channels % g.groups == 0, "input 'data' has ", g.channels,
               " channels, not divisible by num_group=", g.groups);
 
-    algorithm_ = ChooseConvAlgorithm(g, SelectedIsa(), ConvOptionsFromEnvironment());
+    ConvOptions switches;
+    switches.winograd = runtime_options().winograd;
+    switches.shifted_gemm = runtime_options().shifted_gemm;
+    algorithm_ = ChooseConvAlgorithm(g, SelectedIsa(), switches);
     // Only an input BatchNorm can leave a layer without one: the graph
     // optimizer folds those into 1x1, stride-1, one-group layers only.
     MXL_CHECK(algorithm_ != nullptr, "no convolution algorithm covers ", g.ToString(),

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "../base/options.h"
 #include "../base/shape.h"
 #include "../base/status.h"
 #include "../ndarray/ndarray.h"
@@ -128,8 +129,14 @@ class Operator {
   void set_dtype_rule(DTypeRule rule) { dtype_rule_ = rule; }
   DTypeRule dtype_rule() const { return dtype_rule_; }
 
+  // The options of the executor running this operator (set before Prepare;
+  // defaults until then), for operators whose choice of kernel they switch.
+  void set_runtime_options(const RuntimeOptions* options) { runtime_options_ = options; }
+  const RuntimeOptions& runtime_options() const;
+
  private:
   DTypeRule dtype_rule_ = DTypeRule::kFloat;
+  const RuntimeOptions* runtime_options_ = nullptr;
 };
 
 // Who names an operator. Names from outside (a symbol file, an imperative

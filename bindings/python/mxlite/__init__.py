@@ -23,12 +23,12 @@ if TYPE_CHECKING:  # what __getattr__ below imports on first use, for type check
     from . import context, ctypes_predict, model, nd, ndarray, random, symbol
     from . import symbol as sym
     from .context import Context, cpu, gpu
-    from .predictor import Predictor
+    from .predictor import Predictor, runtime_options
 
 __version__ = '0.1.0'
 __all__ = ['Predictor', 'MXLiteError', 'MXLiteFileNotFoundError', 'nd', 'lib_path',
            'ctypes_predict', 'cpu', 'gpu', 'Context', 'random', 'context', 'model', 'symbol',
-           'sym']
+           'sym', 'runtime_options']
 
 _LIB_NAME = 'libmxlite.dylib' if sys.platform == 'darwin' else 'libmxlite.so'
 # Loaded on first use, so that `import mxlite.ctypes_predict` works where the
@@ -38,7 +38,8 @@ _LAZY = {'Predictor': ('.predictor', 'Predictor'), 'nd': ('.nd', None),
          'context': ('.context', None), 'ndarray': ('.ndarray', None),
          'cpu': ('.context', 'cpu'), 'gpu': ('.context', 'gpu'),
          'Context': ('.context', 'Context'), 'model': ('.model', None),
-         'symbol': ('.symbol', None), 'sym': ('.symbol', None)}
+         'symbol': ('.symbol', None), 'sym': ('.symbol', None),
+         'runtime_options': ('.predictor', 'runtime_options')}
 
 
 def __getattr__(name: str) -> object:

@@ -66,18 +66,48 @@ def _shape_dict(shapes: Mapping[str, Sequence[SupportsIndex]] | None
     return result
 
 
-def _threads(threads: int | None) -> int:
-    if threads is None:
-        return 0
-    try:
-        count = operator.index(threads)
-    except TypeError:
-        raise MXLiteError(f'threads must be a positive integer or None, got {threads!r}') from None
-    if count < 1:
-        raise MXLiteError(f'threads must be a positive integer or None, got {threads!r}')
-    # The runtime clamps the count to its pool's maximum (256); clamping
-    # here first keeps huge values inside the C int the binding takes.
-    return min(count, 2**31 - 1)
+def runtime_options() -> list[dict[str, str]]:
+    """The runtime options a Predictor takes (options={...}), as a list of
+    {'name', 'environment', 'values', 'meaning'} dicts; each can also be set
+    with its environment variable."""
+    return [dict(zip(('name', 'environment', 'values', 'meaning'), entry))
+            for entry in _core.runtime_options()]
+
+
+def _option_texts(threads: int | None,
+                  options: Mapping[str, str | int | bool] | None) -> dict[str, str]:
+    """{name: text} for the core: `options` (values str, int or bool), then
+    `threads` over them."""
+    texts: dict[str, str] = {}
+    if options is not None:
+        if not isinstance(options, Mapping):
+            raise MXLiteError(f'options must be a dict of option names to values, '
+                              f'got {type(options).__name__}')
+        for name, value in options.items():
+            if not isinstance(name, str):
+                raise MXLiteError(f'option names must be strings, got {name!r}')
+            if isinstance(value, bool):
+                text = '1' if value else '0'
+            elif isinstance(value, int):
+                if value < 0:
+                    raise MXLiteError(f'option {name}: invalid value {value} (negative)')
+                text = str(value)
+            elif isinstance(value, str):
+                text = value
+            else:
+                raise MXLiteError(f'option {name}: value must be a str, int or bool, '
+                                  f'got {value!r}')
+            texts[name] = text
+    if threads is not None:
+        try:
+            count = operator.index(threads)
+        except TypeError:
+            raise MXLiteError(f'threads must be a positive integer or None, '
+                              f'got {threads!r}') from None
+        if count < 1:
+            raise MXLiteError(f'threads must be a positive integer or None, got {threads!r}')
+        texts['threads'] = str(count)  # the runtime clamps it to its maximum (256)
+    return texts
 
 
 def _output_names(outputs: str | int | Sequence[str | int] | None) -> list[str | int] | None:
@@ -148,7 +178,7 @@ class Predictor:
     """A checkpoint ready to predict, bound to input shapes.
 
     Predictor(symbol_json, params=None, input_shapes=None, outputs=None, threads=None,
-              input_dtypes=None)
+              input_dtypes=None, options=None)
 
     symbol_json: the symbol file's text (str or bytes), or an
         mxlite.symbol.Symbol (mx.model.load_checkpoint's), whose outputs
@@ -168,6 +198,10 @@ class Predictor:
     threads: threads the forward pass may use (None: MXLITE_NUM_THREADS, else
         one per core); at most 256, and fewer where the system refuses to
         create more threads. Less than 1 is an error.
+    options: runtime options {name: value} over the MXLITE_* environment
+        (docs/options.md, mxlite.runtime_options()): e.g. {'memory_budget':
+        '512M', 'winograd': False, 'spin_ms': 0}. An unknown name or a bad
+        value is an MXLiteError naming it.
     input_dtypes: {input name: dtype} for inputs that are not float32 (a
         float16 network, int32 token ids, uint8 pixels), as MXNet's
         type_dict; arrays given to predict are converted to these.
@@ -180,7 +214,8 @@ class Predictor:
                  input_shapes: Mapping[str, Sequence[SupportsIndex]] | None = None,
                  outputs: str | int | Sequence[str | int] | None = None,
                  threads: int | None = None,
-                 input_dtypes: Mapping[str, npt.DTypeLike] | None = None) -> None:
+                 input_dtypes: Mapping[str, npt.DTypeLike] | None = None,
+                 options: Mapping[str, str | int | bool] | None = None) -> None:
         from .symbol import Symbol
         if isinstance(symbol_json, Symbol):
             if outputs is None:
@@ -189,7 +224,7 @@ class Predictor:
         if isinstance(params, Mapping):
             params = _encode_params(params)
         self._core = _core.Predictor(symbol_json, params, _shape_dict(input_shapes),
-                                     _output_names(outputs), _threads(threads),
+                                     _output_names(outputs), _option_texts(threads, options),
                                      _dtype_flags(input_dtypes))
         self._adopt()
 
@@ -203,7 +238,8 @@ class Predictor:
              input_shapes: Mapping[str, Sequence[SupportsIndex]] | None = None,
              outputs: str | int | Sequence[str | int] | None = None,
              threads: int | None = None,
-             input_dtypes: Mapping[str, npt.DTypeLike] | None = None) -> Predictor:
+             input_dtypes: Mapping[str, npt.DTypeLike] | None = None,
+             options: Mapping[str, str | int | bool] | None = None) -> Predictor:
         """Loads `prefix`-symbol.json and `prefix`-%04d.params (MXNet's checkpoint names).
 
         The other arguments are the constructor's. A missing file raises
@@ -219,7 +255,7 @@ class Predictor:
         symbol = _read_file(f'{prefix}-symbol.json')
         params = _read_file(f'{prefix}-{epoch:04d}.params')
         try:
-            return cls(symbol, params, input_shapes, outputs, threads, input_dtypes)
+            return cls(symbol, params, input_shapes, outputs, threads, input_dtypes, options)
         except MXLiteError as error:
             raise MXLiteError(f'{prefix}: {error}') from None
 
