@@ -1,6 +1,6 @@
 # mxlite build. Everything is compiled from the one amalgamated file.
 #
-#   make amalgamation   build/mxlite-all.cc + build/c_predict_api.h
+#   make amalgamation   build/mxlite-all.cc + build/c_predict_api.h + build/mxlite.h
 #   make lib            build/libmxlite.so (one compiler command, printed)
 #   make test           the whole test suite (sets up its own environments)
 #   make wasm           build/wasm: the file for wasm32-wasi (object + API module)
@@ -24,7 +24,7 @@ all: lib
 
 amalgamation: $(BUILD)/mxlite-all.cc
 
-$(BUILD)/mxlite-all.cc $(BUILD)/c_predict_api.h: $(PREDICT_SOURCES)
+$(BUILD)/mxlite-all.cc $(BUILD)/c_predict_api.h $(BUILD)/mxlite.h: $(PREDICT_SOURCES)
 	$(PYTHON) amalgamation/amalgamate.py --out-dir $(BUILD)
 
 lib: $(BUILD)/libmxlite.so
@@ -47,7 +47,8 @@ WASM_FLAGS := --target=wasm32-wasi -std=c++17 $(OPT) $(WARN) -fno-exceptions -ms
 WASM_EXPORTS := MXGetLastError MXPredCreate MXPredCreateEx MXPredCreatePartialOut \
   MXPredCreateMultiThread MXPredReshape MXPredGetOutputShape MXPredGetOutputType \
   MXPredSetInput MXPredForward MXPredPartialForward MXPredGetOutput MXPredFree \
-  MXNDListCreate MXNDListGet MXPredSetMonitorCallback MXNDListFree malloc free
+  MXNDListCreate MXNDListGet MXPredSetMonitorCallback MXNDListFree MXLitePredCreateWithOptions \
+  malloc free
 
 .PHONY: wasm android size-report
 

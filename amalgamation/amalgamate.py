@@ -3,7 +3,8 @@
 
     amalgamate.py [--root DIR] [--out-dir build]
 
-writes OUT/mxlite-all.cc and OUT/c_predict_api.h.
+writes OUT/mxlite-all.cc and the public headers OUT/c_predict_api.h (MXNet's
+interface) and OUT/mxlite.h (mxlite's extensions).
 
 Rules, so that the output is the same on every host and never silently
 incomplete:
@@ -26,6 +27,7 @@ import sys
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
 SOURCE_EXTENSIONS = ('.h', '.cc', '.inc', '.cu', '.cuh', '.c', '.cpp', '.hpp')
 PUBLIC_HEADER = 'include/c_predict_api.h'
+EXTENSION_HEADER = 'include/mxlite.h'
 
 
 class AmalgamationError(Exception):
@@ -102,6 +104,7 @@ def amalgamate(root, out_dir):
     amalgamator = Amalgamator(predict_dir)
     # The public header comes first so that the API is declared before use.
     amalgamator.inline(os.path.join(predict_dir, PUBLIC_HEADER))
+    amalgamator.inline(os.path.join(predict_dir, EXTENSION_HEADER))
     for source in manifest['sources']:
         amalgamator.inline(os.path.join(predict_dir, source))
 
@@ -120,11 +123,13 @@ def amalgamate(root, out_dir):
               ' */\n')
     os.makedirs(out_dir, exist_ok=True)
     write_if_changed(os.path.join(out_dir, 'mxlite-all.cc'), banner + ''.join(amalgamator.out))
-    with open(os.path.join(predict_dir, PUBLIC_HEADER), encoding='utf-8') as header:
-        text = header.read()
-    write_if_changed(os.path.join(out_dir, 'c_predict_api.h'),
-                     '/* c_predict_api.h: copied by amalgamation/amalgamate.py from '
-                     'predict/include/; do not edit. */\n' + text)
+    for header_path in (PUBLIC_HEADER, EXTENSION_HEADER):
+        name = os.path.basename(header_path)
+        with open(os.path.join(predict_dir, header_path), encoding='utf-8') as header:
+            text = header.read()
+        write_if_changed(os.path.join(out_dir, name),
+                         f'/* {name}: copied by amalgamation/amalgamate.py from '
+                         'predict/include/; do not edit. */\n' + text)
     return len(amalgamator.reached)
 
 

@@ -83,6 +83,23 @@ class API:
             mx_uint(count), keys, indptr, data, ctypes.c_int(num_threads), handles))
         return [ctypes.c_void_p(h) for h in handles]
 
+    def create_with_options(self, symbol_json, params, input_shapes, options, num_handles=1,
+                            output_keys=()):
+        """MXLitePredCreateWithOptions (mxlite.h): a list of num_handles handles."""
+        handles = (ctypes.c_void_p * max(1, num_handles))()
+        count, keys, indptr, data = self.shape_arrays(input_shapes)
+        sym = symbol_json.encode() if isinstance(symbol_json, str) else symbol_json
+        names = (ctypes.c_char_p * max(1, len(options)))(*[k.encode() for k in options])
+        values = (ctypes.c_char_p * max(1, len(options)))(
+            *[str(v).encode() for v in options.values()])
+        out_keys = (ctypes.c_char_p * max(1, len(output_keys)))(
+            *[k.encode() for k in output_keys])
+        self.check(self.lib.MXLitePredCreateWithOptions(
+            ctypes.c_char_p(sym), params, ctypes.c_int(len(params)), 1, 0, mx_uint(count),
+            keys, indptr, data, mx_uint(len(output_keys)), out_keys, mx_uint(len(options)),
+            names, values, ctypes.c_int(num_handles), handles))
+        return [ctypes.c_void_p(h) for h in handles[:num_handles]]
+
     def reshape(self, handle, input_shapes):
         new = ctypes.c_void_p()
         count, keys, indptr, data = self.shape_arrays(input_shapes)

@@ -17,8 +17,9 @@ from conftest import ROOT
 from cpp_build import build_driver
 
 ENGINE_TEST = os.path.join(ROOT, 'tests', 'cpp', 'engine_test.cc')
-ENGINE_SOURCES = [os.path.join(ROOT, 'predict', 'engine', name)
-                  for name in ('engine.cc', 'threaded_engine.cc')]
+ENGINE_SOURCES = [os.path.join(ROOT, 'predict', *name.split('/'))
+                  for name in ('engine/engine.cc', 'engine/threaded_engine.cc',
+                               'base/options.cc', 'c_api/environment.cc')]
 
 
 def build(args, output):

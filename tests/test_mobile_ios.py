@@ -3,11 +3,15 @@
 Building MXLite.xcframework needs a Mac (mobile/ios/build_ios.sh). Here
 clang compiles for the iOS target triple itself (arm64-apple-ios, the
 Apple ARM64 ABI, ARC, the modern Objective-C runtime):
-- the public C header, as C, Objective-C and C++;
+- the public C headers (c_predict_api.h, mxlite.h), as C, Objective-C and
+  C++;
 - the Objective-C wrapper with ARC, warning-free. Apple's SDK is not here,
   so Foundation (and libc's memcpy) is a stand-in written below that
   declares, with Apple's signatures, exactly the API the wrapper uses;
   anything else the wrapper called would fail to compile.
+- a caller of the wrapper (both initializers, the options one with a
+  dictionary literal) against the same stand-in, and that a dictionary of
+  NSNumber values is refused at compile time by the generic types;
 - the module map names headers that exist, and the build script is valid
   bash that names every file it copies.
 """
@@ -49,7 +53,9 @@ enum { NSUTF8StringEncoding = 4 };
 __attribute__((objc_root_class))
 @interface NSObject
 + (instancetype)alloc;
++ (Class)class;
 - (instancetype)init;
+- (BOOL)isKindOfClass:(Class)aClass;
 @end
 typedef struct {
   unsigned long state;
@@ -65,6 +71,7 @@ typedef struct {
 @interface NSNumber : NSObject
 @property(readonly) long long longLongValue;
 + (NSNumber *)numberWithUnsignedInt:(unsigned int)value;
++ (NSNumber *)numberWithInt:(int)value;
 @end
 @interface NSString : NSObject
 @property(nullable, readonly) const char *UTF8String __attribute__((objc_returns_inner_pointer));
@@ -87,6 +94,8 @@ typedef struct {
 @end
 @interface NSArray<__covariant ObjectType> : NSObject <NSFastEnumeration>
 @property(readonly) NSUInteger count;
++ (instancetype)arrayWithObjects:(const ObjectType _Nonnull [_Nonnull])objects
+                           count:(NSUInteger)cnt;
 @end
 @interface NSMutableArray<ObjectType> : NSArray<ObjectType>
 + (instancetype)array;
@@ -128,21 +137,69 @@ def test_c_header_compiles_for_ios(amalgamation, tmp_path, language):
     extra = ['-stdlib=libc++'] if language == 'c++' else []
     run([compiler, '-target', TARGET, '-ffreestanding', *extra, '-fsyntax-only', '-x', language,
          '-Wall', '-Wextra', '-Werror', '-I', str(amalgamation), str(source)])
+    # mxlite.h (MXLitePredCreateWithOptions, which the wrapper calls) too.
+    extension = tmp_path / 'use_mxlite.h'
+    extension.write_text('#include "mxlite.h"\n'
+                         'static int (*const create)(const char *, const void *, int, int, int, '
+                         'mx_uint, const char **, const mx_uint *, const mx_uint *, mx_uint, '
+                         'const char **, mx_uint, const char **, const char **, int, '
+                         'PredictorHandle *) = MXLitePredCreateWithOptions;\n'
+                         'int use(void) { return create != 0; }\n')
+    run([compiler, '-target', TARGET, '-ffreestanding', *extra, '-fsyntax-only', '-x', language,
+         '-Wall', '-Wextra', '-Werror', '-I', str(amalgamation), str(extension)])
 
 
-def test_objective_c_wrapper_compiles_for_ios_with_arc(amalgamation, tmp_path):
+def objective_c_command(amalgamation, tmp_path):
+    """clang for the iOS target with ARC against the Foundation stand-in."""
     require_tool('clang', 'clang')
     foundation = tmp_path / 'sdk' / 'Foundation'
-    foundation.mkdir(parents=True)
+    foundation.mkdir(parents=True, exist_ok=True)
     (foundation / 'Foundation.h').write_text(FOUNDATION_STAND_IN)
     # The one libc function the shared conversion header uses.
     (tmp_path / 'sdk' / 'string.h').write_text(
         '#pragma once\n#include <stddef.h>\nvoid *memcpy(void *, const void *, size_t);\n')
-    run(['clang', '-target', TARGET, '-ffreestanding', '-fobjc-arc', '-fsyntax-only',
-         '-Wall', '-Wextra', '-Werror', '-Wno-nullability-completeness',
-         '-isystem', str(tmp_path / 'sdk'), '-I', str(amalgamation), '-I', IOS,
-         '-I', os.path.join(ROOT, 'mobile', 'common'),
-         os.path.join(IOS, 'MXLitePredictor.m')])
+    return ['clang', '-target', TARGET, '-ffreestanding', '-fobjc-arc', '-fsyntax-only',
+            '-Wall', '-Wextra', '-Werror', '-Wno-nullability-completeness',
+            '-isystem', str(tmp_path / 'sdk'), '-I', str(amalgamation), '-I', IOS,
+            '-I', os.path.join(ROOT, 'mobile', 'common')]
+
+
+def test_objective_c_wrapper_compiles_for_ios_with_arc(amalgamation, tmp_path):
+    run([*objective_c_command(amalgamation, tmp_path), os.path.join(IOS, 'MXLitePredictor.m')])
+
+
+# A caller of the public interface: both initializers, options as a
+# dictionary literal of strings. MISUSE swaps in NSNumber values, which the
+# NSDictionary<NSString *, NSString *> parameter must refuse.
+CALLER = r'''
+#import "MXLitePredictor.h"
+MXLitePredictor *_Nullable load(NSData *json, NSData *params, NSError **error) {
+  NSDictionary<NSString *, NSArray<NSNumber *> *> *shapes = @{@"data" : @[ @1, @3 ]};
+  MXLitePredictor *plain = [[MXLitePredictor alloc] initWithSymbolJSON:json
+                                                                params:params
+                                                           inputShapes:shapes
+                                                                 error:error];
+  if (plain == nil) return nil;
+  return [[MXLitePredictor alloc] initWithSymbolJSON:json
+                                              params:params
+                                         inputShapes:shapes
+                                             options:@{@"threads" : OPTION_VALUE}
+                                               error:error];
+}
+'''
+
+
+def test_objective_c_caller_passes_options(amalgamation, tmp_path):
+    command = objective_c_command(amalgamation, tmp_path)
+    caller = tmp_path / 'caller.m'
+    caller.write_text(CALLER)
+    run([*command, '-DOPTION_VALUE=@"2"', str(caller)])
+    # The generic type is what tells an Objective-C caller that values are
+    # strings: @2 must not compile.
+    refused = subprocess.run([*command, '-DOPTION_VALUE=@2', str(caller)],
+                             capture_output=True, text=True)
+    assert refused.returncode != 0, 'an NSNumber option value compiled'
+    assert 'NSNumber' in refused.stderr and 'NSString' in refused.stderr, refused.stderr
 
 
 def test_module_map_and_build_script_name_real_files(amalgamation):
@@ -153,7 +210,7 @@ def test_module_map_and_build_script_name_real_files(amalgamation):
     script = os.path.join(IOS, 'build_ios.sh')
     run(['bash', '-n', script])
     text = open(script, encoding='utf-8').read()
-    for name in ('MXLitePredictor.h', 'MXLitePredictor.m', 'module.modulemap'):
+    for name in ('MXLitePredictor.h', 'MXLitePredictor.m', 'module.modulemap', 'mxlite.h'):
         assert name in text
     # On this machine the script stops with a message, not a half build.
     result = subprocess.run(['bash', script], capture_output=True, text=True,

@@ -10,7 +10,10 @@ org.mxlite.Predictor:
 - reshape to another batch size;
 - every kind of misuse, which must come back as a Java exception carrying
   the core's message, never a crash;
-- ImageTensor on a non-square image, against the arithmetic done here.
+- ImageTensor on a non-square image, against the arithmetic done here;
+- runtime options (Predictor.load with a Map, MXLitePredCreateWithOptions):
+  threads=2 gives MXNet's answer, an unknown option or a bad value is an
+  MXLiteException naming it.
 The same build script cross-builds the library for both Android ARM ABIs
 with Debian's compilers (the NDK path is the same CMakeLists.txt).
 """
@@ -102,6 +105,25 @@ def test_java_misuse_raises_exceptions_with_the_core_message(java_build):
     assert str(size) in lines['wrong_size'] and '3' in lines['wrong_size']
     assert re.match(r'MXLiteException: output index 1 is out of range', lines['bad_index'])
     assert lines['closed'] == 'IllegalStateException: the predictor is closed'
+
+
+def test_java_options_reach_the_core(java_build, tmp_path):
+    case = composite_case()
+    inputs, expected = case.io()
+    data = inputs['data']
+    data.astype('<f4').tofile(tmp_path / 'data.f32')
+    dims = ','.join(str(d) for d in data.shape)
+    report = java(java_build, 'options', case.path('-symbol.json'), case.path('-0000.params'),
+                  'data', dims, tmp_path / 'data.f32', tmp_path / 'out.f32')
+    lines = dict(line.split(': ', 1) for line in report.strip().split('\n'))
+    assert lines['threads_2'] == 'ran'
+    ours = np.fromfile(tmp_path / 'out.f32', dtype='<f4').reshape(expected[0].shape)
+    assert_close(ours, expected[0], case.rtol, 'Java with threads=2')
+    assert lines['unknown_option'].startswith('MXLiteException: '), lines['unknown_option']
+    assert "unknown option 'no_such_option'" in lines['unknown_option']
+    assert lines['bad_value'].startswith('MXLiteException: '), lines['bad_value']
+    assert 'threads' in lines['bad_value'] and 'lots' in lines['bad_value']
+    assert lines['null_options'].startswith('NullPointerException: options')
 
 
 def test_image_tensor_keeps_width_and_height_apart(java_build, tmp_path):

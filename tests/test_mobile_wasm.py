@@ -10,7 +10,9 @@
   MXPredCreate / SetInput / Forward / GetOutput through linear memory, and
   an error comes back through MXGetLastError;
 - the JavaScript binding for browsers (mobile/wasm/mxlite.js) runs a zoo
-  model under Node and matches MXNet.
+  model under Node and matches MXNet, also with runtime options (through
+  MXLitePredCreateWithOptions); an unknown option throws the core's message
+  naming it, a value of the wrong type a TypeError naming it.
 """
 import os
 import struct
@@ -193,8 +195,9 @@ def test_api_module_reports_bad_json(wasm_build):
 
 
 # Drives mobile/wasm/mxlite.js under Node: one case through the JavaScript
-# API, output 0 to a file, then a broken JSON that must throw the core's
-# message.
+# API, output 0 to a file, the same with runtime options (output 0 to
+# OUT.options), then a broken JSON, an unknown option and an option of the
+# wrong type, which must throw.
 NODE_DRIVER = r'''
 import { readFileSync, writeFileSync } from 'node:fs';
 const [jsPath, wasmPath, symbolPath, paramsPath, inputPath, dims, outPath] =
@@ -218,6 +221,25 @@ try {
 } catch (error) {
   console.log(`bad json: ${error.message}`);
 }
+const withOptions = mxlite.createPredictor(
+    readFileSync(symbolPath, 'utf8'), readFileSync(paramsPath), { data: shape },
+    { memory_budget: '1G', graph_optimization: 0, winograd: false });
+withOptions.setInput('data', new Float32Array(input.buffer, input.byteOffset,
+                                              input.byteLength / 4));
+withOptions.forward();
+writeFileSync(outPath + '.options', Buffer.from(withOptions.getOutput(0).data.buffer));
+withOptions.free();
+console.log('options: ran');
+for (const [what, options] of [['unknown option', { no_such_option: '1' }],
+                               ['bad type', { threads: {} }]]) {
+  try {
+    mxlite.createPredictor(readFileSync(symbolPath, 'utf8'), readFileSync(paramsPath),
+                           { data: shape }, options);
+    console.log(`${what}: no error`);
+  } catch (error) {
+    console.log(`${what}: ${error.name}: ${error.message}`);
+  }
+}
 '''
 
 
@@ -237,3 +259,12 @@ def test_javascript_binding_under_node(wasm_build, tmp_path):
     ours = np.fromfile(tmp_path / 'out.f32', dtype='<f4').reshape(expected[0].shape)
     assert_close(ours, expected[0], case.rtol, 'JavaScript API')
     assert lines[1].startswith('bad json: symbol JSON:')
+    # Without fusion and Winograd the arithmetic differs a little, within
+    # the case's tolerance of MXNet's.
+    assert lines[2] == 'options: ran'
+    ours = np.fromfile(tmp_path / 'out.f32.options', dtype='<f4').reshape(expected[0].shape)
+    assert_close(ours, expected[0], case.rtol, 'JavaScript API with options')
+    assert lines[3].startswith("unknown option: Error: unknown option 'no_such_option'"), \
+        lines[3]
+    assert lines[4] == ("bad type: TypeError: mxlite: option 'threads' must be a string or a "
+                        "number, not object"), lines[4]

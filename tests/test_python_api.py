@@ -346,6 +346,27 @@ def test_committed_type_stub_is_current():
             'bindings/python/mxlite/_core.pyi is stale: run bindings/python/generate_stubs.py'
 
 
+def test_stub_generator_without_nanobind_keeps_the_stub(tmp_path):
+    # A failed run (here nanobind cannot be imported) says why and leaves the
+    # output as it was (it used to truncate it to nothing first).
+    import subprocess
+    from conftest import ROOT
+    blocker = tmp_path / 'blocker' / 'nanobind'
+    blocker.mkdir(parents=True)
+    (blocker / '__init__.py').write_text('raise ImportError("nanobind blocked by the test")\n')
+    stub = tmp_path / 'stub.pyi'
+    stub.write_text('previous\n')
+    result = subprocess.run([sys.executable, os.path.join(ROOT, 'bindings', 'python',
+                                                          'generate_stubs.py'),
+                             '--output', str(stub)], capture_output=True, text=True,
+                            env={**os.environ, 'PYTHONPATH': str(tmp_path / 'blocker')},
+                            cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert 'nanobind blocked by the test' in result.stderr
+    assert 'pip install nanobind==3.1.0' in result.stderr
+    assert stub.read_text() == 'previous\n'
+
+
 def test_readme_python_examples_run(tmp_path):
     # The README's Python blocks, run in order as one script, next to a zoo
     # checkpoint, so that the documented calls cannot drift from the API.

@@ -16,7 +16,7 @@ from conftest import FIXTURES, assert_close, load_cases
 from test_python_api import DEMO_PREFIX, zoo_case
 
 import mxlite
-from mxlite import MXLiteError
+from mxlite import MXLiteError, MXLiteFileNotFoundError
 from mxlite.ctypes_predict import Predictor, load_library, load_ndarray_file
 
 OP_CASES = {case.name: case for case in load_cases(f'{FIXTURES}/ops')}
@@ -115,8 +115,15 @@ def test_library_argument_and_environment_variable(tmp_path):
                           library=str(copy))
     predictor.forward(**inputs)
     assert_close(predictor.get_output(0), expected[0], case.rtol, 'library=')
-    with pytest.raises(MXLiteError, match='cannot load the mxlite library'):
+    # A missing file is MXLiteFileNotFoundError (also an MXLiteError and a
+    # FileNotFoundError); a file that is no library only MXLiteError.
+    with pytest.raises(MXLiteFileNotFoundError, match=r'missing\.so: no such file') as missing:
         load_library(str(tmp_path / 'missing.so'))
+    assert isinstance(missing.value, MXLiteError) and isinstance(missing.value, FileNotFoundError)
+    (tmp_path / 'not-a-library.so').write_bytes(b'not an ELF file')
+    with pytest.raises(MXLiteError, match='cannot load the mxlite library') as refused:
+        load_library(str(tmp_path / 'not-a-library.so'))
+    assert not isinstance(refused.value, FileNotFoundError)
     # MXLITE_LIBRARY, in a fresh interpreter.
     code = ('import mxlite, mxlite.ctypes_predict as c; import sys; '
             'sys.stdout.write(c.load_library()._name)')
@@ -124,6 +131,15 @@ def test_library_argument_and_environment_variable(tmp_path):
                             env={**os.environ, 'MXLITE_LIBRARY': str(copy)}, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout == str(copy)
+    # MXLITE_LIBRARY naming a file that does not exist.
+    code = ('import mxlite, sys\n'
+            'try:\n    mxlite.lib_path()\n'
+            'except mxlite.MXLiteFileNotFoundError as e:\n    sys.stdout.write(str(e))\n')
+    result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                            env={**os.environ, 'MXLITE_LIBRARY': str(tmp_path / 'gone.so')},
+                            cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f'MXLITE_LIBRARY names {tmp_path / "gone.so"}, which does not exist'
 
 
 def test_works_without_the_compiled_extension(tmp_path):

@@ -8,6 +8,13 @@
  *   try predictor.forward()
  *   let scores = try predictor.output(at: 0)               // Data of float32
  *
+ * Runtime options (docs/options.md: threads, spin_ms, memory_budget, ...)
+ * are name/value strings:
+ *
+ *   let predictor = try MXLitePredictor(symbolJSON: json, params: params,
+ *                                       inputShapes: ["data": [1, 3, 224, 224]],
+ *                                       options: ["threads": "2", "spin_ms": "0"])
+ *
  * Every failure of the core comes back as an NSError in MXLiteErrorDomain
  * whose localizedDescription is the core's message (MXGetLastError()), and
  * Swift sees it as a thrown error. A predictor is not thread-safe: use one
@@ -19,7 +26,7 @@
 // the header check on Linux) do without it.
 #ifndef NS_SWIFT_NAME
 #define NS_SWIFT_NAME(name)
-#endif
+#endif  // !NS_SWIFT_NAME
 
 NS_ASSUME_NONNULL_BEGIN
 
@@ -38,13 +45,28 @@ typedef NS_ENUM(NSInteger, MXLiteErrorCode) {
 
 /*!
  * Loads a checkpoint: the bytes of prefix-symbol.json and prefix-0000.params,
- * and the shape of every input by name.
+ * and the shape of every input by name. Runtime options come from the
+ * process environment (MXLITE_* variables) only.
  */
 - (nullable instancetype)initWithSymbolJSON:(NSData *)symbolJSON
                                      params:(NSData *)params
                                 inputShapes:(NSDictionary<NSString *, NSArray<NSNumber *> *> *)inputShapes
                                       error:(NSError **)error
-    NS_SWIFT_NAME(init(symbolJSON:params:inputShapes:)) NS_DESIGNATED_INITIALIZER;
+    NS_SWIFT_NAME(init(symbolJSON:params:inputShapes:));
+
+/*!
+ * The same with runtime options by name, values as strings (docs/options.md;
+ * e.g. @{@"threads" : @"2", @"memory_budget" : @"256M"}), applied over the
+ * environment's settings through MXLitePredCreateWithOptions. nil: as the
+ * initializer above. An unknown name, a bad value or a value that is not an
+ * NSString fails with an NSError naming it.
+ */
+- (nullable instancetype)initWithSymbolJSON:(NSData *)symbolJSON
+                                     params:(NSData *)params
+                                inputShapes:(NSDictionary<NSString *, NSArray<NSNumber *> *> *)inputShapes
+                                    options:(nullable NSDictionary<NSString *, NSString *> *)options
+                                      error:(NSError **)error
+    NS_SWIFT_NAME(init(symbolJSON:params:inputShapes:options:)) NS_DESIGNATED_INITIALIZER;
 
 - (instancetype)init NS_UNAVAILABLE;
 

@@ -6,6 +6,7 @@
 #import "MXLitePredictor.h"
 
 #include "c_predict_api.h"
+#include "mxlite.h"
 #include "mxlite_output_float.h"
 
 NSString *const MXLiteErrorDomain = @"org.mxlite";
@@ -60,6 +61,35 @@ static BOOL MXLiteFlattenShapes(NSDictionary<NSString *, NSArray<NSNumber *> *> 
   return YES;
 }
 
+/* Option names and values as C strings (pointers into `strings`, which the
+ * caller keeps alive for the call). A key or value that is not an NSString
+ * (an NSNumber from an untyped dictionary) is refused by name. */
+static BOOL MXLiteFlattenOptions(NSDictionary<NSString *, NSString *> *options,
+                                 NSMutableArray<NSData *> *strings, NSMutableData *names,
+                                 NSMutableData *values, NSError **error) {
+  for (id name in options) {
+    id value = options[name];
+    if (![name isKindOfClass:[NSString class]] || ![value isKindOfClass:[NSString class]]) {
+      return MXLiteFail(error, MXLiteErrorInvalidArgument,
+                        [NSString stringWithFormat:@"option '%@': names and values must be "
+                                                   @"strings (e.g. @\"2\", not @2)",
+                                                   name]);
+    }
+    const char *pair[2] = {NULL, NULL};
+    NSString *texts[2] = {name, value};
+    for (int i = 0; i < 2; ++i) {
+      NSMutableData *terminated =
+          [NSMutableData dataWithData:[texts[i] dataUsingEncoding:NSUTF8StringEncoding]];
+      [terminated appendBytes:"" length:1];
+      [strings addObject:terminated];
+      pair[i] = (const char *)terminated.bytes;
+    }
+    [names appendBytes:&pair[0] length:sizeof pair[0]];
+    [values appendBytes:&pair[1] length:sizeof pair[1]];
+  }
+  return YES;
+}
+
 @implementation MXLitePredictor {
   PredictorHandle _handle;
 }
@@ -67,6 +97,18 @@ static BOOL MXLiteFlattenShapes(NSDictionary<NSString *, NSArray<NSNumber *> *> 
 - (nullable instancetype)initWithSymbolJSON:(NSData *)symbolJSON
                                      params:(NSData *)params
                                 inputShapes:(NSDictionary<NSString *, NSArray<NSNumber *> *> *)inputShapes
+                                      error:(NSError **)error {
+  return [self initWithSymbolJSON:symbolJSON
+                           params:params
+                      inputShapes:inputShapes
+                          options:nil
+                            error:error];
+}
+
+- (nullable instancetype)initWithSymbolJSON:(NSData *)symbolJSON
+                                     params:(NSData *)params
+                                inputShapes:(NSDictionary<NSString *, NSArray<NSNumber *> *> *)inputShapes
+                                    options:(nullable NSDictionary<NSString *, NSString *> *)options
                                       error:(NSError **)error {
   self = [super init];
   if (self == nil) return nil;
@@ -82,9 +124,23 @@ static BOOL MXLiteFlattenShapes(NSDictionary<NSString *, NSArray<NSNumber *> *> 
   NSMutableData *json = [NSMutableData dataWithData:symbolJSON];
   [json appendBytes:"" length:1];
   PredictorHandle handle = NULL;
-  int status = MXPredCreate((const char *)json.bytes, params.bytes, (int)params.length, 1, 0,
-                            (mx_uint)names.count, (const char **)keys.mutableBytes,
-                            (const mx_uint *)indptr.bytes, (const mx_uint *)dims.bytes, &handle);
+  int status = 0;
+  if (options == nil) {
+    status = MXPredCreate((const char *)json.bytes, params.bytes, (int)params.length, 1, 0,
+                          (mx_uint)names.count, (const char **)keys.mutableBytes,
+                          (const mx_uint *)indptr.bytes, (const mx_uint *)dims.bytes, &handle);
+  } else {
+    NSMutableArray<NSData *> *strings = [NSMutableArray array];
+    NSMutableData *optionNames = [NSMutableData data], *optionValues = [NSMutableData data];
+    if (!MXLiteFlattenOptions(options, strings, optionNames, optionValues, error)) return nil;
+    // One handle, every output of the symbol.
+    status = MXLitePredCreateWithOptions(
+        (const char *)json.bytes, params.bytes, (int)params.length, 1, 0, (mx_uint)names.count,
+        (const char **)keys.mutableBytes, (const mx_uint *)indptr.bytes,
+        (const mx_uint *)dims.bytes, 0, NULL, (mx_uint)strings.count / 2,
+        (const char **)optionNames.mutableBytes, (const char **)optionValues.mutableBytes, 1,
+        &handle);
+  }
   if (MXLiteCoreFailed(status, error)) return nil;
   _handle = handle;
   return self;

@@ -21,7 +21,8 @@ python3 "$root/amalgamation/amalgamate.py" --out-dir "$out/amalgamation" >/dev/n
 
 headers="$out/headers"
 rm -rf "$headers" && mkdir -p "$headers"
-cp "$out/amalgamation/c_predict_api.h" "$here/MXLitePredictor.h" "$headers/"
+cp "$out/amalgamation/c_predict_api.h" "$out/amalgamation/mxlite.h" "$here/MXLitePredictor.h" \
+  "$headers/"
 cp "$here/module.modulemap" "$headers/"
 
 build_slice() {  # sdk arch target-triple -> $out/<sdk>-<arch>/libmxlite.a

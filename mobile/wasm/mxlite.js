@@ -11,6 +11,12 @@
 //   const { shape, data } = predictor.getOutput(0);
 //   predictor.free();
 //
+// Runtime options (docs/options.md) go in a fourth argument, a plain object
+// of name -> string or number; in WebAssembly there is one thread, so the
+// useful ones are memory_budget, graph_optimization, winograd and profile:
+//
+//   mxlite.createPredictor(json, params, shapes, { memory_budget: '256M' });
+//
 // Failures of the core throw an Error whose message is MXGetLastError().
 // The module needs only a handful of WASI calls (environment, clock,
 // writing to stdout/stderr); the small shim below provides them, so no
@@ -139,8 +145,12 @@ export class MXLite {
 
   // symbolJson: the text of prefix-symbol.json; params: the bytes of
   // prefix-0000.params (ArrayBuffer or Uint8Array); inputShapes:
-  // { name: [d0, d1, ...] }.
-  createPredictor(symbolJson, params, inputShapes) {
+  // { name: [d0, d1, ...] }; options (optional): { name: value, ... },
+  // values strings or numbers, passed to MXLitePredCreateWithOptions (an
+  // unknown name or a bad value throws the core's message naming it).
+  // Without options MXPredCreate is called, as before.
+  createPredictor(symbolJson, params, inputShapes, options) {
+    const optionEntries = optionList(options);
     const scratch = new Scratch(this.api);
     try {
       const names = Object.keys(inputShapes);
@@ -152,16 +162,45 @@ export class MXLite {
       }
       const paramBytes = params instanceof Uint8Array ? params : new Uint8Array(params);
       const handleOut = scratch.uint32s([0]);
-      this.check(this.api.MXPredCreate(
-          scratch.cString(symbolJson), scratch.bytes(paramBytes), paramBytes.length, 1, 0,
-          names.length, scratch.uint32s(names.map((name) => scratch.cString(name))),
-          scratch.uint32s(indptr), scratch.uint32s(dims), handleOut));
+      const symbol = scratch.cString(symbolJson);
+      const paramAddress = scratch.bytes(paramBytes);
+      const keys = scratch.uint32s(names.map((name) => scratch.cString(name)));
+      if (optionEntries === null) {
+        this.check(this.api.MXPredCreate(
+            symbol, paramAddress, paramBytes.length, 1, 0, names.length, keys,
+            scratch.uint32s(indptr), scratch.uint32s(dims), handleOut));
+      } else {
+        // One handle, every output of the symbol.
+        this.check(this.api.MXLitePredCreateWithOptions(
+            symbol, paramAddress, paramBytes.length, 1, 0, names.length, keys,
+            scratch.uint32s(indptr), scratch.uint32s(dims), 0, 0, optionEntries.length,
+            scratch.uint32s(optionEntries.map(([name]) => scratch.cString(name))),
+            scratch.uint32s(optionEntries.map(([, value]) => scratch.cString(value))), 1,
+            handleOut));
+      }
       const handle = new Uint32Array(this.api.memory.buffer, handleOut, 1)[0];
       return new Predictor(this, handle);
     } finally {
       scratch.free();
     }
   }
+}
+
+// Options as [name, string value] pairs, or null for none given. Numbers
+// and booleans become their decimal text (true: 1); anything else (an
+// object, undefined) is refused here by name, before the core sees it.
+function optionList(options) {
+  if (options === undefined || options === null) return null;
+  if (typeof options !== 'object' || Array.isArray(options)) {
+    throw new TypeError('mxlite: options must be a plain object of name: value');
+  }
+  return Object.entries(options).map(([name, value]) => {
+    if (typeof value === 'string') return [name, value];
+    if (typeof value === 'number' && Number.isFinite(value)) return [name, String(value)];
+    if (typeof value === 'boolean') return [name, value ? '1' : '0'];
+    throw new TypeError(`mxlite: option '${name}' must be a string or a number, ` +
+                        `not ${value === null ? 'null' : typeof value}`);
+  });
 }
 
 export class Predictor {

@@ -42,39 +42,39 @@
 #ifdef MXLITE_PREDICT_ONLY
 #ifndef MXLITE_NO_THREADS
 #define MXLITE_NO_THREADS 1
-#endif
+#endif  // !MXLITE_NO_THREADS
 #ifndef MXLITE_NO_LEGACY_JSON
 #define MXLITE_NO_LEGACY_JSON 1
-#endif
+#endif  // !MXLITE_NO_LEGACY_JSON
 #ifndef MXLITE_NO_NDARRAY_SAVE
 #define MXLITE_NO_NDARRAY_SAVE 1
-#endif
+#endif  // !MXLITE_NO_NDARRAY_SAVE
 #ifndef MXLITE_NO_CUDA
 #define MXLITE_NO_CUDA 1
-#endif
+#endif  // !MXLITE_NO_CUDA
 #endif  // MXLITE_PREDICT_ONLY
 
 #if !defined(MXLITE_NO_THREADS) && defined(__wasi__) && !defined(__wasm_atomics__)
 #define MXLITE_NO_THREADS 1
-#endif
+#endif  // !defined(MXLITE_NO_THREADS) && defined(__wasi__) && !defined(__wasm_atomics__)
 #if !defined(MXLITE_NO_THREADS) && defined(__EMSCRIPTEN__) && !defined(__EMSCRIPTEN_PTHREADS__)
 #define MXLITE_NO_THREADS 1
-#endif
+#endif  // !defined(MXLITE_NO_THREADS) && defined(__EMSCRIPTEN__) ...
 
 #if !defined(MXLITE_NO_EXCEPTIONS) && !defined(__cpp_exceptions) && !defined(__EXCEPTIONS) && \
     !defined(_CPPUNWIND)
 #define MXLITE_NO_EXCEPTIONS 1
-#endif
+#endif  // !defined(MXLITE_NO_EXCEPTIONS) && !defined(__cpp_exceptions) ...
 
 #if !defined(MXLITE_NO_CUDA) && !defined(__CUDACC__)
 #define MXLITE_NO_CUDA 1
-#endif
+#endif  // !defined(MXLITE_NO_CUDA) && !defined(__CUDACC__)
 
 // wasm32-wasi has no C++ exception runtime in wasi-libc/libc++abi: a build
 // with exceptions on fails at link time on __cxa_throw. Say how to fix it
 // here instead. (-fwasm-exceptions with a runtime that supports it is fine.)
 #if defined(__wasi__) && !defined(MXLITE_NO_EXCEPTIONS) && !defined(__wasm_exception_handling__)
 #error "mxlite: wasm32-wasi has no C++ exception runtime; compile with -fno-exceptions"
-#endif
+#endif  // defined(__wasi__) && !defined(MXLITE_NO_EXCEPTIONS) ...
 
 #endif  // MXLITE_BASE_CONFIG_H_

@@ -29,6 +29,8 @@
 #include <vector>
 
 #include "../executor/executor.h"
+#include "../include/mxlite.h"
+#include "environment.h"
 #include "../ndarray/ndarray_io.h"
 
 namespace mxlite {
@@ -104,12 +106,30 @@ Status ReadInputShapes(mx_uint num_input_nodes, const char** input_keys,
   return Status();
 }
 
+// The options of a create call: the environment's (read here, at the
+// boundary), then the caller's name/value pairs over them.
+Status ReadOptions(mx_uint num_options, const char** names, const char** values,
+                   RuntimeOptions* options) {
+  MXL_RETURN_IF_ERROR(ApplyProcessEnvironment());
+  MXL_RETURN_IF_ERROR(OptionsFromEnvironment(options));
+  if (num_options > 0) {
+    MXL_CHECK(names != nullptr && values != nullptr, "option_names and option_values must not "
+              "be NULL when num_options is ", num_options);
+  }
+  for (mx_uint i = 0; i < num_options; ++i) {
+    MXL_CHECK(names[i] != nullptr && values[i] != nullptr, "option ", i,
+              ": its name or value is NULL");
+    MXL_RETURN_IF_ERROR(SetRuntimeOption(options, names[i], values[i]));
+  }
+  return Status();
+}
+
 Status CreatePredictors(const char* symbol_json, const void* param_bytes, int param_size,
                         int dev_type, mx_uint num_input_nodes, const char** input_keys,
                         const mx_uint* input_shape_indptr, const mx_uint* input_shape_data,
                         mx_uint num_dtypes, const char** dtype_names, const int* dtype_flags,
                         mx_uint num_output_nodes, const char** output_keys, int count,
-                        PredictorHandle* out) {
+                        RuntimeOptions options, PredictorHandle* out) {
   MXL_CHECK(symbol_json != nullptr, "symbol_json_str is NULL");
   MXL_CHECK(out != nullptr, "the output handle pointer is NULL");
   MXL_CHECK(dev_type == 1 || dev_type == 3 || dev_type == 5, "dev_type ", dev_type,
@@ -150,16 +170,15 @@ Status CreatePredictors(const char* symbol_json, const void* param_bytes, int pa
     if (!model->params.count(dtype_names[i])) dtypes[dtype_names[i]] = dtype_flags[i];
   }
 
+  // Handles made for one thread each run single-threaded unless the caller
+  // asked for a thread count (the threads option or MXLITE_NUM_THREADS).
+  if (count > 1 && options.threads == 0) options.threads = 1;
   std::shared_ptr<const Model> shared = model;
   std::vector<std::unique_ptr<Predictor>> made;
   for (int i = 0; i < count; ++i) {
     std::unique_ptr<Predictor> predictor(new Predictor());
     predictor->model = shared;
-    // Handles made for one thread each run single-threaded unless the user
-    // asked for more with MXLITE_NUM_THREADS.
-    const int threads = count > 1 && std::getenv("MXLITE_NUM_THREADS") == nullptr ? 1 : 0;
-    MXL_RETURN_IF_ERROR(
-        Executor::Create(shared, shapes, dtypes, &predictor->executor, threads));
+    MXL_RETURN_IF_ERROR(Executor::Create(shared, shapes, dtypes, options, &predictor->executor));
     made.push_back(std::move(predictor));
   }
   for (int i = 0; i < count; ++i) out[i] = made[i].release();
@@ -232,9 +251,12 @@ int MXPredCreate(const char* symbol_json_str, const void* param_bytes, int param
                  PredictorHandle* out) {
   (void)dev_id;
   MXL_API_BEGIN();
+  mxlite::RuntimeOptions options;
+  MXL_API_CALL(mxlite::c_api_cc::ReadOptions(0, nullptr, nullptr, &options));
   MXL_API_CALL(CreatePredictors(symbol_json_str, param_bytes, param_size, dev_type,
                                 num_input_nodes, input_keys, input_shape_indptr,
-                                input_shape_data, 0, nullptr, nullptr, 0, nullptr, 1, out));
+                                input_shape_data, 0, nullptr, nullptr, 0, nullptr, 1, options,
+                                out));
   MXL_API_END();
   return 0;
 }
@@ -247,11 +269,13 @@ int MXPredCreateEx(const char* symbol_json_str, const void* param_bytes, int par
                    PredictorHandle* out) {
   (void)dev_id;
   MXL_API_BEGIN();
+  mxlite::RuntimeOptions options;
+  MXL_API_CALL(mxlite::c_api_cc::ReadOptions(0, nullptr, nullptr, &options));
   MXL_API_CALL(CreatePredictors(symbol_json_str, param_bytes, param_size, dev_type,
                                 num_input_nodes, input_keys, input_shape_indptr,
                                 input_shape_data, num_provided_arg_dtypes,
                                 provided_arg_dtype_names, provided_arg_dtypes, 0, nullptr, 1,
-                                out));
+                                options, out));
   MXL_API_END();
   return 0;
 }
@@ -263,10 +287,12 @@ int MXPredCreatePartialOut(const char* symbol_json_str, const void* param_bytes,
                            const char** output_keys, PredictorHandle* out) {
   (void)dev_id;
   MXL_API_BEGIN();
+  mxlite::RuntimeOptions options;
+  MXL_API_CALL(mxlite::c_api_cc::ReadOptions(0, nullptr, nullptr, &options));
   MXL_API_CALL(CreatePredictors(symbol_json_str, param_bytes, param_size, dev_type,
                                 num_input_nodes, input_keys, input_shape_indptr,
                                 input_shape_data, 0, nullptr, nullptr, num_output_nodes,
-                                output_keys, 1, out));
+                                output_keys, 1, options, out));
   MXL_API_END();
   return 0;
 }
@@ -278,10 +304,12 @@ int MXPredCreateMultiThread(const char* symbol_json_str, const void* param_bytes
                             PredictorHandle* out) {
   (void)dev_id;
   MXL_API_BEGIN();
+  mxlite::RuntimeOptions options;
+  MXL_API_CALL(mxlite::c_api_cc::ReadOptions(0, nullptr, nullptr, &options));
   MXL_API_CALL(CreatePredictors(symbol_json_str, param_bytes, param_size, dev_type,
                                 num_input_nodes, input_keys, input_shape_indptr,
                                 input_shape_data, 0, nullptr, nullptr, 0, nullptr, num_threads,
-                                out));
+                                options, out));
   MXL_API_END();
   return 0;
 }
@@ -449,6 +477,27 @@ int MXNDListGet(NDListHandle handle, mx_uint index, const char** out_key,
 int MXNDListFree(NDListHandle handle) {
   MXL_API_BEGIN();
   delete static_cast<mxlite::c_api_cc::NDList*>(handle);
+  MXL_API_END();
+  return 0;
+}
+
+int MXLitePredCreateWithOptions(const char* symbol_json_str, const void* param_bytes,
+                                int param_size, int dev_type, int dev_id,
+                                mx_uint num_input_nodes, const char** input_keys,
+                                const mx_uint* input_shape_indptr,
+                                const mx_uint* input_shape_data, mx_uint num_output_nodes,
+                                const char** output_keys, mx_uint num_options,
+                                const char** option_names, const char** option_values,
+                                int num_handles, PredictorHandle* out) {
+  (void)dev_id;
+  MXL_API_BEGIN();
+  mxlite::RuntimeOptions options;
+  MXL_API_CALL(
+      mxlite::c_api_cc::ReadOptions(num_options, option_names, option_values, &options));
+  MXL_API_CALL(CreatePredictors(symbol_json_str, param_bytes, param_size, dev_type,
+                                num_input_nodes, input_keys, input_shape_indptr,
+                                input_shape_data, 0, nullptr, nullptr, num_output_nodes,
+                                output_keys, num_handles, options, out));
   MXL_API_END();
   return 0;
 }

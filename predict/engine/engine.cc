@@ -1,6 +1,6 @@
 /*
  * The engine's shared rules, the naive (synchronous) engine, and the
- * choice of engine from MXLITE_ENGINE.
+ * choice of engine from ProcessOptions.
  *
  * The naive engine runs each operation inside Push, so every ordering of
  * engine.h holds trivially: an operation starts after all earlier ones have
@@ -17,10 +17,11 @@
 #include <utility>
 
 #include "engine_internal.h"
+#include "../base/options.h"
 
 #ifndef MXLITE_NO_THREADS
 #include <mutex>
-#endif
+#endif  // !MXLITE_NO_THREADS
 
 namespace mxlite {
 namespace engine_detail {
@@ -58,7 +59,7 @@ Status CallOperation(const EngineFn& fn) {
   }
 #else
   return fn();
-#endif
+#endif  // !MXLITE_NO_EXCEPTIONS
 }
 
 std::shared_ptr<Failure> RunOperation(Operation* operation) {
@@ -122,7 +123,7 @@ Status FailureLog::TakeFirstUnreported() {
 thread_local int operation_depth = 0;
 #else
 int operation_depth = 0;
-#endif
+#endif  // !MXLITE_NO_THREADS
 
 bool InsideOperation() { return operation_depth > 0; }
 OperationScope::OperationScope() { ++operation_depth; }
@@ -151,7 +152,7 @@ class NaiveEngine : public Engine {
       // Threads pushing at once take turns, so the push order is the run
       // order; recursive because an operation may push.
       std::lock_guard<std::recursive_mutex> lock(run_mutex_);
-#endif
+#endif  // !MXLITE_NO_THREADS
       OperationScope scope;
       produced = RunOperation(operation.get());
     }
@@ -178,7 +179,7 @@ class NaiveEngine : public Engine {
   engine_detail::FailureLog failures_;
 #ifndef MXLITE_NO_THREADS
   std::recursive_mutex run_mutex_;
-#endif
+#endif  // !MXLITE_NO_THREADS
 };
 
 std::unique_ptr<Engine> NewNaiveEngine() { return std::unique_ptr<Engine>(new NaiveEngine()); }
@@ -191,17 +192,6 @@ Status NewEngine(const char* kind, int threads, std::unique_ptr<Engine>* out) {
   }
   MXL_CHECK(name.empty() || name == "threaded", "engine type must be 'naive' or 'threaded', not '",
             name, "'");
-  if (threads <= 0) {
-    const char* from_env = std::getenv("MXLITE_ENGINE_THREADS");
-    if (from_env != nullptr && *from_env != '\0') {
-      char* end = nullptr;
-      const long value = std::strtol(from_env, &end, 10);
-      MXL_CHECK(*end == '\0' && value >= 1 && value <= 4096,
-                "MXLITE_ENGINE_THREADS must be a whole number from 1 to 4096, not '", from_env,
-                "'");
-      threads = static_cast<int>(value);
-    }
-  }
   *out = NewThreadedEngine(threads);
   return Status();
 }
@@ -213,14 +203,8 @@ struct GlobalEngine {
   std::unique_ptr<Engine> engine;
   Status status;
   GlobalEngine() {
-    const char* kind = std::getenv("MXLITE_ENGINE");
-    if (kind != nullptr && *kind != '\0' && std::strcmp(kind, "naive") != 0 &&
-        std::strcmp(kind, "threaded") != 0) {
-      status = Status::Error(
-          StrCat("MXLITE_ENGINE must be 'naive' or 'threaded', not '", kind, "'"));
-      return;
-    }
-    status = NewEngine(kind, 0, &engine);
+    const ProcessOptions& options = GetProcessOptions();
+    status = NewEngine(options.engine.c_str(), options.engine_threads, &engine);
   }
 };
 

@@ -51,9 +51,10 @@
  * debugging, constrained builds, and as the reference the threaded engine
  * is tested against); the threaded engine
  * keeps per-variable queues and runs ready operations on a pool of worker
- * threads. GetEngine() returns the process-wide engine chosen by the
- * environment variable MXLITE_ENGINE=naive|threaded (default threaded,
- * with MXLITE_ENGINE_THREADS workers, default one per hardware thread).
+ * threads. GetEngine() returns the process-wide engine chosen by
+ * ProcessOptions (base/options.h; MXLITE_ENGINE=naive|threaded, default
+ * threaded, with MXLITE_ENGINE_THREADS workers, default one per hardware
+ * thread, as the front ends read them).
  * Built with MXLITE_NO_THREADS (base/config.h), every engine is naive.
  *
  * How a lazily evaluated NDArray sits on this: it holds its storage and one
@@ -79,7 +80,7 @@
 
 #ifndef MXLITE_NO_THREADS
 #include <mutex>
-#endif
+#endif  // !MXLITE_NO_THREADS
 
 namespace mxlite {
 
@@ -92,7 +93,7 @@ struct Mutex {
   void lock() {}
   void unlock() {}
 };
-#endif
+#endif  // !MXLITE_NO_THREADS
 // Holds a Mutex for a scope.
 class ScopedLock {
  public:
@@ -160,15 +161,13 @@ class Engine {
 
 // The synchronous engine.
 std::unique_ptr<Engine> NewNaiveEngine();
-// The threaded engine with `threads` workers (0: MXLITE_ENGINE_THREADS, else
-// one per hardware thread), or as many as the system lets it create. Naive
+// The threaded engine with `threads` workers (0: one per hardware thread), or as many as the system lets it create. Naive
 // under MXLITE_NO_THREADS and when no worker thread could be created.
 std::unique_ptr<Engine> NewThreadedEngine(int threads = 0);
 // "naive" or "threaded" (what MXLITE_ENGINE accepts).
 Status NewEngine(const char* kind, int threads, std::unique_ptr<Engine>* out);
 
-// The process-wide engine, made on first use as MXLITE_ENGINE says; an
-// unknown MXLITE_ENGINE value is an error naming it.
+// The process-wide engine, made on first use as ProcessOptions say.
 Status GetEngine(Engine** out);
 
 }  // namespace mxlite

@@ -47,7 +47,7 @@ class ThreadedEngine : public Engine {
       }
 #else
       workers_.emplace_back([this] { WorkerLoop(); });
-#endif
+#endif  // !MXLITE_NO_EXCEPTIONS
     }
   }
 

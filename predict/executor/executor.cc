@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 
 #include "../graph/fuse.h"
 
@@ -14,24 +15,36 @@ namespace mxlite {
 Status Executor::Create(std::shared_ptr<const Model> model,
                         const std::map<std::string, Shape>& input_shapes,
                         const std::map<std::string, int>& input_dtypes,
-                        std::unique_ptr<Executor>* out, int threads, bool optimize,
-                        std::shared_ptr<Storage> reusable_arena) {
+                        const RuntimeOptions& options, std::unique_ptr<Executor>* out) {
+  return Make(std::move(model), input_shapes, input_dtypes, options, nullptr, nullptr, out);
+}
+
+Status Executor::Make(std::shared_ptr<const Model> model,
+                      const std::map<std::string, Shape>& input_shapes,
+                      const std::map<std::string, int>& input_dtypes,
+                      const RuntimeOptions& options, std::shared_ptr<ThreadPool> pool,
+                      std::shared_ptr<Storage> reusable_arena, std::unique_ptr<Executor>* out) {
   std::unique_ptr<Executor> executor(new Executor());
+  executor->options_ = options;
   executor->reusable_arena_ = std::move(reusable_arena);
-  const char* profile = std::getenv("MXLITE_PROFILE");
-  if (profile != nullptr && (std::strcmp(profile, "1") == 0 || std::strcmp(profile, "2") == 0)) {
+  if (options.profile != 0) {
     executor->profile_.reset(new std::map<std::string, OpProfile>());
-    executor->profile_per_node_ = profile[0] == '2';
+    executor->profile_per_node_ = options.profile == 2;
   }
-  const char* graph_opt = std::getenv("MXLITE_GRAPH_OPT");
-  executor->optimized_ = optimize && !(graph_opt != nullptr && std::strcmp(graph_opt, "0") == 0);
+  executor->optimized_ = options.graph_optimization;
   if (executor->optimized_) {
     MXL_RETURN_IF_ERROR(FuseOperators(model->graph, &executor->graph_));
   } else {
     executor->graph_ = model->graph;
   }
-  executor->pool_ = std::make_shared<ThreadPool>(threads > 0 ? threads
-                                                             : ThreadPool::DefaultThreads());
+  if (pool) {
+    executor->pool_ = std::move(pool);
+  } else if (options.share_threads) {
+    executor->pool_ = SharedThreadPool(options.threads, options.spin_ms);
+  } else {
+    executor->pool_ = std::make_shared<ThreadPool>(
+        options.threads > 0 ? options.threads : ThreadPool::DefaultThreads(), options.spin_ms);
+  }
   executor->model_ = std::move(model);
   executor->input_shapes_ = input_shapes;
   executor->input_dtypes_ = input_dtypes;
@@ -49,14 +62,14 @@ Status Executor::Reshape(const std::map<std::string, Shape>& input_shapes,
               "': it is not an input of this predictor");
     shapes[entry.first] = entry.second;
   }
-  MXL_RETURN_IF_ERROR(Create(model_, shapes, input_dtypes_, out, 1, optimized_, arena_));
-  (*out)->pool_ = pool_;  // same threads as this executor
-  return Status();
+  // Same options and threads as this executor.
+  return Make(model_, shapes, input_dtypes_, options_, pool_, arena_, out);
 }
 
 Status Executor::Unoptimized(std::unique_ptr<Executor>* out) const {
-  MXL_RETURN_IF_ERROR(Create(model_, input_shapes_, input_dtypes_, out, 1, false));
-  (*out)->pool_ = pool_;
+  RuntimeOptions options = options_;
+  options.graph_optimization = false;
+  MXL_RETURN_IF_ERROR(Make(model_, input_shapes_, input_dtypes_, options, pool_, nullptr, out));
   // Carry the inputs over, so the switch is invisible to the caller.
   for (const std::string& name : input_names_) {
     const NDArray& from = entries_[graph_.FindNode(name)][0];
@@ -95,7 +108,6 @@ Status Executor::Bind(const std::map<std::string, int>& input_dtypes) {
   }
   MXL_RETURN_IF_ERROR(InferShapes(graph, input_shapes_, param_shapes, &shapes));
   MXL_RETURN_IF_ERROR(InferDTypes(graph, known_dtypes, &dtypes));
-  MXL_RETURN_IF_ERROR(BindVariables(graph, shapes, dtypes, true));
 
   // Operator outputs live in one planned arena.
   std::vector<std::vector<size_t>> entry_bytes;
@@ -104,6 +116,22 @@ Status Executor::Bind(const std::map<std::string, int>& input_dtypes) {
   std::vector<EntryPart> parts;
   if (optimized_) MXL_RETURN_IF_ERROR(FindEntryParts(graph, shapes, dtypes, &parts));
   MXL_RETURN_IF_ERROR(PlanMemory(graph, entry_bytes, parts, PlanOptions(), &plan_));
+  // Nothing is allocated before the budget is checked: an absurd input
+  // shape is an error here, not an out-of-memory kill later.
+  activation_bytes_ = 0;
+  for (const auto& input : input_shapes_) {
+    const int node = graph.FindNode(input.first);
+    activation_bytes_ = AddBytes(activation_bytes_, entry_bytes[node][0]);
+  }
+  activation_bytes_ = AddBytes(activation_bytes_, plan_.arena_bytes);
+  for (const NodeEntry& output : graph.outputs) {
+    if (graph.nodes[output.node].is_variable()) continue;
+    activation_bytes_ =
+        AddBytes(activation_bytes_, plan_.block_bytes[plan_.entry_block[output.node][output.index]]);
+  }
+  MXL_RETURN_IF_ERROR(CheckMemoryBudget(activation_bytes_, "its inputs, intermediate results "
+                                                           "and outputs"));
+  MXL_RETURN_IF_ERROR(BindVariables(graph, shapes, dtypes, true));
   if (reusable_arena_ && reusable_arena_->bytes() >= plan_.arena_bytes) {
     arena_ = reusable_arena_;  // MXPredReshape to a size that fits: no new memory
   } else {
@@ -137,6 +165,7 @@ Status Executor::Bind(const std::map<std::string, int>& input_dtypes) {
     // The graph may hold the optimiser's own operators (graph/fuse.cc).
     MXL_RETURN_IF_ERROR(
         CreateOperator(node.op_name, node.name, node.attrs, &ops_[n], OpSource::kInternal));
+    ops_[n]->set_runtime_options(&options_);
     std::vector<int> input_dtypes;
     for (const NodeEntry& input : node.inputs) input_dtypes.push_back(dtypes[input.node][input.index]);
     ops_[n]->SetDTypes(input_dtypes, dtypes[n]);
@@ -155,6 +184,18 @@ Status Executor::Bind(const std::map<std::string, int>& input_dtypes) {
     if (ops_[n]) MXL_RETURN_IF_ERROR(MakeFloat32Copies(static_cast<int>(n)));
   }
   return PrepareOperators();
+}
+
+size_t Executor::AddBytes(size_t a, size_t b) {
+  return a > std::numeric_limits<size_t>::max() - b ? std::numeric_limits<size_t>::max() : a + b;
+}
+
+Status Executor::CheckMemoryBudget(size_t bytes, const char* what) const {
+  const uint64_t budget = MemoryBudget(options_);
+  MXL_CHECK(bytes <= budget, "binding these input shapes needs ", FormatBytes(bytes), " for ",
+            what, ", over the memory budget of ", FormatBytes(budget),
+            " (set the memory_budget option or MXLITE_MEMORY_BUDGET to allow more)");
+  return Status();
 }
 
 Status Executor::MakeFloat32Copies(int n) {
@@ -281,6 +322,8 @@ Status Executor::PrepareOperators() {
     workspace_bytes = std::max(workspace_bytes, bytes);
   }
   if (workspace_bytes > workspace_bytes_ || !workspace_) {
+    MXL_RETURN_IF_ERROR(CheckMemoryBudget(AddBytes(activation_bytes_, workspace_bytes),
+                                          "its activations and operator scratch space"));
     MXL_RETURN_IF_ERROR(Storage::Allocate(workspace_bytes, &workspace_));
     workspace_bytes_ = workspace_bytes;
   }
@@ -356,7 +399,7 @@ Status Executor::RunNode(int n) {
 
 Executor::~Executor() {
   if (!profile_ || profile_->empty()) return;
-  // MXLITE_PROFILE=1 (2): where the time went, per operator type (node), on
+  // Profile 1 (2): where the time went, per operator type (node), on
   // stderr.
   double total = 0;
   for (const auto& entry : *profile_) total += entry.second.seconds;

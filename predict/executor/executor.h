@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "../base/options.h"
 #include "../graph/graph.h"
 #include "../graph/infer.h"
 #include "../kernels/thread_pool.h"
@@ -70,14 +71,12 @@ using MonitorFn = void (*)(const char*, void*, void*);
 
 class Executor {
  public:
-  // `threads` operators may split their work over (0: ThreadPool's default,
-  // MXLITE_NUM_THREADS or the number of cores).
+  // Binds `model` to the input shapes with `options` (threads, graph
+  // optimisation, algorithm switches, profiling, the memory budget).
   static Status Create(std::shared_ptr<const Model> model,
                        const std::map<std::string, Shape>& input_shapes,
                        const std::map<std::string, int>& input_dtypes,
-                       std::unique_ptr<Executor>* out, int threads = 0,
-                       bool optimize = true,
-                       std::shared_ptr<Storage> reusable_arena = nullptr);
+                       const RuntimeOptions& options, std::unique_ptr<Executor>* out);
 
   // A new executor for other input shapes, sharing this one's parameters
   // and, when it is large enough, its arena of intermediate results (as
@@ -130,6 +129,13 @@ class Executor {
 
  private:
   Executor() = default;
+  // Create, with the thread pool to use (null: from the options) and an
+  // arena to reuse when it is large enough (null: a new one).
+  static Status Make(std::shared_ptr<const Model> model,
+                     const std::map<std::string, Shape>& input_shapes,
+                     const std::map<std::string, int>& input_dtypes,
+                     const RuntimeOptions& options, std::shared_ptr<ThreadPool> pool,
+                     std::shared_ptr<Storage> reusable_arena, std::unique_ptr<Executor>* out);
 
  public:
   ~Executor();
@@ -141,6 +147,10 @@ class Executor {
   Status BindVariables(const Graph& graph, const EntryShapes& shapes, const EntryDTypes& dtypes,
                        bool allocate);
   Status PrepareOperators();
+  // a + b, saturating: a sum of sizes that overflows fails any budget.
+  static size_t AddBytes(size_t a, size_t b);
+  // An error naming the need and the budget when `bytes` exceeds it.
+  Status CheckMemoryBudget(size_t bytes, const char* what) const;
   Status RunNode(int n);
 
   // Operators compute in float32. A node that reads or writes an array of
@@ -156,12 +166,13 @@ class Executor {
   void CopyOutputsFromFloat32(int n);
 
   std::shared_ptr<const Model> model_;
+  RuntimeOptions options_;
   struct OpProfile {
     double seconds = 0;
     int64_t calls = 0;
   };
-  // Time per operator type when MXLITE_PROFILE=1 (per node, in execution
-  // order, when MXLITE_PROFILE=2), printed on destruction.
+  // Time per operator type when options_.profile is 1 (per node, in
+  // execution order, when 2), printed on destruction.
   std::unique_ptr<std::map<std::string, OpProfile>> profile_;
   bool profile_per_node_ = false;
   Graph graph_;  // the model's graph, optimised unless optimized_ is false
@@ -182,6 +193,7 @@ class Executor {
   std::shared_ptr<Storage> workspace_;
   std::shared_ptr<ThreadPool> pool_;  // shared with executors made by Reshape
   size_t workspace_bytes_ = 0;
+  size_t activation_bytes_ = 0;  // inputs, arena and output blocks (budgeted)
   MemoryPlan plan_;
   bool prepared_ = false;
   MonitorFn monitor_ = nullptr;

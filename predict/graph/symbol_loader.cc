@@ -106,6 +106,42 @@ const JsonValue* RequireMember(const JsonValue& object, const char* key,
   return value;
 }
 
+// The optional top-level keys, when present, must have the types MXNet's JSON
+// reader expects (it refuses "arg_nodes": 7 or "attrs": [1, 2] with "Expect '['"):
+// "arg_nodes" and "node_row_ptr" lists of non-negative integers, "attrs" an
+// object. mxlite does not need arg_nodes (variables are the "null" nodes), but
+// MXNet checks that each names a variable node of the graph, so a file it
+// refuses is refused here too (a node whose "op" is missing or not a string
+// is left to BuildNode's message). node_row_ptr's values are not checked: MXNet ignores them.
+Status CheckOptionalMembers(const JsonValue& root, const JsonValue& nodes) {
+  for (const char* key : {"arg_nodes", "node_row_ptr"}) {
+    const JsonValue* list = root.Find(key);
+    if (list == nullptr) continue;
+    MXL_CHECK(list->is_array(), "symbol JSON: \"", key, "\" must be an array, not ",
+              JsonTypeName(list->type));
+    for (size_t i = 0; i < list->array.size(); ++i) {
+      const JsonValue& item = list->array[i];
+      MXL_CHECK(item.is_number() && item.number >= 0 && item.number == std::floor(item.number),
+                "symbol JSON: \"", key, "\" must hold non-negative integers; item ", i,
+                " is ", item.is_number() ? StrCat(item.number) : JsonTypeName(item.type));
+      if (std::string(key) != "arg_nodes") continue;
+      MXL_CHECK(item.number < static_cast<double>(nodes.array.size()),
+                "symbol JSON: \"arg_nodes\" item ", i, " refers to node ", item.number,
+                " but the graph has ", nodes.array.size(), " nodes");
+      const JsonValue& node = nodes.array[static_cast<size_t>(item.number)];
+      const JsonValue* op = node.is_object() ? node.Find("op") : nullptr;
+      MXL_CHECK(op == nullptr || !op->is_string() || op->string == "null",
+                "symbol JSON: \"arg_nodes\" item ", i, " refers to node ", item.number,
+                ", which is an operator (", op ? op->string : "", "), not a variable");
+    }
+  }
+  if (const JsonValue* attrs = root.Find("attrs")) {
+    MXL_CHECK(attrs->is_object(), "symbol JSON: \"attrs\" must be an object, not ",
+              JsonTypeName(attrs->type));
+  }
+  return Status();
+}
+
 Status BuildNode(const JsonValue& json, size_t json_index, int version,
                  std::vector<int>* id_map, Graph* graph) {
   const std::string where = StrCat("node #", json_index);
@@ -197,13 +233,14 @@ Status LoadSymbolJson(const char* text, size_t size, Graph* out) {
   const JsonValue* heads = RequireMember(root, "heads", JsonValue::kArray, "symbol JSON", &status);
   if (heads == nullptr) return status;
   MXL_CHECK(!nodes->array.empty(), "symbol JSON: the graph has no nodes");
+  MXL_RETURN_IF_ERROR(CheckOptionalMembers(root, *nodes));
   MXL_RETURN_IF_ERROR(ReadVersion(root, &out->mxnet_version).WithContext("symbol JSON: "));
 #ifdef MXLITE_NO_LEGACY_JSON
   MXL_CHECK(out->mxnet_version >= kVersion0900,
             "symbol JSON: the file was written by MXNet ", out->mxnet_version / 10000, ".",
             out->mxnet_version / 100 % 100, " (before 0.9.0); this build leaves out the legacy "
             "upgrade such files need (MXLITE_NO_LEGACY_JSON)");
-#endif
+#endif  // MXLITE_NO_LEGACY_JSON
 
   std::vector<int> id_map;  // JSON node id -> index in out->nodes
   id_map.reserve(nodes->array.size());

@@ -1,6 +1,7 @@
 #include "imperative.h"
 
 #include "../base/config.h"
+#include "../base/options.h"
 
 // The minimal device build (MXLITE_PREDICT_ONLY) is the C predict API alone.
 #ifndef MXLITE_PREDICT_ONLY
@@ -12,7 +13,7 @@
 #include <cstring>
 #ifndef MXLITE_NO_THREADS
 #include <thread>
-#endif
+#endif  // !MXLITE_NO_THREADS
 #include <type_traits>
 #include <utility>
 
@@ -27,8 +28,10 @@ namespace imperative_detail {
 // runs one ParallelFor at a time, so operations the engine runs in parallel
 // take turns on it rather than oversubscribing the cores.
 ThreadPool* SharedPool() {
-  static ThreadPool* pool = new ThreadPool(ThreadPool::DefaultThreads());  // lives to exit
-  return pool;
+  static ThreadPool* pool =
+      new ThreadPool(GetProcessOptions().nd_threads > 0 ? GetProcessOptions().nd_threads
+                                                        : ThreadPool::DefaultThreads());
+  return pool;  // lives to exit
 }
 
 Status TheEngine(Engine** engine) { return GetEngine(engine); }
@@ -371,7 +374,7 @@ Status PushSleep(const std::vector<ArrayRef>& arrays, int millis, const std::str
         const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(millis);
         while (std::chrono::steady_clock::now() < until) {
         }
-#endif
+#endif  // !MXLITE_NO_THREADS
         MXL_CHECK(failure.empty(), failure);
         return Status();
       },

@@ -31,7 +31,7 @@
 #include <stdint.h>
 #ifndef __cplusplus
 #include <stdbool.h>
-#endif
+#endif  /* !__cplusplus */
 
 #ifndef MXNET_DLL
 #ifdef _WIN32
@@ -39,17 +39,17 @@
 #define MXNET_DLL __declspec(dllexport)
 #else
 #define MXNET_DLL __declspec(dllimport)
-#endif
+#endif  /* MXNET_EXPORTS */
 #elif defined(__GNUC__)
 #define MXNET_DLL __attribute__((visibility("default")))
 #else
 #define MXNET_DLL
-#endif
+#endif  /* _WIN32 */
 #endif  /* MXNET_DLL */
 
 #ifdef __cplusplus
 extern "C" {
-#endif
+#endif  /* __cplusplus */
 
 /*! \brief unsigned integer type used for counts and shapes */
 typedef uint32_t mx_uint;
@@ -185,6 +185,6 @@ MXNET_DLL int MXNDListFree(NDListHandle handle);
 
 #ifdef __cplusplus
 }  /* extern "C" */
-#endif
+#endif  /* __cplusplus */
 
 #endif  /* MXLITE_C_PREDICT_API_H_ */

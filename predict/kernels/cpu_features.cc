@@ -1,7 +1,8 @@
 #include "cpu_features.h"
 
-#include <cstdlib>
-#include <cstring>
+#include <string>
+
+#include "../base/options.h"
 
 #if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
 #define MXLITE_X86 1
@@ -9,7 +10,7 @@
 #include <intrin.h>
 #else
 #include <cpuid.h>
-#endif
+#endif  // defined(_MSC_VER)
 #endif  // x86
 
 namespace mxlite {
@@ -24,7 +25,7 @@ void Cpuid(unsigned leaf, unsigned subleaf, unsigned regs[4]) {
   for (int i = 0; i < 4; ++i) regs[i] = static_cast<unsigned>(out[i]);
 #else
   __cpuid_count(leaf, subleaf, regs[0], regs[1], regs[2], regs[3]);
-#endif
+#endif  // defined(_MSC_VER)
 }
 
 unsigned long long ReadXcr0() {
@@ -34,7 +35,7 @@ unsigned long long ReadXcr0() {
   unsigned eax = 0, edx = 0;
   __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
   return (static_cast<unsigned long long>(edx) << 32) | eax;
-#endif
+#endif  // defined(_MSC_VER)
 }
 #endif  // MXLITE_X86
 
@@ -61,7 +62,7 @@ CpuFeatures Detect() {
   features.avx512f = features.avx2_fma && zmm_state && avx512f;
 #elif defined(__ARM_NEON) || defined(__aarch64__)
   features.neon = true;
-#endif
+#endif  // defined(MXLITE_X86)
   return features;
 }
 
@@ -79,10 +80,9 @@ Isa SelectedIsa() {
                : features.avx2_fma ? Isa::kAvx2
                : features.neon ? Isa::kNeon
                                : Isa::kGeneric;
-    const char* cap = std::getenv("MXLITE_ISA");
-    if (cap == nullptr) return best;
-    if (std::strcmp(cap, "scalar") == 0 || std::strcmp(cap, "generic") == 0) return Isa::kGeneric;
-    if (std::strcmp(cap, "avx2") == 0 && best == Isa::kAvx512) return Isa::kAvx2;
+    const std::string& cap = GetProcessOptions().isa;
+    if (cap == "scalar" || cap == "generic") return Isa::kGeneric;
+    if (cap == "avx2" && best == Isa::kAvx512) return Isa::kAvx2;
     return best;
   }();
   return isa;

@@ -1,8 +1,8 @@
 /*
  * What the processor can do, read once from CPUID (x86) or fixed by the
  * target (ARM, WebAssembly). Kernel families pick their variant from this;
- * MXLITE_ISA=scalar|avx2|avx512 in the environment caps the choice so tests
- * can force every path on one machine.
+ * ProcessOptions::isa (MXLITE_ISA=scalar|avx2|avx512, applied by the front
+ * ends) caps the choice so tests can force every path on one machine.
  */
 #ifndef MXLITE_KERNELS_CPU_FEATURES_H_
 #define MXLITE_KERNELS_CPU_FEATURES_H_
@@ -19,7 +19,8 @@ struct CpuFeatures {
 
 // Features of this processor (computed once, thread-safe).
 const CpuFeatures& GetCpuFeatures();
-// The widest ISA that kernels may use: the processor's, capped by MXLITE_ISA.
+// The widest ISA that kernels may use: the processor's, capped by ProcessOptions::isa
+// (read at the first call).
 Isa SelectedIsa();
 const char* IsaName(Isa isa);
 

@@ -83,6 +83,13 @@ void PackDepthwiseBlockWeights(const float* weights, const float* bias, int64_t 
 
 void DepthwiseConv3x3Block(const DepthwiseBlockArgs& args);
 
+// The implementations per instruction set (depthwise_avx512.cc,
+// depthwise_avx2.cc), for the family's table in depthwise.cc only.
+void DepthwisePlaneAvx512(const DepthwisePlaneArgs& args);
+void DepthwiseBlockAvx512(const DepthwiseBlockArgs& args);
+void DepthwisePlaneAvx2(const DepthwisePlaneArgs& args);
+void DepthwiseBlockAvx2(const DepthwiseBlockArgs& args);
+
 }  // namespace mxlite
 
 #endif  // MXLITE_KERNELS_DEPTHWISE_H_

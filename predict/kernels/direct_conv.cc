@@ -372,7 +372,7 @@ bool DirectConvPays(int64_t channels, int64_t groups, int64_t kernel_h, int64_t 
   (void)channels, (void)groups, (void)kernel_h, (void)kernel_w, (void)stride_h, (void)stride_w;
   (void)dilate_h, (void)dilate_w;
   return false;
-#endif
+#endif  // defined(MXLITE_X86_64)
 }
 
 void PackDirectConvWeights(const float* weights, const DirectConvGeometry& g,
@@ -390,7 +390,7 @@ void DirectConvRows(const DirectConvGeometry& g, const float* input, const float
     rows(g, input, packed, bias, row_begin, row_end, output, residual, lower, upper);
     return;
   }
-#endif
+#endif  // defined(MXLITE_X86_64)
   for (int64_t oy = row_begin; oy < row_end; ++oy) {
     direct_conv_cc::RowScalar(g, input, packed, bias, oy, output, residual, lower, upper);
   }

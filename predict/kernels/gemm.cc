@@ -34,7 +34,7 @@ constexpr int64_t kPackPrefetchBytes = 256;
 // whose older rows have left L2: densenet121 12.14 -> 11.93 ms at two
 // threads (1 to 12 rows ahead within noise of each other at one thread).
 constexpr int64_t kTransformPrefetchRows = 12;
-#endif
+#endif  // defined(MXLITE_X86_64)
 
 // A product with a transformed B of at most this many columns whose A is
 // packed in two depth segments (a 1x1 convolution that normalises its
@@ -56,7 +56,7 @@ void PackFullStrip(const float* src, int64_t ldb, int64_t kc, float* packed) {
   for (int64_t p = 0; p < kc; ++p, src += ldb, packed += NR) {
 #if defined(MXLITE_X86_64)
     PrefetchAhead(src, kPackPrefetchBytes);
-#endif
+#endif  // defined(MXLITE_X86_64)
     std::memcpy(packed, src, sizeof(float) * NR);
   }
 }
@@ -189,7 +189,7 @@ void GemmRange(const PackedMatrix& a, const float* b, const float* const* b_segm
 #if defined(MXLITE_X86_64)
           PrefetchRowAhead(b_block + p * ldb, nc,
                            kTransformPrefetchRows * ldb * int64_t{sizeof(float)});
-#endif
+#endif  // defined(MXLITE_X86_64)
           transform->apply(transform->context, p0 + p, b_block + p * ldb,
                            transformed_data + p * nc, nc);
         }
@@ -305,7 +305,7 @@ MXLITE_TARGET_AVX512 void AddRowsAndFinishAvx512(const GemmEpilogue& ep, const f
     }
   }
 }
-#endif
+#endif  // defined(MXLITE_X86_64)
 
 // AddRowsAndFinishAvx512 on any ISA.
 void AddRowsAndFinish(const GemmEpilogue& ep, const float* addend, int64_t ld_add, int64_t r0,
@@ -315,7 +315,7 @@ void AddRowsAndFinish(const GemmEpilogue& ep, const float* addend, int64_t ld_ad
     AddRowsAndFinishAvx512(ep, addend, ld_add, r0, r1, n, c, ldc);
     return;
   }
-#endif
+#endif  // defined(MXLITE_X86_64)
   for (int64_t i = r0; i < r1; ++i) {
     float* row = c + i * ldc;
     const float* add = addend + i * ld_add;
@@ -421,7 +421,7 @@ const MicroKernel& GetMicroKernel(Isa isa) {
   if (isa == Isa::kNeon) return gemm_neon::kKernel;
 #else
   (void)isa;
-#endif
+#endif  // defined(__x86_64__) || defined(_M_X64)
   return gemm_generic::kKernel;
 }
 
@@ -451,7 +451,7 @@ void PackStrip(const float* a, int64_t lda, int64_t row0, int rows, int64_t p0, 
       }
     }
   }
-#endif
+#endif  // defined(MXLITE_X86_64)
   for (; p < kc; ++p) {
     float* dst = out + p * mr;
     for (int r = 0; r < rows; ++r) dst[r] = src[r * lda + p];
@@ -600,7 +600,7 @@ void SgemvRows(int64_t n, int64_t k, const float* w, const float* x, float* y, T
     });
     return;
   }
-#endif
+#endif  // defined(__x86_64__) || defined(_M_X64)
   ParallelFor(pool, (n + chunk - 1) / chunk, [&](int64_t task) {
     const int64_t end = std::min(n, (task + 1) * chunk);
     for (int64_t row = task * chunk; row < end; ++row) {

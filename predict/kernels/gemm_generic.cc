@@ -16,7 +16,7 @@ namespace gemm_generic {
 #define MXLITE_GENERIC_UNROLL _Pragma("GCC unroll 8")
 #else
 #define MXLITE_GENERIC_UNROLL
-#endif
+#endif  // defined(__clang__)
 
 constexpr int kMr = 6;
 constexpr int kNr = 8;

@@ -323,7 +323,7 @@ void GatherRowsZeroPadded(const float* plane, int64_t height, int64_t width, int
   }
 #else
   (void)prefetch_bytes;  // the portable loops leave fetching to the hardware
-#endif
+#endif  // defined(MXLITE_X86_64)
   if (shifted_band) {
     strided_copy_cc::GatherShiftedRows(plane, band, dst);
     return;

@@ -2,56 +2,50 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
+#include <map>
 #include <system_error>
+#include <utility>
 
 namespace mxlite {
 
 int ThreadPool::DefaultThreads() {
 #if MXLITE_THREADS
-  if (const char* env = std::getenv("MXLITE_NUM_THREADS")) {
-    char* end = nullptr;
-    const long value = std::strtol(env, &end, 10);
-    if (end != env && value >= 1) return static_cast<int>(std::min<long>(value, kMaxThreads));
-  }
   const unsigned hardware = std::thread::hardware_concurrency();
   return hardware == 0 ? 1 : static_cast<int>(std::min<unsigned>(hardware, kMaxThreads));
 #else
   return 1;
-#endif
+#endif  // MXLITE_THREADS
+}
+
+std::shared_ptr<ThreadPool> SharedThreadPool(int threads, int spin_ms) {
+  if (threads <= 0) threads = ThreadPool::DefaultThreads();
+  threads = std::min(threads, ThreadPool::kMaxThreads);
+#if MXLITE_THREADS
+  static std::mutex mutex;
+  static std::map<std::pair<int, int>, std::weak_ptr<ThreadPool>>* pools =
+      new std::map<std::pair<int, int>, std::weak_ptr<ThreadPool>>();  // lives to exit
+  std::lock_guard<std::mutex> lock(mutex);
+  std::weak_ptr<ThreadPool>& slot = (*pools)[{threads, spin_ms}];
+  std::shared_ptr<ThreadPool> pool = slot.lock();
+  if (!pool) {
+    pool = std::make_shared<ThreadPool>(threads, spin_ms);
+    slot = pool;
+  }
+  return pool;
+#else
+  return std::make_shared<ThreadPool>(threads, spin_ms);
+#endif  // MXLITE_THREADS
 }
 
 #if MXLITE_THREADS
 
 namespace thread_pool_cc {
 
-// How long a worker keeps polling for the next loop (and the caller for the
-// end of the current one) before it sleeps on a condition variable:
-// MXLITE_SPIN_MS, default 100 ms, like the block time of the OpenMP runtimes.
-// Measured on a 2-core virtual machine: a core left idle for a few
-// milliseconds takes long to come back, and resnet18_v1 at 2 threads went
-// from 12.5 to 15-22 ms (median) when inferences came 10-60 ms apart with a
-// spin of ~9 ms; with a spin of ~170 ms it stayed at 12.5. Set it to 0
-// where idle cores matter more than latency (battery-powered devices).
-std::chrono::steady_clock::duration SpinDuration() {
-  static const std::chrono::steady_clock::duration duration = [] {
-    long milliseconds = 100;
-    if (const char* env = std::getenv("MXLITE_SPIN_MS")) {
-      char* end = nullptr;
-      const long value = std::strtol(env, &end, 10);
-      if (end != env && value >= 0) milliseconds = value;
-    }
-    return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-        std::chrono::milliseconds(milliseconds));
-  }();
-  return duration;
-}
-
 // Polls `done` (yielding between polls) until it returns true or the spin
 // time is over; returns its last answer.
 template <typename Done>
-bool SpinUntil(const Done& done) {
-  const auto deadline = std::chrono::steady_clock::now() + SpinDuration();
+bool SpinUntil(std::chrono::steady_clock::duration spin, const Done& done) {
+  const auto deadline = std::chrono::steady_clock::now() + spin;
   for (unsigned poll = 0;; ++poll) {
     if (done()) return true;
     // Reading the clock costs more than a poll: every 64th.
@@ -62,7 +56,14 @@ bool SpinUntil(const Done& done) {
 
 }  // namespace thread_pool_cc
 
-ThreadPool::ThreadPool(int threads) : threads_(std::max(1, std::min(threads, kMaxThreads))) {
+// Measured on a 2-core virtual machine (see BENCHMARKS.md, "Thread pool
+// spin"): a core left idle for a few milliseconds takes long to come back,
+// so idle threads poll for the next loop a while (100 ms by default, like
+// the block time of the OpenMP runtimes) before they sleep.
+ThreadPool::ThreadPool(int threads, int spin_ms)
+    : threads_(std::max(1, std::min(threads, kMaxThreads))),
+      spin_(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::milliseconds(std::max(0, spin_ms)))) {
   workers_.reserve(static_cast<size_t>(threads_ - 1));
   for (int i = 1; i < threads_; ++i) {
 #ifndef MXLITE_NO_EXCEPTIONS
@@ -77,7 +78,7 @@ ThreadPool::ThreadPool(int threads) : threads_(std::max(1, std::min(threads, kMa
     }
 #else
     workers_.emplace_back([this] { WorkerLoop(); });
-#endif
+#endif  // !MXLITE_NO_EXCEPTIONS
   }
   threads_ = 1 + static_cast<int>(workers_.size());
 }
@@ -110,7 +111,7 @@ void ThreadPool::RunTasks(const std::function<void(int64_t)>& fn, int64_t count,
       }
 #else
       fn(i);
-#endif
+#endif  // !MXLITE_NO_EXCEPTIONS
       ++done;
     }
   }
@@ -121,7 +122,7 @@ void ThreadPool::WorkerLoop() {
   uint64_t seen = 0;
   while (true) {
     // Spin a while for the next loop, then sleep.
-    thread_pool_cc::SpinUntil([&] { return generation_.load() != seen; });
+    thread_pool_cc::SpinUntil(spin_, [&] { return generation_.load() != seen; });
     const std::function<void(int64_t)>* job = nullptr;
     int64_t count = 0, chunk = 1;
     {
@@ -147,7 +148,13 @@ void ThreadPool::WorkerLoop() {
 }
 
 void ThreadPool::ParallelFor(int64_t count, const std::function<void(int64_t)>& fn) {
-  std::lock_guard<std::mutex> call_lock(call_mutex_);
+  // Busy with another thread's loop (a predictor sharing the pool) or with
+  // this thread's own (a loop inside a task): run this loop here.
+  std::unique_lock<std::mutex> call_lock(call_mutex_, std::try_to_lock);
+  if (!call_lock.owns_lock()) {
+    for (int64_t i = 0; i < count; ++i) fn(i);
+    return;
+  }
   // Indices are taken a chunk at a time: with one atomic increment per
   // index, small tasks (a depthwise 7x7 plane, well under a microsecond)
   // spent more time passing the counter's cache line between the cores
@@ -170,7 +177,7 @@ void ThreadPool::ParallelFor(int64_t count, const std::function<void(int64_t)>& 
   // on done_ instead would add a futex wake-up (tens of microseconds) to
   // every loop, which is most of a small operator's time.
   const auto all_done = [&] { return finished_.load() == count && active_.load() == 0; };
-  thread_pool_cc::SpinUntil(all_done);
+  thread_pool_cc::SpinUntil(spin_, all_done);
   std::unique_lock<std::mutex> lock(mutex_);
   done_.wait(lock, all_done);
   job_ = nullptr;
@@ -181,12 +188,12 @@ void ThreadPool::ParallelFor(int64_t count, const std::function<void(int64_t)>& 
     lock.unlock();
     std::rethrow_exception(error);
   }
-#endif
+#endif  // !MXLITE_NO_EXCEPTIONS
 }
 
 #else  // no threads
 
-ThreadPool::ThreadPool(int) : threads_(1) {}
+ThreadPool::ThreadPool(int, int) : threads_(1) {}
 ThreadPool::~ThreadPool() = default;
 void ThreadPool::ParallelFor(int64_t count, const std::function<void(int64_t)>& fn) {
   for (int64_t i = 0; i < count; ++i) fn(i);

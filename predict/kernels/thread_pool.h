@@ -9,13 +9,16 @@
  * because operators come in quick succession and waking a sleeping thread
  * costs more than a small operator; for the same reason the caller spins
  * while the last tasks finish on the workers before it sleeps. The spin
- * lasts MXLITE_SPIN_MS milliseconds (default 100; 0: sleep at once).
+ * lasts the pool's spin time (RuntimeOptions::spin_ms; 0: sleep at once).
  *
  * A pool has at most kMaxThreads threads (larger requests are clamped),
  * and fewer when the system refuses to create more (an address-space or
  * process limit): it then runs with the workers it could make.
  *
- * One loop runs at a time per pool; a second caller waits for the first.
+ * One loop runs at a time per pool. A pool may serve several predictors
+ * (SharedThreadPool): a caller that finds it busy with another thread's
+ * loop runs its own loop on its own thread instead of waiting, and so does
+ * a loop started from inside a task.
  * An exception thrown by a task is rethrown by ParallelFor on the calling
  * thread once every task has finished.
  * Without thread support (MXLITE_NO_THREADS, on by default for WebAssembly
@@ -26,6 +29,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 
 #include "../base/config.h"
 
@@ -34,16 +38,17 @@
 #define MXLITE_THREADS 0
 #else
 #define MXLITE_THREADS 1
-#endif
+#endif  // MXLITE_NO_THREADS
 
 #if MXLITE_THREADS
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
 #include <thread>
 #include <vector>
-#endif
+#endif  // MXLITE_THREADS
 
 namespace mxlite {
 
@@ -56,7 +61,8 @@ class ThreadPool {
 
   // `threads` counts the caller: 1 means no workers. Clamped to
   // [1, kMaxThreads]; size() is lower when thread creation failed.
-  explicit ThreadPool(int threads);
+  // `spin_ms`: how long idle threads poll before sleeping.
+  explicit ThreadPool(int threads, int spin_ms = 100);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -64,8 +70,8 @@ class ThreadPool {
   int size() const { return threads_; }
   void ParallelFor(int64_t count, const std::function<void(int64_t)>& fn);
 
-  // Threads to use by default: MXLITE_NUM_THREADS if set, else the number of
-  // hardware threads (1 where threads are unavailable), at most kMaxThreads.
+  // Threads to use by default: the number of hardware threads (1 where
+  // threads are unavailable), at most kMaxThreads.
   static int DefaultThreads();
 
  private:
@@ -75,7 +81,8 @@ class ThreadPool {
   void RunTasks(const std::function<void(int64_t)>& fn, int64_t count, int64_t chunk);
 
   std::vector<std::thread> workers_;
-  std::mutex call_mutex_;          // one ParallelFor at a time
+  std::chrono::steady_clock::duration spin_;
+  std::mutex call_mutex_;          // held by the thread whose loop runs
   std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable done_;
@@ -90,10 +97,16 @@ class ThreadPool {
   std::atomic<int> active_{0};
 #ifndef MXLITE_NO_EXCEPTIONS
   std::exception_ptr error_;  // first exception of the current job (mutex_)
-#endif
+#endif  // !MXLITE_NO_EXCEPTIONS
   bool stopping_ = false;
-#endif
+#endif  // MXLITE_THREADS
 };
+
+// The process's pool of `threads` threads (0: DefaultThreads()) spinning
+// `spin_ms`, made on first request and kept while some predictor holds it:
+// predictors asking for the same pool share its threads instead of each
+// starting its own.
+std::shared_ptr<ThreadPool> SharedThreadPool(int threads, int spin_ms);
 
 // Runs fn over [0, count) on `pool`, or inline when pool is null or the
 // loop is too small to share.

@@ -38,7 +38,7 @@ inline bool VectorTransforms() {
   return available;
 #else
   return false;
-#endif
+#endif  // defined(__x86_64__) || defined(_M_X64)
 }
 
 // B^T (6x6), G (6x3), A^T (4x6) of F(4x4, 3x3), with interpolation points
@@ -270,7 +270,7 @@ void WinogradConvolve(const WinogradGeometry& g, const std::vector<PackedMatrix>
                             pool);
     return;
   }
-#endif
+#endif  // defined(__x86_64__) || defined(_M_X64)
   const int64_t tiles = g.Tiles();
   const int64_t in_plane = g.in_h * g.in_w;
   const bool claim = WinogradClaims(pool);

@@ -290,7 +290,7 @@ void Convolve(const WinogradGeometry& g, const std::vector<PackedMatrix>& packed
               const float* input, const float* bias, const float* residual, float lower,
               float upper, float* output, float* workspace, ThreadPool* pool);
 }  // namespace winograd_avx2
-#endif
+#endif  // defined(__x86_64__) || defined(_M_X64)
 
 }  // namespace mxlite
 

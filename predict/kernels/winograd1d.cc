@@ -146,7 +146,7 @@ bool Winograd1dPays(int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64_
   (void)kernel_h, (void)kernel_w, (void)stride_h, (void)stride_w, (void)dilate_h,
       (void)dilate_w, (void)groups, (void)channels, (void)filters;
   return false;
-#endif
+#endif  // defined(MXLITE_X86_64)
 }
 
 namespace winograd1d_cc {
@@ -350,7 +350,7 @@ void Winograd1dPlan::Convolve(const float* input, const float* bias, const float
   // Winograd1dPays is false without AVX-512: never called.
   (void)input, (void)bias, (void)residual, (void)lower, (void)upper, (void)output,
       (void)workspace, (void)pool;
-#endif
+#endif  // defined(MXLITE_X86_64)
 }
 
 }  // namespace mxlite

@@ -167,7 +167,7 @@ bool Winograd2x2Pays(int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64
   (void)kernel_h, (void)kernel_w, (void)stride_h, (void)stride_w, (void)dilate_h,
       (void)dilate_w, (void)groups, (void)channels, (void)filters, (void)out_h, (void)out_w;
   return false;
-#endif
+#endif  // defined(MXLITE_X86_64)
 }
 
 Status Winograd2x2Plan::Prepare(const Winograd2x2Geometry& g, const float* weights) {
@@ -287,7 +287,7 @@ void Winograd2x2Plan::Convolve(const float* input, const float* bias, const floa
   // Winograd2x2Pays is false without AVX-512: never called.
   (void)input, (void)bias, (void)residual, (void)lower, (void)upper, (void)output,
       (void)workspace, (void)pool;
-#endif
+#endif  // defined(MXLITE_X86_64)
 }
 
 }  // namespace mxlite

@@ -28,7 +28,7 @@
 #define MXLITE_TARGET_AVX2_INLINE inline
 #define MXLITE_TARGET_AVX512_INLINE inline
 #define MXLITE_ANY_ISA_INLINE inline
-#endif
+#endif  // defined(__GNUC__) || defined(__clang__)
 
 // Full unrolling of a loop over an array of vectors (the GEMM tile's rows)
 // is what keeps the array in registers; -O2 alone does not unroll it.
@@ -38,7 +38,7 @@
 #define MXLITE_UNROLL _Pragma("GCC unroll 16")
 #else
 #define MXLITE_UNROLL
-#endif
+#endif  // defined(__clang__)
 
 // Keeps a vector in a register from here on. GCC folds a load into every
 // FMA that reads its result, so a vector read by several FMAs is loaded
@@ -48,7 +48,7 @@
 #define MXLITE_KEEP_IN_REGISTER(vector) __asm__("" : "+v"(vector))
 #else
 #define MXLITE_KEEP_IN_REGISTER(vector) (void)0
-#endif
+#endif  // defined(__GNUC__) || defined(__clang__)
 
 namespace mxlite {
 

@@ -284,6 +284,35 @@ std::vector<double> AttrParser::FloatTuple(const char* key,
   return value;
 }
 
+void AttrParser::IgnoreFloat(const char* key) {
+  Ignore(key);
+  const std::string* raw = Lookup(key, false);
+  double value = 0;
+  if (raw && !attr_parser_cc::ParseFloat(*raw, &value)) Bad(key, *raw, "a number");
+}
+
+void AttrParser::IgnoreBool(const char* key) {
+  Ignore(key);
+  const std::string* raw = Lookup(key, false);
+  bool value = false;
+  if (raw && !attr_parser_cc::ParseBool(*raw, &value)) {
+    Bad(key, *raw, "a boolean (True/False/1/0)");
+  }
+}
+
+void AttrParser::IgnoreEnum(const char* key, const std::vector<std::string>& choices) {
+  Ignore(key);
+  const std::string* raw = Lookup(key, false);
+  if (raw == nullptr) return;
+  const std::string text = attr_parser_cc::Trim(*raw);
+  std::string allowed;
+  for (size_t i = 0; i < choices.size(); ++i) {
+    if (choices[i] == text) return;
+    allowed += (i ? ", " : "") + choices[i];
+  }
+  Fail(key, StrCat("value '", text, "' is not supported (expected one of: ", allowed, ")"));
+}
+
 int AttrParser::Enum(const char* key, const std::vector<std::string>& choices, int default_index) {
   std::string allowed;
   for (size_t i = 0; i < choices.size(); ++i) allowed += (i ? ", " : "") + choices[i];

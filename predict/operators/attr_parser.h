@@ -78,6 +78,12 @@ class AttrParser {
     used_.insert(key);
     Document(key, "ignored at inference", "", false);
   }
+  // The same, for attributes whose value MXNet still reads (and refuses
+  // when malformed, as momentum="(1,)"): the value must be a number, a
+  // boolean, or one of `choices`, though it has no effect.
+  void IgnoreFloat(const char* key);
+  void IgnoreBool(const char* key);
+  void IgnoreEnum(const char* key, const std::vector<std::string>& choices);
 
   // Records every attribute read from now on into `docs`.
   void set_docs(std::vector<AttrDoc>* docs) { docs_ = docs; }

@@ -236,9 +236,9 @@ Status CreateBatchNorm(AttrParser* attrs, std::unique_ptr<Operator>* out) {
   bool fix_gamma = attrs->Bool("fix_gamma", true);
   bool output_mean_var = attrs->Bool("output_mean_var", false);
   int64_t axis = attrs->Int("axis", 1);
-  attrs->Ignore("momentum");
-  attrs->Ignore("use_global_stats");  // inference always uses the moving statistics
-  attrs->Ignore("cudnn_off");
+  attrs->IgnoreFloat("momentum");
+  attrs->IgnoreBool("use_global_stats");  // inference always uses the moving statistics
+  attrs->IgnoreBool("cudnn_off");
   attrs->Ignore("min_calib_range");  // only read by the quantized operator
   attrs->Ignore("max_calib_range");
   double lower = -HUGE_VAL, upper = HUGE_VAL;
@@ -270,7 +270,7 @@ void BatchNormRow(const float* src, float* dst, int64_t count, float mean, float
                              lower, upper);
     return;
   }
-#endif
+#endif  // defined(MXLITE_X86_64)
   batch_norm_op::PlaneScalar(src, dst, count, mean, invstd, has_gamma, gamma, beta, clamps,
                              lower, upper);
 }

@@ -163,20 +163,6 @@ const std::vector<ConvAlgorithm>& ConvAlgorithmTable() {
   return table;
 }
 
-const ConvOptions& ConvOptionsFromEnvironment() {
-  static const ConvOptions options = [] {
-    const auto off = [](const char* name) {
-      const char* value = std::getenv(name);
-      return value != nullptr && value[0] == '0';
-    };
-    ConvOptions o;
-    o.winograd = !off("MXLITE_WINOGRAD");
-    o.shifted_gemm = !off("MXLITE_SHIFTED_GEMM");
-    return o;
-  }();
-  return options;
-}
-
 const ConvAlgorithm* ChooseConvAlgorithm(const ConvGeometry& g, Isa isa,
                                          const ConvOptions& options) {
   for (const ConvAlgorithm& algorithm : ConvAlgorithmTable()) {

@@ -115,15 +115,12 @@ struct ConvAlgorithm {
   enum Switch { kAlways, kWinogradSwitch, kShiftedSwitch } switch_;
 };
 
-// Switches for comparing and debugging (MXLITE_WINOGRAD=0 turns the
-// Winograd family off, MXLITE_SHIFTED_GEMM=0 the shifted-view GEMM).
+// Switches for comparing and debugging (RuntimeOptions::winograd turns the
+// Winograd family off, RuntimeOptions::shifted_gemm the shifted-view GEMM).
 struct ConvOptions {
   bool winograd = true;
   bool shifted_gemm = true;
 };
-
-// Read once from the environment.
-const ConvOptions& ConvOptionsFromEnvironment();
 
 // The algorithms in priority order.
 const std::vector<ConvAlgorithm>& ConvAlgorithmTable();

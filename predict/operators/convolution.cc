@@ -172,7 +172,10 @@ class Convolution : public Operator {
     MXL_CHECK(g.channels % g.groups == 0, "input 'data' has ", g.channels,
               " channels, not divisible by num_group=", g.groups);
 
-    algorithm_ = ChooseConvAlgorithm(g, SelectedIsa(), ConvOptionsFromEnvironment());
+    ConvOptions switches;
+    switches.winograd = runtime_options().winograd;
+    switches.shifted_gemm = runtime_options().shifted_gemm;
+    algorithm_ = ChooseConvAlgorithm(g, SelectedIsa(), switches);
     // Only an input BatchNorm can leave a layer without one: the graph
     // optimizer folds those into 1x1, stride-1, one-group layers only.
     MXL_CHECK(algorithm_ != nullptr, "no convolution algorithm covers ", g.ToString(),
@@ -273,8 +276,8 @@ Status CreateConvolution(AttrParser* attrs, std::unique_ptr<Operator>* out) {
   bool no_bias = attrs->Bool("no_bias", false);
   std::string layout = attrs->String("layout", "None");
   attrs->Ignore("workspace");
-  attrs->Ignore("cudnn_tune");
-  attrs->Ignore("cudnn_off");
+  attrs->IgnoreEnum("cudnn_tune", {"None", "off", "limited_workspace", "fastest"});
+  attrs->IgnoreBool("cudnn_off");
   Fusion fusion;
   if (attrs->op_name() == "_FusedConvolution") {
     // Written by the graph optimizer (graph/fuse.cc), never by MXNet.

@@ -274,8 +274,8 @@ Status CreateDeconvolution(AttrParser* attrs, std::unique_ptr<Operator>* out) {
   p.no_bias = attrs->Bool("no_bias", true);
   const std::string layout = attrs->String("layout", "None");
   attrs->Ignore("workspace");
-  attrs->Ignore("cudnn_tune");
-  attrs->Ignore("cudnn_off");
+  attrs->IgnoreEnum("cudnn_tune", {"None", "off", "limited_workspace", "fastest"});
+  attrs->IgnoreBool("cudnn_off");
   MXL_RETURN_IF_ERROR(attrs->Finish());
   MXL_RETURN_IF_ERROR(ValidateDeconvParams(attrs, &p));
   static const char* const kLayouts[] = {"NCW", "NCHW", "NCDHW"};

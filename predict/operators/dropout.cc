@@ -36,7 +36,7 @@ Status CreateDropout(AttrParser* attrs, std::unique_ptr<Operator>* out) {
   attrs->Float("p", 0.5);
   int mode = attrs->Enum("mode", {"training", "always"}, 0);
   attrs->Tuple("axes", {});
-  attrs->Ignore("cudnn_off");
+  attrs->IgnoreBool("cudnn_off");
   MXL_RETURN_IF_ERROR(attrs->Finish());
   if (mode == 1) {
     attrs->Fail("mode", "'always' drops values at inference, which mxlite does not do");

@@ -415,10 +415,15 @@ class Repeat : public GatherOp {
   Status MakeView(const std::vector<Shape>& in, Shape* oshape, GatherView* view) const override {
     const Shape& data = in[0];
     if (axis_ == kNoneInt) {  // the flattened input, each element repeated
+      // A product past the element limit must not wrap (24 x 2^62 gave an
+      // empty output): it is an error naming the counts.
+      const int64_t total = Shape::CheckedProduct(data.Size(), repeats_);
+      MXL_CHECK(total >= 0, "repeats=", repeats_, " of ", data.Size(),
+                " elements gives too many elements (more than ", Shape::kMaxElements, ")");
       view->view_shape = Shape({data.Size(), repeats_});
       view->strides = {1, 0};
       view->offset = 0;
-      *oshape = Shape({data.Size() * repeats_});
+      *oshape = Shape({total});
       return Status();
     }
     int axis = 0;
@@ -431,7 +436,9 @@ class Repeat : public GatherOp {
     view->view_shape = Shape(view_dims);
     view->offset = 0;
     std::vector<int64_t> out_dims = data.dims();
-    out_dims[axis] *= repeats_;
+    out_dims[axis] = Shape::CheckedProduct(out_dims[axis], repeats_);
+    MXL_CHECK(out_dims[axis] >= 0 && Shape(out_dims).Size() >= 0, "repeats=", repeats_,
+              " along axis ", axis, " of ", data.ToString(), " gives too many elements");
     *oshape = Shape(out_dims);
     return Status();
   }
@@ -444,8 +451,9 @@ Status CreateRepeat(AttrParser* attrs, std::unique_ptr<Operator>* out) {
   int64_t repeats = attrs->Int("repeats");
   int64_t axis = attrs->OptionalInt("axis");
   MXL_RETURN_IF_ERROR(attrs->Finish());
-  if (repeats < 0) {
-    attrs->Fail("repeats", StrCat(repeats, " must be >= 0"));
+  // MXNet's repeats is an int: it refuses a value past 2^31 - 1 as unreadable.
+  if (repeats < 0 || repeats > 2147483647) {
+    attrs->Fail("repeats", StrCat(repeats, " must be from 0 to 2147483647"));
     return attrs->Finish();
   }
   out->reset(new Repeat(repeats, axis));

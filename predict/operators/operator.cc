@@ -4,6 +4,11 @@
 
 namespace mxlite {
 
+const RuntimeOptions& Operator::runtime_options() const {
+  static const RuntimeOptions defaults;
+  return runtime_options_ != nullptr ? *runtime_options_ : defaults;
+}
+
 // Declare every factory named in the list.
 #define MXL_OPERATOR(name, family, factory, dtypes) \
   namespace family {                                \

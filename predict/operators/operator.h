@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "../base/options.h"
 #include "../base/shape.h"
 #include "../base/status.h"
 #include "../ndarray/ndarray.h"
@@ -141,9 +142,15 @@ class Operator {
            (i >= 0 && i < static_cast<int>(constant_inputs_.size()) && constant_inputs_[i]);
   }
 
+  // The options of the executor running this operator (set before Prepare;
+  // defaults until then), for operators whose choice of kernel they switch.
+  void set_runtime_options(const RuntimeOptions* options) { runtime_options_ = options; }
+  const RuntimeOptions& runtime_options() const;
+
  private:
   DTypeRule dtype_rule_ = DTypeRule::kFloat;
   std::vector<bool> constant_inputs_;
+  const RuntimeOptions* runtime_options_ = nullptr;
 };
 
 // Who names an operator. Names from outside (a symbol file, an imperative

@@ -155,7 +155,7 @@ Status CreatePooling(AttrParser* attrs, std::unique_ptr<Operator>* out) {
   std::string include_text = attrs->String("count_include_pad", "None");
   bool count_include_pad = include_text == "None" ? true : attrs->Bool("count_include_pad", true);
   int layout = attrs->Enum("layout", {"None", "NCW", "NCHW", "NCDHW", "NWC", "NHWC", "NDHWC"}, 0);
-  attrs->Ignore("cudnn_off");
+  attrs->IgnoreBool("cudnn_off");
   MXL_RETURN_IF_ERROR(attrs->Finish());
 
   static const char* const kLayoutNames[] = {"None", "NCW", "NCHW", "NCDHW",

@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "../../predict/c_api/environment.h"
 #include "../../predict/kernels/cpu_features.h"
 #include "../../predict/kernels/thread_pool.h"
 #include "../../predict/operators/conv_algorithms.h"
@@ -432,4 +433,13 @@ int Main(int argc, char** argv) {
 
 }  // namespace conv_sweep_test
 
-int main(int argc, char** argv) { return conv_sweep_test::Main(argc, argv); }
+int main(int argc, char** argv) {
+  // This driver is the API boundary: the environment (MXLITE_ISA caps the
+  // kernels' instruction set) applies here.
+  const mxlite::Status environment = mxlite::ApplyProcessEnvironment();
+  if (!environment.ok()) {
+    std::fprintf(stderr, "%s\n", environment.message().c_str());
+    return 2;
+  }
+  return conv_sweep_test::Main(argc, argv);
+}

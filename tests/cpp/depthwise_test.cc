@@ -22,6 +22,7 @@
 #include <cstring>
 #include <vector>
 
+#include "../../predict/c_api/environment.h"
 #include "../../predict/kernels/cpu_features.h"
 #include "../../predict/kernels/depthwise.h"
 #include "test_random.h"
@@ -94,6 +95,15 @@ float OrderedOutput(const mxlite::DepthwisePlaneArgs& a, int64_t y, int64_t x) {
 }
 
 int main() {
+  // This driver is the API boundary: the environment (MXLITE_ISA caps the
+  // kernels' instruction set) applies here.
+  {
+    const mxlite::Status environment = mxlite::ApplyProcessEnvironment();
+    if (!environment.ok()) {
+      std::fprintf(stderr, "%s\n", environment.message().c_str());
+      return 2;
+    }
+  }
   using namespace mxlite;
   int checks = 0, failures = 0;
   TestRandom next(12345u);

@@ -30,8 +30,9 @@
 #ifndef MXLITE_NO_THREADS
 #include <mutex>
 #include <thread>
-#endif
+#endif  // !MXLITE_NO_THREADS
 
+#include "../../predict/c_api/environment.h"
 #include "../../predict/engine/engine.h"
 
 namespace engine_test {
@@ -65,7 +66,7 @@ void Nap(uint64_t id, int max_us) {
   std::this_thread::sleep_for(std::chrono::microseconds(us));
 #else
   (void)us;
-#endif
+#endif  // !MXLITE_NO_THREADS
 }
 
 uint64_t Mix(uint64_t a, uint64_t b) {
@@ -208,7 +209,7 @@ void TestIndependentParallel(Setup& setup) {
           Nap(0, 0);
 #ifndef MXLITE_NO_THREADS
           std::this_thread::sleep_for(std::chrono::milliseconds(20));
-#endif
+#endif  // !MXLITE_NO_THREADS
           running->Leave();
           return Status();
         },
@@ -242,7 +243,7 @@ void TestPushReturnsAtOnce(Setup& setup) {
   Expect(engine.WaitForVar(var).ok() && *done, Where(setup, "push returns at once: wait"));
 #else
   (void)setup;
-#endif
+#endif  // !MXLITE_NO_THREADS
 }
 
 // A random program of reads and writes over a few variables ends with the
@@ -351,7 +352,7 @@ void TestConcurrentPushers(Setup& setup) {
          Where(setup, "concurrent pushers: lost increments, counter ") + std::to_string(*counter));
 #else
   (void)setup;
-#endif
+#endif  // !MXLITE_NO_THREADS
 }
 
 // WaitToWrite also waits for earlier readers; WaitForVar for earlier writers.
@@ -373,7 +374,7 @@ void TestWaits(Setup& setup) {
       [=] {
 #ifndef MXLITE_NO_THREADS
         std::this_thread::sleep_for(std::chrono::milliseconds(30));
-#endif
+#endif  // !MXLITE_NO_THREADS
         *read_done = true;
         return Status();
       },
@@ -482,7 +483,7 @@ void TestFailures(Setup& setup) {
   Expect(!thrown.ok() && Contains(thrown.message(), "thrown in fc1"),
          Where(setup, "failure: an exception was not turned into a failure: ") +
              thrown.message());
-#endif
+#endif  // !MXLITE_NO_EXCEPTIONS
   Expect(engine.WaitForAll().ok(), Where(setup, "failure: final wait"));
 }
 
@@ -515,8 +516,10 @@ int main(int argc, char** argv) {
   for (int a = 1; a < argc; ++a) {
     const std::string arg = argv[a];
     if (arg == "--global") {
+      // This driver is the API boundary: it applies the environment.
       Engine* engine = nullptr;
-      Status status = GetEngine(&engine);
+      Status status = ApplyProcessEnvironment();
+      if (status.ok()) status = GetEngine(&engine);
       if (!status.ok()) {
         std::printf("error: %s\n", status.message().c_str());
         return 1;
@@ -538,7 +541,7 @@ int main(int argc, char** argv) {
 #ifndef MXLITE_NO_THREADS
     setups.push_back({"threaded x1", NewThreadedEngine(1), 1});
     setups.push_back({"threaded xN", NewThreadedEngine(threads), threads});
-#endif
+#endif  // !MXLITE_NO_THREADS
     for (Setup& setup : setups) {
       TestWriteChain(setup);
       TestReadersBetweenWrites(setup);

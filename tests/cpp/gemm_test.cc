@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "../../predict/c_api/environment.h"
 #include "../../predict/kernels/gemm.h"
 #include "test_random.h"
 
@@ -274,6 +275,15 @@ void TestGemvOrder(int64_t n, int64_t k) {
 }  // namespace gemm_test
 
 int main() {
+  // This driver is the API boundary: the environment (MXLITE_ISA caps the
+  // kernels' instruction set) applies here.
+  {
+    const mxlite::Status environment = mxlite::ApplyProcessEnvironment();
+    if (!environment.ok()) {
+      std::fprintf(stderr, "%s\n", environment.message().c_str());
+      return 2;
+    }
+  }
   using namespace gemm_test;
   std::printf("micro-kernel: %s\n", GemmKernelName());
   ThreadPool single(1), three(3);

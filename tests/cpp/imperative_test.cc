@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "../../predict/c_api/environment.h"
 #include "../../predict/imperative/imperative.h"
 
 namespace imperative_test {
@@ -87,6 +88,15 @@ void FailureSurfacesAtTheRead() {
 }  // namespace imperative_test
 
 int main(int argc, char** argv) {
+  // This driver is the API boundary: the environment (MXLITE_ISA caps the
+  // kernels' instruction set) applies here.
+  {
+    const mxlite::Status environment = mxlite::ApplyProcessEnvironment();
+    if (!environment.ok()) {
+      std::fprintf(stderr, "%s\n", environment.message().c_str());
+      return 2;
+    }
+  }
   int threads = 16, steps = 40;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--threads") == 0) threads = std::atoi(argv[i + 1]);

@@ -12,9 +12,19 @@
 #include <string>
 #include <vector>
 
+#include "../../predict/c_api/environment.h"
 #include "../../predict/ndarray/ndarray_io.h"
 
 int main(int argc, char** argv) {
+  // This driver is the API boundary: the environment (MXLITE_ISA caps the
+  // kernels' instruction set) applies here.
+  {
+    const mxlite::Status environment = mxlite::ApplyProcessEnvironment();
+    if (!environment.ok()) {
+      std::fprintf(stderr, "%s\n", environment.message().c_str());
+      return 2;
+    }
+  }
   if (argc != 4 || std::string(argv[1]) != "resave") {
     std::fprintf(stderr, "usage: %s resave IN OUT\n", argv[0]);
     return 2;

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "../../predict/c_api/environment.h"
 #include "../../predict/kernels/thread_pool.h"
 #include "../../predict/operators/operator.h"
 
@@ -90,6 +91,10 @@ Status Execute(const std::string& op_name, const AttrMap& attrs, const std::vect
                std::vector<std::vector<float>>* inputs, Run* run, bool inplace = false,
                ThreadPool* pool = nullptr) {
   MXL_RETURN_IF_ERROR(Create(op_name, attrs, &run->op));
+  // The options as the environment sets them (MXLITE_SHIFTED_GEMM=0).
+  static RuntimeOptions options;
+  MXL_RETURN_IF_ERROR(OptionsFromEnvironment(&options));
+  run->op->set_runtime_options(&options);
   MXL_RETURN_IF_ERROR(Infer(run->op.get(), shapes, &run->in_shapes, &run->out_shapes));
   for (const Shape& s : run->in_shapes) {
     MXL_CHECK(s.is_complete(), "input shape not inferred: ", s.ToString());
@@ -1168,6 +1173,15 @@ void MxnetCases(const std::string& dir) {
 }  // namespace op_smoke_test
 
 int main(int argc, char** argv) {
+  // This driver is the API boundary: the environment (MXLITE_ISA caps the
+  // kernels' instruction set) applies here.
+  {
+    const mxlite::Status environment = mxlite::ApplyProcessEnvironment();
+    if (!environment.ok()) {
+      std::fprintf(stderr, "%s\n", environment.message().c_str());
+      return 2;
+    }
+  }
   using namespace op_smoke_test;
   ConvolutionTests();
   PoolingTests();

@@ -47,6 +47,7 @@
 #include <string>
 #include <vector>
 
+#include "../../predict/c_api/environment.h"
 #include "../../predict/kernels/cpu_features.h"
 #include "../../predict/kernels/thread_pool.h"
 #include "../../predict/operators/pool_algorithms.h"
@@ -360,4 +361,13 @@ int Main(int argc, char** argv) {
 
 }  // namespace pool_sweep_test
 
-int main(int argc, char** argv) { return pool_sweep_test::Main(argc, argv); }
+int main(int argc, char** argv) {
+  // This driver is the API boundary: the environment (MXLITE_ISA caps the
+  // kernels' instruction set) applies here.
+  const mxlite::Status environment = mxlite::ApplyProcessEnvironment();
+  if (!environment.ok()) {
+    std::fprintf(stderr, "%s\n", environment.message().c_str());
+    return 2;
+  }
+  return pool_sweep_test::Main(argc, argv);
+}

@@ -19,8 +19,9 @@
 #if defined(__linux__)
 #include <sys/mman.h>
 #include <unistd.h>
-#endif
+#endif  // defined(__linux__)
 
+#include "../../predict/c_api/environment.h"
 #include "../../predict/kernels/strided_copy.h"
 
 // A page of floats between two inaccessible ones (null where unavailable).
@@ -36,17 +37,26 @@ float* GuardedPage(size_t page) {
 #else
   (void)page;
   return nullptr;
-#endif
+#endif  // defined(__linux__)
 }
 
 int main() {
+  // This driver is the API boundary: the environment (MXLITE_ISA caps the
+  // kernels' instruction set) applies here.
+  {
+    const mxlite::Status environment = mxlite::ApplyProcessEnvironment();
+    if (!environment.ok()) {
+      std::fprintf(stderr, "%s\n", environment.message().c_str());
+      return 2;
+    }
+  }
   using namespace mxlite;
   int checks = 0, failures = 0;
 #if defined(__linux__)
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
 #else
   const size_t page = 4096;
-#endif
+#endif  // defined(__linux__)
   float* const guarded = GuardedPage(page);
   const size_t page_floats = page / sizeof(float);
   const int64_t height = 3;

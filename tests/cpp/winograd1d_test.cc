@@ -17,12 +17,22 @@
 #include <cstdio>
 #include <vector>
 
+#include "../../predict/c_api/environment.h"
 #include "../../predict/kernels/cpu_features.h"
 #include "../../predict/kernels/winograd1d.h"
 #include "conv_reference.h"
 #include "test_random.h"
 
 int main() {
+  // This driver is the API boundary: the environment (MXLITE_ISA caps the
+  // kernels' instruction set) applies here.
+  {
+    const mxlite::Status environment = mxlite::ApplyProcessEnvironment();
+    if (!environment.ok()) {
+      std::fprintf(stderr, "%s\n", environment.message().c_str());
+      return 2;
+    }
+  }
   using namespace mxlite;
   int checks = 0, failures = 0;
   const bool available = Winograd1dPays(1, 7, 1, 1, 1, 1, 1, 64, 64);

@@ -15,12 +15,22 @@
 #include <cstring>
 #include <vector>
 
+#include "../../predict/c_api/environment.h"
 #include "../../predict/kernels/cpu_features.h"
 #include "../../predict/kernels/winograd2x2.h"
 #include "conv_reference.h"
 #include "test_random.h"
 
 int main() {
+  // This driver is the API boundary: the environment (MXLITE_ISA caps the
+  // kernels' instruction set) applies here.
+  {
+    const mxlite::Status environment = mxlite::ApplyProcessEnvironment();
+    if (!environment.ok()) {
+      std::fprintf(stderr, "%s\n", environment.message().c_str());
+      return 2;
+    }
+  }
   using namespace mxlite;
   int checks = 0, failures = 0;
   const bool available = Winograd2x2Pays(3, 3, 1, 1, 1, 1, 1, 128, 32, 14, 14);

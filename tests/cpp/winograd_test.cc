@@ -12,11 +12,21 @@
 #include <cstring>
 #include <vector>
 
+#include "../../predict/c_api/environment.h"
 #include "../../predict/kernels/winograd.h"
 #include "conv_reference.h"
 #include "test_random.h"
 
 int main() {
+  // This driver is the API boundary: the environment (MXLITE_ISA caps the
+  // kernels' instruction set) applies here.
+  {
+    const mxlite::Status environment = mxlite::ApplyProcessEnvironment();
+    if (!environment.ok()) {
+      std::fprintf(stderr, "%s\n", environment.message().c_str());
+      return 2;
+    }
+  }
   using namespace mxlite;
   int checks = 0, failures = 0;
   TestRandom next(777u);

@@ -7,18 +7,28 @@
 
 mxlite.Predictor and mxlite.nd use the compiled module (mxlite._core);
 mxlite.ctypes_predict is MXNet's mxnet_predict.py API in pure Python over the
-shared library (mxlite.lib_path()), for machines without a compiler. The
+shared library (mxlite.lib_path()), for machines without a compiler.
+mxlite.model.load_checkpoint and mxlite.sym (mxlite.symbol) are MXNet's
+checkpoint loader and a light Symbol. The
 `mxlite` command (python -m mxlite) predicts, inspects and runs the demo.
 """
 import importlib
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from .errors import MXLiteError, MXLiteFileNotFoundError
 
+if TYPE_CHECKING:  # what __getattr__ below imports on first use, for type checkers
+    from . import context, ctypes_predict, model, nd, ndarray, random, symbol
+    from . import symbol as sym
+    from .context import Context, cpu, gpu
+    from .predictor import Predictor, runtime_options
+
 __version__ = '0.1.0'
 __all__ = ['Predictor', 'MXLiteError', 'MXLiteFileNotFoundError', 'nd', 'lib_path',
-           'ctypes_predict', 'cpu', 'gpu', 'Context', 'random', 'context']
+           'ctypes_predict', 'cpu', 'gpu', 'Context', 'random', 'context', 'model', 'symbol',
+           'sym', 'runtime_options']
 
 _LIB_NAME = 'libmxlite.dylib' if sys.platform == 'darwin' else 'libmxlite.so'
 # Loaded on first use, so that `import mxlite.ctypes_predict` works where the
@@ -27,10 +37,12 @@ _LAZY = {'Predictor': ('.predictor', 'Predictor'), 'nd': ('.nd', None),
          'ctypes_predict': ('.ctypes_predict', None), 'random': ('.random', None),
          'context': ('.context', None), 'ndarray': ('.ndarray', None),
          'cpu': ('.context', 'cpu'), 'gpu': ('.context', 'gpu'),
-         'Context': ('.context', 'Context')}
+         'Context': ('.context', 'Context'), 'model': ('.model', None),
+         'symbol': ('.symbol', None), 'sym': ('.symbol', None),
+         'runtime_options': ('.predictor', 'runtime_options')}
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> object:
     if name not in _LAZY:
         raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
     module_name, attribute = _LAZY[name]
@@ -40,19 +52,23 @@ def __getattr__(name):
     return value
 
 
-def __dir__():
+def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
 
-def lib_path():
+def lib_path() -> str:
     """Path of the shared library (the C predict API) bundled with this package.
 
     The environment variable MXLITE_LIBRARY overrides it (for a library built
-    elsewhere, e.g. with `make lib`).
+    elsewhere, e.g. with `make lib`). A library file that does not exist
+    raises MXLiteFileNotFoundError.
     """
     override = os.environ.get('MXLITE_LIBRARY')
     if override:
-        return os.path.abspath(override)
+        path = os.path.abspath(override)
+        if not os.path.exists(path):
+            raise MXLiteFileNotFoundError(f'MXLITE_LIBRARY names {path}, which does not exist')
+        return path
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), _LIB_NAME)
     if not os.path.exists(path):
         raise MXLiteFileNotFoundError(

@@ -11,9 +11,9 @@ import numpy
 class Predictor:
     """A loaded checkpoint bound to input shapes (see mxlite.Predictor)."""
 
-    def __init__(self, symbol_json: str | bytes, params: bytes | None, input_shapes: dict[str, tuple[int, ...]], outputs: list[str | int] | None, threads: int, input_dtypes: dict[str, int]) -> None:
+    def __init__(self, symbol_json: str | bytes, params: bytes | None, input_shapes: dict[str, tuple[int, ...]], outputs: list[str | int] | None, options: dict[str, str], input_dtypes: dict[str, int]) -> None:
         """
-        Parses symbol JSON (str or bytes) and params file bytes; selects `outputs` (None keeps the symbol's); input_dtypes maps inputs to MXNet dtype flags (default float32); binds when every input shape is known.
+        Parses symbol JSON (str or bytes) and params file bytes; selects `outputs` (None keeps the symbol's); options maps runtime option names to values (over the MXLITE_* environment); input_dtypes maps inputs to MXNet dtype flags (default float32); binds when every input shape is known.
         """
 
     @property
@@ -73,6 +73,11 @@ def memory_report(symbol_json: str | bytes, input_shapes: dict[str, tuple[int, .
     Intermediate memory of the symbol's forward pass for the given input shapes: naive, in place only, co-share only, planned (both) and the lower bound, in bytes. fuse=True plans the optimised graph a predictor runs.
     """
 
+def symbol_info(symbol_json: str | bytes) -> dict[str, list[str]]:
+    """
+    The symbol's arguments, aux_states, outputs and internals (output names), as MXNet's list_arguments(), list_auxiliary_states(), list_outputs() and get_internals().list_outputs() give them.
+    """
+
 def load_ndarrays(data: bytes, source: str) -> tuple[list[numpy.ndarray | None], list[str]]:
     """
     Parses MXNet NDArray file bytes into (arrays, names); `source` names it in errors.
@@ -122,6 +127,11 @@ class ArrayHandle:
 
     def same_storage(self, other: ArrayHandle) -> bool:
         """Whether both arrays view the same storage."""
+
+def runtime_options() -> list[tuple[str, str, str, str]]:
+    """
+    The runtime options: (name, environment variable, values, meaning) each.
+    """
 
 def nd_invoke(op_name: str, attrs: dict[str, str], inputs: list[ArrayHandle]) -> list[ArrayHandle]:
     """

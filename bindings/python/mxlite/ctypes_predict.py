@@ -15,9 +15,10 @@ import os
 
 import numpy as np
 
-from .errors import MXLiteError
+from .errors import MXLiteError, MXLiteFileNotFoundError
 
-__all__ = ['Predictor', 'load_ndarray_file', 'load_library', 'MXLiteError']
+__all__ = ['Predictor', 'load_ndarray_file', 'load_library', 'MXLiteError',
+           'MXLiteFileNotFoundError']
 
 _mx_uint = ctypes.c_uint32
 _DTYPE_NP_TO_MX = {None: -1, np.float32: 0, np.float64: 1, np.float16: 2, np.uint8: 3,
@@ -32,7 +33,9 @@ def load_library(path=None):
     """Loads (once per path) and returns a libmxlite shared library.
 
     path: the library to use; by default MXLITE_LIBRARY if set, else the
-    package's own copy (mxlite.lib_path()).
+    package's own copy (mxlite.lib_path()). A path that does not exist
+    raises MXLiteFileNotFoundError (an MXLiteError and a FileNotFoundError);
+    a file the system cannot load raises MXLiteError.
     """
     if path is None:
         from . import lib_path
@@ -40,6 +43,10 @@ def load_library(path=None):
     path = os.path.abspath(os.fspath(path))
     lib = _LIBS.get(path)
     if lib is None:
+        # A missing file is told apart from one the loader refuses (wrong
+        # architecture, not a library), as the file loaders do.
+        if not os.path.exists(path):
+            raise MXLiteFileNotFoundError(f'cannot load the mxlite library {path}: no such file')
         try:
             lib = ctypes.CDLL(path)
         except OSError as error:

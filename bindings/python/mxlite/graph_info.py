@@ -15,8 +15,14 @@ Bias additions, BatchNorm, activations, pooling and element-wise operators
 are not counted (they are cheap next to these and memory-bound). FLOPs are
 reported as 2 x MACs, the usual convention.
 """
+from __future__ import annotations
+
 import os
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .predictor import Predictor
 
 __all__ = ['NodeReport', 'GraphReport', 'analyze', 'format_report', 'MACS_NOTE']
 
@@ -95,7 +101,7 @@ def _macs(op, output_shape, input_shapes):
     return None
 
 
-def analyze(predictor):
+def analyze(predictor: Predictor) -> GraphReport:
     """A GraphReport of an mxlite.Predictor (its selected outputs' graph)."""
     core = predictor._core
     nodes = core.nodes()
@@ -159,7 +165,7 @@ def _shape(shape):
     return '?' if shape is None else '(' + ','.join(str(d) for d in shape) + ')'
 
 
-def format_report(report, max_rows=None):
+def format_report(report: GraphReport, max_rows: int | None = None) -> str:
     """The report as a text table; max_rows elides the middle of long graphs."""
     header = ('#', 'name', 'op', 'output shape', 'params', 'MACs')
     rows = [(str(n.index), n.name, n.op, _shape(n.output_shape),

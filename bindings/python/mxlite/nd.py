@@ -18,7 +18,11 @@ float32). save() writes MXNet 1.x's V2 layout, byte for byte what
 mx.nd.save writes, so MXNet 1.9.1 loads the file back to the same arrays.
 A file with names is a dict, one without is a list, in both directions.
 """
+from __future__ import annotations
+
 import os
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -37,7 +41,7 @@ _SAVABLE = {np.dtype(name) for name in ('float32', 'float64', 'float16', 'uint8'
                                         'int64', 'bool', 'int16', 'uint16', 'uint32', 'uint64')}
 
 
-def load(path):
+def load(path: str | os.PathLike[str]) -> dict[str, NDArray | None] | list[NDArray | None]:
     """Reads an NDArray file (a .params checkpoint or mx.nd.save output).
 
     Returns {name: NDArray} when the file has names, else a list, as
@@ -58,7 +62,8 @@ def load(path):
     return dict(zip(names, arrays)) if names else arrays
 
 
-def save(path, data):
+def save(path: str | os.PathLike[str],
+         data: Mapping[str, Any] | Sequence[Any] | NDArray | np.ndarray[Any, Any]) -> None:
     """Writes arrays to `path` in MXNet's format (what mx.nd.save writes).
 
     data: {name: array} (a file with names), a list or tuple of arrays (a

@@ -13,18 +13,29 @@ unaffected by later calls. The forward pass runs without the GIL, so other
 Python threads keep running; one predictor serves one pass at a time.
 Errors are mxlite.MXLiteError, with the runtime's message.
 """
+from __future__ import annotations
+
 import operator
 import os
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, SupportsIndex, Union
 
 import numpy as np
+import numpy.typing as npt
 
 from ._native import core as _core
 from .errors import MXLiteError, MXLiteFileNotFoundError
 
-__all__ = ['Predictor']
+if TYPE_CHECKING:
+    from .symbol import Symbol
+
+__all__ = ['Predictor', 'Outputs']
+
+# What predict() returns: one array for a one-output model, else a list.
+Outputs = Union[npt.NDArray[Any], list[npt.NDArray[Any]]]
 
 
-def _read_file(path):
+def _read_file(path: str) -> bytes:
     try:
         with open(path, 'rb') as f:
             return f.read()
@@ -34,7 +45,8 @@ def _read_file(path):
         raise MXLiteError(f'{path}: cannot read it: {error.strerror or error}') from None
 
 
-def _shape_dict(shapes):
+def _shape_dict(shapes: Mapping[str, Sequence[SupportsIndex]] | None
+                ) -> dict[str, tuple[int, ...]]:
     """{name: sequence of ints} -> {name: tuple of ints}, with clear errors."""
     if shapes is None:
         return {}
@@ -54,21 +66,51 @@ def _shape_dict(shapes):
     return result
 
 
-def _threads(threads):
-    if threads is None:
-        return 0
-    try:
-        count = operator.index(threads)
-    except TypeError:
-        raise MXLiteError(f'threads must be a positive integer or None, got {threads!r}') from None
-    if count < 1:
-        raise MXLiteError(f'threads must be a positive integer or None, got {threads!r}')
-    # The runtime clamps the count to its pool's maximum (256); clamping
-    # here first keeps huge values inside the C int the binding takes.
-    return min(count, 2**31 - 1)
+def runtime_options() -> list[dict[str, str]]:
+    """The runtime options a Predictor takes (options={...}), as a list of
+    {'name', 'environment', 'values', 'meaning'} dicts; each can also be set
+    with its environment variable."""
+    return [dict(zip(('name', 'environment', 'values', 'meaning'), entry))
+            for entry in _core.runtime_options()]
 
 
-def _output_names(outputs):
+def _option_texts(threads: int | None,
+                  options: Mapping[str, str | int | bool] | None) -> dict[str, str]:
+    """{name: text} for the core: `options` (values str, int or bool), then
+    `threads` over them."""
+    texts: dict[str, str] = {}
+    if options is not None:
+        if not isinstance(options, Mapping):
+            raise MXLiteError(f'options must be a dict of option names to values, '
+                              f'got {type(options).__name__}')
+        for name, value in options.items():
+            if not isinstance(name, str):
+                raise MXLiteError(f'option names must be strings, got {name!r}')
+            if isinstance(value, bool):
+                text = '1' if value else '0'
+            elif isinstance(value, int):
+                if value < 0:
+                    raise MXLiteError(f'option {name}: invalid value {value} (negative)')
+                text = str(value)
+            elif isinstance(value, str):
+                text = value
+            else:
+                raise MXLiteError(f'option {name}: value must be a str, int or bool, '
+                                  f'got {value!r}')
+            texts[name] = text
+    if threads is not None:
+        try:
+            count = operator.index(threads)
+        except TypeError:
+            raise MXLiteError(f'threads must be a positive integer or None, '
+                              f'got {threads!r}') from None
+        if count < 1:
+            raise MXLiteError(f'threads must be a positive integer or None, got {threads!r}')
+        texts['threads'] = str(count)  # the runtime clamps it to its maximum (256)
+    return texts
+
+
+def _output_names(outputs: str | int | Sequence[str | int] | None) -> list[str | int] | None:
     """Output selectors: names (str) or positions in get_internals() (int)."""
     if outputs is None:
         return None
@@ -81,12 +123,26 @@ def _output_names(outputs):
     return names
 
 
+def _encode_params(params: Mapping[str, Any]) -> bytes:
+    """{name: NDArray or array} -> the bytes of an NDArray file holding them."""
+    names, arrays = [], []
+    for name, value in params.items():
+        if not isinstance(name, str):
+            raise MXLiteError(f'parameter names must be strings, got {name!r}')
+        names.append(name)
+        arrays.append(np.ascontiguousarray(value.asnumpy() if hasattr(value, 'asnumpy')
+                                           else np.asarray(value)))
+    return _core.save_ndarrays(arrays, names)
+
+
+_FLOAT32 = np.dtype(np.float32)  # inputs not in input_dtypes
+
 # MXNet's type flags (mshadow's), which the compiled module takes.
 _DTYPE_FLAGS = {'float32': 0, 'float64': 1, 'float16': 2, 'uint8': 3, 'int32': 4, 'int8': 5,
                 'int64': 6, 'bool': 7, 'int16': 8, 'uint16': 9, 'uint32': 10, 'uint64': 11}
 
 
-def _dtype_flags(dtypes):
+def _dtype_flags(dtypes: Mapping[str, npt.DTypeLike] | None) -> dict[str, int]:
     """{name: numpy dtype or its name} -> {name: MXNet type flag}."""
     if dtypes is None:
         return {}
@@ -103,7 +159,7 @@ def _dtype_flags(dtypes):
     return flags
 
 
-def _as_input(name, value, dtype):
+def _as_input(name: str, value: npt.ArrayLike, dtype: np.dtype[Any]) -> npt.NDArray[Any]:
     """The array the runtime reads for input `name`: C-contiguous, of `dtype`."""
     if type(value) is np.ndarray and value.dtype == dtype and value.flags.c_contiguous:
         return value  # read in place
@@ -122,10 +178,15 @@ class Predictor:
     """A checkpoint ready to predict, bound to input shapes.
 
     Predictor(symbol_json, params=None, input_shapes=None, outputs=None, threads=None,
-              input_dtypes=None)
+              input_dtypes=None, options=None)
 
-    symbol_json: the symbol file's text (str or bytes).
-    params: the bytes of the .params file (None: a graph without parameters).
+    symbol_json: the symbol file's text (str or bytes), or an
+        mxlite.symbol.Symbol (mx.model.load_checkpoint's), whose outputs
+        are computed unless `outputs` says otherwise.
+    params: the bytes of the .params file, or a dict {name: NDArray or
+        numpy array} such as {**arg_params, **aux_params} from
+        load_checkpoint (names with or without "arg:"/"aux:"); None: a
+        graph without parameters.
     input_shapes: {input name: shape}. Inputs not given take their
         "__shape__" hint when it is complete; a predictor whose inputs still
         lack shapes binds to the shapes of the first arrays it is given.
@@ -137,6 +198,10 @@ class Predictor:
     threads: threads the forward pass may use (None: MXLITE_NUM_THREADS, else
         one per core); at most 256, and fewer where the system refuses to
         create more threads. Less than 1 is an error.
+    options: runtime options {name: value} over the MXLITE_* environment
+        (docs/options.md, mxlite.runtime_options()): e.g. {'memory_budget':
+        '512M', 'winograd': False, 'spin_ms': 0}. An unknown name or a bad
+        value is an MXLiteError naming it.
     input_dtypes: {input name: dtype} for inputs that are not float32 (a
         float16 network, int32 token ids, uint8 pixels), as MXNet's
         type_dict; arrays given to predict are converted to these.
@@ -144,21 +209,37 @@ class Predictor:
 
     __slots__ = ('_core', '_required', '_dtypes')
 
-    def __init__(self, symbol_json, params=None, input_shapes=None, outputs=None, threads=None,
-                 input_dtypes=None):
+    def __init__(self, symbol_json: str | bytes | Symbol,
+                 params: bytes | Mapping[str, Any] | None = None,
+                 input_shapes: Mapping[str, Sequence[SupportsIndex]] | None = None,
+                 outputs: str | int | Sequence[str | int] | None = None,
+                 threads: int | None = None,
+                 input_dtypes: Mapping[str, npt.DTypeLike] | None = None,
+                 options: Mapping[str, str | int | bool] | None = None) -> None:
+        from .symbol import Symbol
+        if isinstance(symbol_json, Symbol):
+            if outputs is None:
+                outputs = symbol_json._predictor_outputs()
+            symbol_json = symbol_json.tojson()
+        if isinstance(params, Mapping):
+            params = _encode_params(params)
         self._core = _core.Predictor(symbol_json, params, _shape_dict(input_shapes),
-                                     _output_names(outputs), _threads(threads),
+                                     _output_names(outputs), _option_texts(threads, options),
                                      _dtype_flags(input_dtypes))
         self._adopt()
 
-    def _adopt(self):
+    def _adopt(self) -> None:
         """Caches what every call needs from the compiled predictor."""
         self._required = tuple(self._core.required_inputs)
         self._dtypes = {name: np.dtype(dtype) for name, dtype in self._core.input_dtypes.items()}
 
     @classmethod
-    def load(cls, prefix, epoch=0, input_shapes=None, outputs=None, threads=None,
-             input_dtypes=None):
+    def load(cls, prefix: str | os.PathLike[str], epoch: int = 0,
+             input_shapes: Mapping[str, Sequence[SupportsIndex]] | None = None,
+             outputs: str | int | Sequence[str | int] | None = None,
+             threads: int | None = None,
+             input_dtypes: Mapping[str, npt.DTypeLike] | None = None,
+             options: Mapping[str, str | int | bool] | None = None) -> Predictor:
         """Loads `prefix`-symbol.json and `prefix`-%04d.params (MXNet's checkpoint names).
 
         The other arguments are the constructor's. A missing file raises
@@ -174,11 +255,11 @@ class Predictor:
         symbol = _read_file(f'{prefix}-symbol.json')
         params = _read_file(f'{prefix}-{epoch:04d}.params')
         try:
-            return cls(symbol, params, input_shapes, outputs, threads, input_dtypes)
+            return cls(symbol, params, input_shapes, outputs, threads, input_dtypes, options)
         except MXLiteError as error:
             raise MXLiteError(f'{prefix}: {error}') from None
 
-    def predict(self, *args, **inputs):
+    def predict(self, *args: npt.ArrayLike, **inputs: npt.ArrayLike) -> Outputs:
         """Runs one forward pass and returns the outputs as numpy arrays.
 
         Inputs are given by name (pred.predict(data=x)), or as one positional
@@ -192,14 +273,15 @@ class Predictor:
                                   f'{self._core.input_names}')
             inputs = {self._required[0]: args[0]}
         dtypes = self._dtypes
-        arrays = {name: _as_input(name, value, dtypes.get(name, np.float32))
+        arrays = {name: _as_input(name, value, dtypes.get(name, _FLOAT32))
                   for name, value in inputs.items()}
         outputs = self._core.predict(arrays)
         return outputs[0] if len(outputs) == 1 else outputs
 
     __call__ = predict
 
-    def reshape(self, input_shapes=None, **shapes):
+    def reshape(self, input_shapes: Mapping[str, Sequence[SupportsIndex]] | None = None,
+                **shapes: Sequence[SupportsIndex]) -> None:
         """Rebinds for new input shapes, given by name (reshape(data=(8, 3, 224, 224)))
         or as a dict. Inputs not named keep their shapes; weights are shared."""
         given = _shape_dict(input_shapes)
@@ -207,61 +289,64 @@ class Predictor:
         self._core.reshape(given)
 
     @property
-    def input_names(self):
+    def input_names(self) -> list[str]:
         """The variables a caller gives (those the params file lacks), in graph
         order. Labels and other inputs whose values no operator reads (only
         their shapes matter) are listed too, but may be left out."""
         return self._core.input_names
 
     @property
-    def required_inputs(self):
+    def required_inputs(self) -> list[str]:
         """The inputs every forward pass needs: the ones operators read."""
         return list(self._required)
 
     @property
-    def input_dtypes(self):
+    def input_dtypes(self) -> dict[str, np.dtype[Any]]:
         """{input name: numpy dtype} the inputs are converted to (float32 unless
         input_dtypes said otherwise)."""
         return dict(self._dtypes)
 
     @property
-    def output_names(self):
+    def output_names(self) -> list[str]:
         """The outputs' names (MXNet's "<node>_output" form), in order."""
         return self._core.output_names
 
     @property
-    def input_shapes(self):
+    def input_shapes(self) -> dict[str, tuple[int, ...]]:
         """{input name: shape} as bound (or as known so far, before binding)."""
         return self._core.input_shapes
 
     @property
-    def output_shapes(self):
+    def output_shapes(self) -> list[tuple[int, ...]]:
         """The outputs' shapes for the bound input shapes."""
         return self._core.output_shapes
 
-    def get_internals(self):
+    def get_internals(self) -> list[str]:
         """Every output name that `outputs=` and with_outputs() accept: the
         variables and each operator's visible outputs, in graph order (what
         MXNet's sym.get_internals().list_outputs() gives). Nodes that share a
         name appear once each; select those by position in this list."""
         return self._core.internals()
 
-    def with_outputs(self, *names):
+    def with_outputs(self, *names: str | int) -> Predictor:
         """A predictor for other outputs (names from get_internals(), or their
         positions in it) of the same checkpoint; it shares this one's weights
         and input shapes."""
         other = object.__new__(type(self))
-        other._core = self._core.with_outputs(_output_names(list(names)))
+        selected = _output_names(list(names))
+        assert selected is not None  # _output_names refuses an empty list
+        other._core = self._core.with_outputs(selected)
         other._adopt()
         return other
 
-    def summary(self):
+    def summary(self) -> str:
         """A table of the graph: each operator with its output shape,
         parameters and multiply-adds, then the totals."""
         from .graph_info import analyze, format_report
-        return format_report(analyze(self))
+        report: str = format_report(analyze(self))
+        return report
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         shapes = self._core.input_shapes
         inputs = ', '.join(f'{name}{tuple(shapes[name]) if name in shapes else ""}'
                            for name in self._core.input_names)

@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "c_api/environment.h"
 #include "executor/executor.h"
 #include "executor/memory_plan.h"
 #include "graph/infer.h"
@@ -281,9 +282,9 @@ Status SelectModelOutputs(const Model& full, const std::vector<OutputSelector>& 
 
 class Predictor {
  public:
-  Predictor(std::shared_ptr<const Model> full, std::shared_ptr<const Model> model, int threads,
-            const std::map<std::string, int>& input_dtypes)
-      : full_(std::move(full)), model_(std::move(model)), threads_(threads) {
+  Predictor(std::shared_ptr<const Model> full, std::shared_ptr<const Model> model,
+            const RuntimeOptions& options, const std::map<std::string, int>& input_dtypes)
+      : full_(std::move(full)), model_(std::move(model)), options_(options) {
     InputList inputs = ListInputs(*model_);
     input_names_ = inputs.names;
     required_inputs_ = inputs.required;
@@ -465,7 +466,7 @@ class Predictor {
   Predictor* WithOutputs(nb::handle outputs) const {
     std::shared_ptr<const Model> model;
     Check(SelectModelOutputs(*full_, ReadOutputSelectors(outputs), &model));
-    std::unique_ptr<Predictor> other(new Predictor(full_, model, threads_, input_dtypes_));
+    std::unique_ptr<Predictor> other(new Predictor(full_, model, options_, input_dtypes_));
     std::map<std::string, Shape> shapes;
     for (const std::string& name : other->input_names_) {
       auto known = known_shapes_.find(name);
@@ -599,7 +600,7 @@ class Predictor {
       if (executor_) {
         status = executor_->Reshape(shapes, &executor);
       } else {
-        status = Executor::Create(model_, shapes, input_dtypes_, &executor, threads_);
+        status = Executor::Create(model_, shapes, input_dtypes_, options_, &executor);
       }
       if (status.ok()) executor_ = std::move(executor);
     }
@@ -610,7 +611,7 @@ class Predictor {
 
   std::shared_ptr<const Model> full_;   // the checkpoint with its own outputs
   std::shared_ptr<const Model> model_;  // pruned to the selected outputs
-  int threads_ = 0;                     // 0: the runtime's default
+  RuntimeOptions options_;              // the environment's, then the caller's
   std::map<std::string, int> input_dtypes_;  // given by the caller; others float32
   std::vector<std::string> input_names_;      // every variable a caller may give
   std::vector<std::string> required_inputs_;  // those a pass reads
@@ -663,12 +664,29 @@ class BytesView {
   size_t size_ = 0;
 };
 
+// The runtime options of a new predictor: the environment's (read here, at
+// the boundary), then the caller's {name: text} over them.
+RuntimeOptions ReadOptions(nb::dict given) {
+  Check(ApplyProcessEnvironment());
+  RuntimeOptions options;
+  Check(OptionsFromEnvironment(&options));
+  for (auto item : given) {
+    std::string name, value;
+    if (!nb::try_cast<std::string>(item.first, name, false) ||
+        !nb::try_cast<std::string>(item.second, value, false)) {
+      RaiseError("options must map option names to text values");
+    }
+    Check(SetRuntimeOption(&options, name, value));
+  }
+  return options;
+}
+
 Predictor* CreatePredictor(nb::handle symbol_json, nb::handle params, nb::dict input_shapes,
-                           nb::object outputs, int threads, nb::dict input_dtypes) {
+                           nb::object outputs, nb::dict option_texts, nb::dict input_dtypes) {
   BytesView json(symbol_json, "symbol_json", true);
   std::unique_ptr<BytesView> param_bytes;
   if (!params.is_none()) param_bytes.reset(new BytesView(params, "params", false));
-  if (threads < 0) RaiseError(StrCat("threads must be positive, got ", threads));
+  const RuntimeOptions options = ReadOptions(option_texts);
   std::shared_ptr<Model> full;
   Status status;
   {
@@ -699,7 +717,7 @@ Predictor* CreatePredictor(nb::handle symbol_json, nb::handle params, nb::dict i
     }
     dtypes[name] = flag;
   }
-  std::unique_ptr<Predictor> predictor(new Predictor(full, model, threads, dtypes));
+  std::unique_ptr<Predictor> predictor(new Predictor(full, model, options, dtypes));
   predictor->CheckInputDTypes(dtypes);
   predictor->Init(input_shapes);
   return predictor.release();
@@ -806,6 +824,39 @@ nb::dict MemoryReportOf(nb::handle symbol_json, nb::dict input_shapes, bool fuse
   out["lower_bound_bytes"] = report.lower_bound_bytes;
   out["entries"] = report.num_entries;
   out["blocks"] = report.num_blocks;
+  return out;
+}
+
+// The names mx.model.load_checkpoint's light Symbol lists (mxlite/symbol.py),
+// from the graph as written (no pruning, no fusion): MXNet's list_arguments()
+// and list_auxiliary_states() (variables some operator mutates, such as
+// BatchNorm's moving statistics, are auxiliary states), list_outputs() and
+// get_internals().list_outputs().
+nb::dict SymbolInfo(nb::handle symbol_json) {
+  std::string text;
+  if (!nb::try_cast<std::string>(symbol_json, text, false)) {
+    nb::bytes raw;
+    if (!nb::try_cast<nb::bytes>(symbol_json, raw, false)) {
+      RaiseError("symbol_json must be str or bytes");
+    }
+    text.assign(raw.c_str(), raw.size());
+  }
+  Graph graph;
+  Check(LoadSymbolJson(text.data(), text.size(), &graph));
+  std::vector<int> arguments, aux_states;
+  graph.ListVariables(&arguments, &aux_states);
+  std::vector<std::string> argument_names, aux_names, output_names, internal_names;
+  for (int node : arguments) argument_names.push_back(graph.nodes[node].name);
+  for (int node : aux_states) aux_names.push_back(graph.nodes[node].name);
+  for (const NodeEntry& output : graph.outputs) {
+    output_names.push_back(graph.nodes[output.node].OutputName(output.index));
+  }
+  for (const auto& internal : Internals(graph)) internal_names.push_back(internal.first);
+  nb::dict out;
+  out["arguments"] = argument_names;
+  out["aux_states"] = aux_names;
+  out["outputs"] = output_names;
+  out["internals"] = internal_names;
   return out;
 }
 
@@ -941,23 +992,28 @@ NB_MODULE(_core, m) {
   m.doc() = "mxlite's compiled core: predictors and NDArray files (use the mxlite package).";
   nb::object error = nb::module_::import_("mxlite.errors").attr("MXLiteError");
   mxlite::python_core::g_error_type = error.release().ptr();  // kept for the process
+  // The module is the API boundary: MXLITE_ISA, MXLITE_ENGINE and the other
+  // process settings apply now, before any kernel or array exists; a bad
+  // value fails the import with a message naming the variable.
+  mxlite::python_core::Check(mxlite::ApplyProcessEnvironment());
 
   nb::class_<Predictor>(m, "Predictor",
                         "A loaded checkpoint bound to input shapes (see mxlite.Predictor).")
       .def("__init__",
            [](Predictor* self, nb::handle symbol_json, nb::handle params, nb::dict input_shapes,
-              nb::object outputs, int threads, nb::dict input_dtypes) {
+              nb::object outputs, nb::dict options, nb::dict input_dtypes) {
              std::unique_ptr<Predictor> made(mxlite::python_core::CreatePredictor(
-                 symbol_json, params, input_shapes, outputs, threads, input_dtypes));
+                 symbol_json, params, input_shapes, outputs, options, input_dtypes));
              new (self) Predictor(std::move(*made));  // moves the executor, no rebinding
            },
            nb::arg("symbol_json"), nb::arg("params").none(), nb::arg("input_shapes"),
-           nb::arg("outputs").none(), nb::arg("threads"), nb::arg("input_dtypes"),
+           nb::arg("outputs").none(), nb::arg("options"), nb::arg("input_dtypes"),
            nb::sig("def __init__(self, symbol_json: str | bytes, params: bytes | None, "
                    "input_shapes: dict[str, tuple[int, ...]], outputs: list[str | int] | None, "
-                   "threads: int, input_dtypes: dict[str, int]) -> None"),
+                   "options: dict[str, str], input_dtypes: dict[str, int]) -> None"),
            "Parses symbol JSON (str or bytes) and params file bytes; selects `outputs` "
-           "(None keeps the symbol's); input_dtypes maps inputs to MXNet dtype flags "
+           "(None keeps the symbol's); options maps runtime option names to values "
+           "(over the MXLITE_* environment); input_dtypes maps inputs to MXNet dtype flags "
            "(default float32); binds when every input shape is known.")
       .def_prop_ro("input_names", &Predictor::input_names,
                    "Variables a caller may give (those the params lack), in graph order.")
@@ -1001,6 +1057,11 @@ NB_MODULE(_core, m) {
         "Intermediate memory of the symbol's forward pass for the given input shapes: "
         "naive, in place only, co-share only, planned (both) and the lower bound, in bytes. "
         "fuse=True plans the optimised graph a predictor runs.");
+  m.def("symbol_info", &mxlite::python_core::SymbolInfo, nb::arg("symbol_json"),
+        nb::sig("def symbol_info(symbol_json: str | bytes) -> dict[str, list[str]]"),
+        "The symbol's arguments, aux_states, outputs and internals (output names), as "
+        "MXNet's list_arguments(), list_auxiliary_states(), list_outputs() and "
+        "get_internals().list_outputs() give them.");
   m.def("load_ndarrays", &mxlite::python_core::LoadNDArrays, nb::arg("data"), nb::arg("source"),
         nb::sig("def load_ndarrays(data: bytes, source: str) -> "
                 "tuple[list[numpy.ndarray | None], list[str]]"),
@@ -1051,6 +1112,18 @@ NB_MODULE(_core, m) {
              return h.ref->data.storage() == other.ref->data.storage();
            },
            nb::arg("other"), "Whether both arrays view the same storage.");
+  m.def(
+      "runtime_options",
+      [] {
+        nb::list options;
+        for (int i = 0; i < mxlite::kRuntimeOptionCount; ++i) {
+          const mxlite::RuntimeOptionInfo& info = mxlite::kRuntimeOptionList[i];
+          options.append(nb::make_tuple(info.name, info.environment, info.values, info.meaning));
+        }
+        return options;
+      },
+      nb::sig("def runtime_options() -> list[tuple[str, str, str, str]]"),
+      "The runtime options: (name, environment variable, values, meaning) each.");
   m.def("nd_invoke", &mxlite::python_core::InvokeOperator, nb::arg("op_name"), nb::arg("attrs"),
         nb::arg("inputs"),
         nb::sig("def nd_invoke(op_name: str, attrs: dict[str, str], inputs: list[ArrayHandle]) "

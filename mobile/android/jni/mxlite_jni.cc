@@ -1,7 +1,8 @@
 /*
  * JNI layer of org.mxlite.Predictor: Java arrays in, C predict API calls,
- * Java arrays out. It uses nothing but c_predict_api.h, so it links against
- * any build of the one file (Android, Debian cross builds, the host JVM).
+ * Java arrays out. It uses nothing but c_predict_api.h and mxlite.h (for
+ * MXLitePredCreateWithOptions), so it links against any build of the one
+ * file (Android, Debian cross builds, the host JVM).
  *
  * Inputs are float32, as MXPredCreate makes them. Outputs come out of the
  * core in their own type (MXPredGetOutputType) and are converted to Java
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "c_predict_api.h"
+#include "mxlite.h"
 #include "mxlite_output_float.h"
 
 namespace mxlite_jni {
@@ -79,18 +81,72 @@ jlong AsJLong(PredictorHandle handle) {
   return static_cast<jlong>(reinterpret_cast<intptr_t>(handle));
 }
 
+// Runtime option names and values (String[] each, same length, checked by
+// the Java side) as the C strings MXLitePredCreateWithOptions takes.
+struct Options {
+  std::vector<std::string> names;
+  std::vector<std::string> values;
+  std::vector<const char*> name_ptrs;
+  std::vector<const char*> value_ptrs;
+};
+
+// Copies a Java string; returns false with a Java exception pending.
+bool ReadString(JNIEnv* env, jstring text, std::string* out) {
+  if (text == nullptr) {
+    ThrowMXLiteException(env, "option names and values must not be null");
+    return false;
+  }
+  const char* utf = env->GetStringUTFChars(text, nullptr);
+  if (utf == nullptr) return false;  // OutOfMemoryError pending
+  out->assign(utf);
+  env->ReleaseStringUTFChars(text, utf);
+  return true;
+}
+
+// Reads String[] names and String[] values (either may be null: no
+// options). Returns false with a Java exception pending on failure.
+bool ReadOptions(JNIEnv* env, jobjectArray names, jobjectArray values, Options* out) {
+  if (names == nullptr || values == nullptr) return true;
+  const jsize count = env->GetArrayLength(names);
+  if (env->GetArrayLength(values) != count) {
+    ThrowMXLiteException(env, "option names and values differ in number");
+    return false;
+  }
+  out->names.resize(static_cast<size_t>(count));
+  out->values.resize(static_cast<size_t>(count));
+  for (jsize i = 0; i < count; ++i) {
+    jstring name = static_cast<jstring>(env->GetObjectArrayElement(names, i));
+    jstring value = static_cast<jstring>(env->GetObjectArrayElement(values, i));
+    const bool ok = ReadString(env, name, &out->names[static_cast<size_t>(i)]) &&
+                    ReadString(env, value, &out->values[static_cast<size_t>(i)]);
+    if (name != nullptr) env->DeleteLocalRef(name);
+    if (value != nullptr) env->DeleteLocalRef(value);
+    if (!ok) return false;
+  }
+  for (const std::string& name : out->names) out->name_ptrs.push_back(name.c_str());
+  for (const std::string& value : out->values) out->value_ptrs.push_back(value.c_str());
+  return true;
+}
+
 }  // namespace mxlite_jni
 
 extern "C" {
 
+// option_names/option_values null: MXPredCreate's behaviour (the
+// environment's settings); otherwise MXLitePredCreateWithOptions with one
+// handle, all outputs.
 JNIEXPORT jlong JNICALL Java_org_mxlite_Predictor_nativeCreate(JNIEnv* env, jclass,
                                                                jbyteArray symbol_json,
                                                                jbyteArray params,
                                                                jobjectArray names,
-                                                               jobjectArray shapes) {
+                                                               jobjectArray shapes,
+                                                               jobjectArray option_names,
+                                                               jobjectArray option_values) {
   using namespace mxlite_jni;
   InputShapes inputs;
   if (!ReadInputShapes(env, names, shapes, &inputs)) return 0;
+  Options options;
+  if (!ReadOptions(env, option_names, option_values, &options)) return 0;
   // MXPredCreate reads the JSON as a C string: copy it with a terminating
   // NUL (MXNet's JNI layer passed the Java bytes without one).
   const jsize json_size = env->GetArrayLength(symbol_json);
@@ -101,10 +157,18 @@ JNIEXPORT jlong JNICALL Java_org_mxlite_Predictor_nativeCreate(JNIEnv* env, jcla
   env->GetByteArrayRegion(params, 0, params_size, reinterpret_cast<jbyte*>(param_bytes.data()));
 
   PredictorHandle handle = nullptr;
-  const int status = MXPredCreate(json.data(), param_bytes.data(), static_cast<int>(params_size),
-                                  1, 0, static_cast<mx_uint>(inputs.keys.size()),
-                                  inputs.keys.data(), inputs.indptr.data(), inputs.dims.data(),
-                                  &handle);
+  int status = 0;
+  if (option_names == nullptr) {
+    status = MXPredCreate(json.data(), param_bytes.data(), static_cast<int>(params_size), 1, 0,
+                          static_cast<mx_uint>(inputs.keys.size()), inputs.keys.data(),
+                          inputs.indptr.data(), inputs.dims.data(), &handle);
+  } else {
+    status = MXLitePredCreateWithOptions(
+        json.data(), param_bytes.data(), static_cast<int>(params_size), 1, 0,
+        static_cast<mx_uint>(inputs.keys.size()), inputs.keys.data(), inputs.indptr.data(),
+        inputs.dims.data(), 0, nullptr, static_cast<mx_uint>(options.name_ptrs.size()),
+        options.name_ptrs.data(), options.value_ptrs.data(), 1, &handle);
+  }
   if (ThrowIfFailed(env, status)) return 0;
   return AsJLong(handle);
 }

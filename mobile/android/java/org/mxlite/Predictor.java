@@ -42,13 +42,62 @@ public final class Predictor implements AutoCloseable {
    */
   public static Predictor load(byte[] symbolJson, byte[] params, Map<String, int[]> inputShapes)
       throws MXLiteException {
+    return create(symbolJson, params, inputShapes, null);
+  }
+
+  /**
+   * Creates a predictor with runtime options, by name, as strings (the names
+   * and values of docs/options.md, e.g. {@code "threads" -> "2"},
+   * {@code "memory_budget" -> "256M"}, {@code "spin_ms" -> "0"}). They
+   * override the process environment's MXLITE_* settings for this predictor.
+   * An unknown name or a bad value throws an {@link MXLiteException} naming
+   * it.
+   *
+   * <pre>{@code
+   * Map<String, String> options = new HashMap<>();
+   * options.put("threads", "2");
+   * options.put("spin_ms", "0");  // idle threads sleep at once: saves battery
+   * Predictor predictor = Predictor.load(symbolJson, params, shapes, options);
+   * }</pre>
+   *
+   * @param options option name to value; applied in the map's iteration
+   *     order (use a LinkedHashMap where order matters); empty: the defaults
+   */
+  public static Predictor load(byte[] symbolJson, byte[] params, Map<String, int[]> inputShapes,
+                               Map<String, String> options) throws MXLiteException {
+    if (options == null) {
+      throw new NullPointerException("options must not be null (use the 3-argument load)");
+    }
+    return create(symbolJson, params, inputShapes, options);
+  }
+
+  /** options null: MXPredCreate (the environment's settings only). */
+  private static Predictor create(byte[] symbolJson, byte[] params,
+                                  Map<String, int[]> inputShapes, Map<String, String> options)
+      throws MXLiteException {
     if (symbolJson == null || params == null) {
       throw new NullPointerException("symbolJson and params must not be null");
     }
     String[] names = new String[inputShapes.size()];
     int[][] shapes = new int[names.length][];
     flattenShapes(inputShapes, names, shapes);
-    return new Predictor(nativeCreate(symbolJson, params, names, shapes));
+    String[] optionNames = null;
+    String[] optionValues = null;
+    if (options != null) {
+      optionNames = new String[options.size()];
+      optionValues = new String[optionNames.length];
+      int i = 0;
+      for (Map.Entry<String, String> entry : options.entrySet()) {
+        if (entry.getKey() == null || entry.getValue() == null) {
+          throw new NullPointerException("option names and values must not be null");
+        }
+        optionNames[i] = entry.getKey();
+        optionValues[i] = entry.getValue();
+        ++i;
+      }
+    }
+    return new Predictor(nativeCreate(symbolJson, params, names, shapes, optionNames,
+                                      optionValues));
   }
 
   /**
@@ -136,8 +185,10 @@ public final class Predictor implements AutoCloseable {
     }
   }
 
+  /** optionNames and optionValues: both null for MXPredCreate. */
   private static native long nativeCreate(byte[] symbolJson, byte[] params, String[] names,
-                                          int[][] shapes) throws MXLiteException;
+                                          int[][] shapes, String[] optionNames,
+                                          String[] optionValues) throws MXLiteException;
 
   private static native long nativeReshape(long handle, String[] names, int[][] shapes)
       throws MXLiteException;

@@ -28,6 +28,11 @@ import java.util.Map;
  *                                     load with shape D0,.., reshape to batch
  *                                     1, run INPUT, write output 0 to OUT
  *   errors SYMBOL PARAMS NAME D0,..   print how misuse is reported
+ *   options SYMBOL PARAMS NAME D0,.. INPUT OUT
+ *                                     load with threads=2, run INPUT, write
+ *                                     output 0 to OUT; then print how an
+ *                                     unknown option and a bad value are
+ *                                     reported
  * </pre>
  */
 public final class ConformanceCheck {
@@ -46,6 +51,9 @@ public final class ConformanceCheck {
         break;
       case "errors":
         errors(args[1], args[2], args[3], parseDims(args[4]));
+        break;
+      case "options":
+        options(args[1], args[2], args[3], parseDims(args[4]), args[5], args[6]);
         break;
       default:
         throw new IllegalArgumentException("unknown mode " + args[0]);
@@ -205,6 +213,48 @@ public final class ConformanceCheck {
       lines.add("closed: IllegalStateException: " + error.getMessage());
     }
     for (String line : lines) OUT.println(line);
+  }
+
+  /**
+   * Runs with options through Predictor.load(.., options) and prints
+   * "what: ExceptionClass: message" for options the core must refuse.
+   */
+  private static void options(String symbolPath, String paramsPath, String name, int[] dims,
+                              String inputPath, String out) throws Exception {
+    byte[] symbol = Files.readAllBytes(Paths.get(symbolPath));
+    byte[] params = Files.readAllBytes(Paths.get(paramsPath));
+    Map<String, int[]> shapes = Collections.singletonMap(name, dims);
+    Map<String, String> options = new LinkedHashMap<>();
+    options.put("threads", "2");
+    options.put("spin_ms", "0");
+    List<String> lines = new ArrayList<>();
+    try (Predictor predictor = Predictor.load(symbol, params, shapes, options)) {
+      predictor.setInput(name, readFloats(inputPath));
+      predictor.forward();
+      writeFloats(out, predictor.getOutput(0));
+      lines.add("threads_2: ran");
+    }
+    lines.add(refusal("unknown_option", symbol, params, shapes,
+        Collections.singletonMap("no_such_option", "1")));
+    lines.add(refusal("bad_value", symbol, params, shapes,
+        Collections.singletonMap("threads", "lots")));
+    try {
+      Predictor.load(symbol, params, shapes, null);
+      lines.add("null_options: no exception");
+    } catch (NullPointerException error) {
+      lines.add("null_options: NullPointerException: " + error.getMessage());
+    }
+    for (String line : lines) OUT.println(line);
+  }
+
+  private static String refusal(String what, byte[] symbol, byte[] params,
+                                Map<String, int[]> shapes, Map<String, String> options) {
+    try {
+      Predictor.load(symbol, params, shapes, options).close();
+      return what + ": no exception";
+    } catch (MXLiteException error) {
+      return what + ": MXLiteException: " + error.getMessage();
+    }
   }
 
   private static int[] parseDims(String text) {

@@ -1,0 +1,52 @@
+#include "environment.h"
+
+#include <cstdlib>
+
+namespace mxlite {
+
+Status OptionsFromEnvironment(RuntimeOptions* options) {
+  *options = RuntimeOptions();
+  for (int i = 0; i < kRuntimeOptionCount; ++i) {
+    const RuntimeOptionInfo& info = kRuntimeOptionList[i];
+    const char* value = std::getenv(info.environment);
+    if (value == nullptr || *value == '\0') continue;
+    Status status = SetRuntimeOption(options, info.name, value);
+    if (!status.ok()) {
+      return Status::Error(StrCat("environment variable ", info.environment, ": ",
+                                  status.message()));
+    }
+  }
+  return Status();
+}
+
+namespace environment_cc {
+
+Status ReadProcessEnvironment() {
+  ProcessOptions options;
+  if (const char* isa = std::getenv("MXLITE_ISA")) options.isa = isa;
+  if (const char* engine = std::getenv("MXLITE_ENGINE")) options.engine = engine;
+  if (const char* threads = std::getenv("MXLITE_ENGINE_THREADS")) {
+    if (*threads != '\0') {
+      char* end = nullptr;
+      const long value = std::strtol(threads, &end, 10);
+      MXL_CHECK(*end == '\0' && value >= 1 && value <= 4096,
+                "MXLITE_ENGINE_THREADS must be a whole number from 1 to 4096, not '", threads,
+                "'");
+      options.engine_threads = static_cast<int>(value);
+    }
+  }
+  RuntimeOptions predictor_options;
+  if (OptionsFromEnvironment(&predictor_options).ok()) {
+    options.nd_threads = predictor_options.threads;
+  }
+  return SetProcessOptions(options);
+}
+
+}  // namespace environment_cc
+
+Status ApplyProcessEnvironment() {
+  static const Status result = environment_cc::ReadProcessEnvironment();
+  return result;
+}
+
+}  // namespace mxlite
