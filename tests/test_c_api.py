@@ -22,6 +22,8 @@ EXPORTED = ['MXGetLastError', 'MXPredCreate', 'MXPredCreateEx', 'MXPredCreatePar
             'MXPredGetOutputType', 'MXPredSetInput', 'MXPredForward', 'MXPredPartialForward',
             'MXPredGetOutput', 'MXPredFree', 'MXPredSetMonitorCallback', 'MXNDListCreate',
             'MXNDListGet', 'MXNDListFree']
+# mxlite's extensions (mxlite.h), exported beside MXNet's functions.
+EXTENSIONS = ['MXLitePredCreateWithOptions']
 
 
 @pytest.fixture
