@@ -13,7 +13,6 @@
 #include <cstdio>
 #include <vector>
 
-#include "../../predict/c_api/environment.h"
 #include "../../predict/operators/mxnet_sort.h"
 #include "test_random.h"
 
@@ -67,15 +66,6 @@ void CheckAllK(const std::vector<float>& row, const char* what) {
 }  // namespace
 
 int main() {
-  // This driver is the API boundary: the environment (MXLITE_ISA caps the
-  // kernels' instruction set) applies here.
-  {
-    const mxlite::Status environment = mxlite::ApplyProcessEnvironment();
-    if (!environment.ok()) {
-      std::fprintf(stderr, "%s\n", environment.message().c_str());
-      return 2;
-    }
-  }
   TestRandom random(29);
   const int sizes[] = {0, 1, 2, 3, 15, 16, 17, 18, 31, 33, 64, 100, 129, 257, 300};
   for (int n : sizes) {
