@@ -13,3 +13,15 @@ class MXLiteError(RuntimeError):
 
 class MXLiteFileNotFoundError(MXLiteError, FileNotFoundError):
     """A checkpoint or NDArray file that does not exist (also a FileNotFoundError)."""
+
+
+def read_file(path: str) -> bytes:
+    """The bytes of `path`; a missing file raises MXLiteFileNotFoundError, any
+    other failure MXLiteError, each naming the file."""
+    try:
+        with open(path, 'rb') as f:
+            return f.read()
+    except FileNotFoundError:
+        raise MXLiteFileNotFoundError(f'{path}: no such file') from None
+    except OSError as error:
+        raise MXLiteError(f'{path}: cannot read it: {error.strerror or error}') from None

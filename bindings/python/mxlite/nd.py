@@ -29,7 +29,7 @@ import numpy as np
 from . import ndarray as _ndarray
 from . import random
 from ._native import core as _core
-from .errors import MXLiteError, MXLiteFileNotFoundError
+from .errors import MXLiteError, read_file
 from .ndarray import *  # noqa: F401,F403  (the mx.nd functions)
 from .ndarray import NDArray
 from .random import normal, uniform
@@ -50,13 +50,7 @@ def load(path: str | os.PathLike[str]) -> dict[str, NDArray | None] | list[NDArr
     the file and the byte where it went wrong.
     """
     path = os.fspath(path)
-    try:
-        with open(path, 'rb') as f:
-            data = f.read()
-    except FileNotFoundError:
-        raise MXLiteFileNotFoundError(f'{path}: no such file') from None
-    except OSError as error:
-        raise MXLiteError(f'{path}: cannot read it: {error.strerror or error}') from None
+    data = read_file(path)
     arrays, names = _core.load_ndarrays(data, path)
     arrays = [None if a is None else _ndarray.array(a, dtype=a.dtype) for a in arrays]
     return dict(zip(names, arrays)) if names else arrays

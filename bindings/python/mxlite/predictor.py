@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._native import core as _core
-from .errors import MXLiteError, MXLiteFileNotFoundError
+from .errors import MXLiteError, read_file
 
 if TYPE_CHECKING:
     from .symbol import Symbol
@@ -33,16 +33,6 @@ __all__ = ['Predictor', 'Outputs']
 
 # What predict() returns: one array for a one-output model, else a list.
 Outputs = Union[npt.NDArray[Any], list[npt.NDArray[Any]]]
-
-
-def _read_file(path: str) -> bytes:
-    try:
-        with open(path, 'rb') as f:
-            return f.read()
-    except FileNotFoundError:
-        raise MXLiteFileNotFoundError(f'{path}: no such file') from None
-    except OSError as error:
-        raise MXLiteError(f'{path}: cannot read it: {error.strerror or error}') from None
 
 
 def _shape_dict(shapes: Mapping[str, Sequence[SupportsIndex]] | None
@@ -252,8 +242,8 @@ class Predictor:
             raise MXLiteError(f'epoch must be an integer, got {epoch!r}') from None
         if not 0 <= epoch <= 9999:
             raise MXLiteError(f'epoch must be in 0..9999, got {epoch}')
-        symbol = _read_file(f'{prefix}-symbol.json')
-        params = _read_file(f'{prefix}-{epoch:04d}.params')
+        symbol = read_file(f'{prefix}-symbol.json')
+        params = read_file(f'{prefix}-{epoch:04d}.params')
         try:
             return cls(symbol, params, input_shapes, outputs, threads, input_dtypes, options)
         except MXLiteError as error:

@@ -21,7 +21,7 @@ import os
 from collections.abc import Sequence
 
 from ._native import core as _core
-from .errors import MXLiteError, MXLiteFileNotFoundError
+from .errors import MXLiteError, read_file
 
 __all__ = ['Symbol', 'load', 'load_json']
 
@@ -133,13 +133,7 @@ def load(path: str | os.PathLike[str]) -> Symbol:
     read raises MXLiteError naming the file.
     """
     path = os.fspath(path)
-    try:
-        with open(path, 'rb') as f:
-            data = f.read()
-    except FileNotFoundError:
-        raise MXLiteFileNotFoundError(f'{path}: no such file') from None
-    except OSError as error:
-        raise MXLiteError(f'{path}: cannot read it: {error.strerror or error}') from None
+    data = read_file(path)
     try:
         return Symbol(data)
     except UnicodeDecodeError:

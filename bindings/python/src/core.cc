@@ -790,9 +790,8 @@ nb::bytes SaveNDArrays(nb::list arrays, const std::vector<std::string>& names) {
   return nb::bytes(out.data(), out.size());
 }
 
-// The memory plan of a symbol file for given input shapes (no params
-// needed): the five totals of `mxlite plan`, in bytes.
-nb::dict MemoryReportOf(nb::handle symbol_json, nb::dict input_shapes, bool fuse) {
+// Symbol JSON given as str or bytes, as text.
+std::string SymbolText(nb::handle symbol_json) {
   std::string text;
   if (!nb::try_cast<std::string>(symbol_json, text, false)) {
     nb::bytes raw;
@@ -801,6 +800,13 @@ nb::dict MemoryReportOf(nb::handle symbol_json, nb::dict input_shapes, bool fuse
     }
     text.assign(raw.c_str(), raw.size());
   }
+  return text;
+}
+
+// The memory plan of a symbol file for given input shapes (no params
+// needed): the five totals of `mxlite plan`, in bytes.
+nb::dict MemoryReportOf(nb::handle symbol_json, nb::dict input_shapes, bool fuse) {
+  const std::string text = SymbolText(symbol_json);
   std::map<std::string, Shape> shapes;
   for (auto item : input_shapes) {
     std::string name;
@@ -833,14 +839,7 @@ nb::dict MemoryReportOf(nb::handle symbol_json, nb::dict input_shapes, bool fuse
 // BatchNorm's moving statistics, are auxiliary states), list_outputs() and
 // get_internals().list_outputs().
 nb::dict SymbolInfo(nb::handle symbol_json) {
-  std::string text;
-  if (!nb::try_cast<std::string>(symbol_json, text, false)) {
-    nb::bytes raw;
-    if (!nb::try_cast<nb::bytes>(symbol_json, raw, false)) {
-      RaiseError("symbol_json must be str or bytes");
-    }
-    text.assign(raw.c_str(), raw.size());
-  }
+  const std::string text = SymbolText(symbol_json);
   Graph graph;
   Check(LoadSymbolJson(text.data(), text.size(), &graph));
   std::vector<int> arguments, aux_states;
