@@ -129,7 +129,10 @@ Status CreatePredictors(const char* symbol_json, const void* param_bytes, int pa
                         const mx_uint* input_shape_indptr, const mx_uint* input_shape_data,
                         mx_uint num_dtypes, const char** dtype_names, const int* dtype_flags,
                         mx_uint num_output_nodes, const char** output_keys, int count,
-                        RuntimeOptions options, PredictorHandle* out) {
+                        mx_uint num_options, const char** option_names,
+                        const char** option_values, PredictorHandle* out) {
+  RuntimeOptions options;
+  MXL_RETURN_IF_ERROR(ReadOptions(num_options, option_names, option_values, &options));
   MXL_CHECK(symbol_json != nullptr, "symbol_json_str is NULL");
   MXL_CHECK(out != nullptr, "the output handle pointer is NULL");
   MXL_CHECK(dev_type == 1 || dev_type == 3 || dev_type == 5, "dev_type ", dev_type,
@@ -251,12 +254,10 @@ int MXPredCreate(const char* symbol_json_str, const void* param_bytes, int param
                  PredictorHandle* out) {
   (void)dev_id;
   MXL_API_BEGIN();
-  mxlite::RuntimeOptions options;
-  MXL_API_CALL(mxlite::c_api_cc::ReadOptions(0, nullptr, nullptr, &options));
   MXL_API_CALL(CreatePredictors(symbol_json_str, param_bytes, param_size, dev_type,
                                 num_input_nodes, input_keys, input_shape_indptr,
-                                input_shape_data, 0, nullptr, nullptr, 0, nullptr, 1, options,
-                                out));
+                                input_shape_data, 0, nullptr, nullptr, 0, nullptr, 1, 0, nullptr,
+                                nullptr, out));
   MXL_API_END();
   return 0;
 }
@@ -269,13 +270,11 @@ int MXPredCreateEx(const char* symbol_json_str, const void* param_bytes, int par
                    PredictorHandle* out) {
   (void)dev_id;
   MXL_API_BEGIN();
-  mxlite::RuntimeOptions options;
-  MXL_API_CALL(mxlite::c_api_cc::ReadOptions(0, nullptr, nullptr, &options));
   MXL_API_CALL(CreatePredictors(symbol_json_str, param_bytes, param_size, dev_type,
                                 num_input_nodes, input_keys, input_shape_indptr,
                                 input_shape_data, num_provided_arg_dtypes,
                                 provided_arg_dtype_names, provided_arg_dtypes, 0, nullptr, 1,
-                                options, out));
+                                0, nullptr, nullptr, out));
   MXL_API_END();
   return 0;
 }
@@ -287,12 +286,10 @@ int MXPredCreatePartialOut(const char* symbol_json_str, const void* param_bytes,
                            const char** output_keys, PredictorHandle* out) {
   (void)dev_id;
   MXL_API_BEGIN();
-  mxlite::RuntimeOptions options;
-  MXL_API_CALL(mxlite::c_api_cc::ReadOptions(0, nullptr, nullptr, &options));
   MXL_API_CALL(CreatePredictors(symbol_json_str, param_bytes, param_size, dev_type,
                                 num_input_nodes, input_keys, input_shape_indptr,
                                 input_shape_data, 0, nullptr, nullptr, num_output_nodes,
-                                output_keys, 1, options, out));
+                                output_keys, 1, 0, nullptr, nullptr, out));
   MXL_API_END();
   return 0;
 }
@@ -304,12 +301,10 @@ int MXPredCreateMultiThread(const char* symbol_json_str, const void* param_bytes
                             PredictorHandle* out) {
   (void)dev_id;
   MXL_API_BEGIN();
-  mxlite::RuntimeOptions options;
-  MXL_API_CALL(mxlite::c_api_cc::ReadOptions(0, nullptr, nullptr, &options));
   MXL_API_CALL(CreatePredictors(symbol_json_str, param_bytes, param_size, dev_type,
                                 num_input_nodes, input_keys, input_shape_indptr,
                                 input_shape_data, 0, nullptr, nullptr, 0, nullptr, num_threads,
-                                options, out));
+                                0, nullptr, nullptr, out));
   MXL_API_END();
   return 0;
 }
@@ -491,13 +486,11 @@ int MXLitePredCreateWithOptions(const char* symbol_json_str, const void* param_b
                                 int num_handles, PredictorHandle* out) {
   (void)dev_id;
   MXL_API_BEGIN();
-  mxlite::RuntimeOptions options;
-  MXL_API_CALL(
-      mxlite::c_api_cc::ReadOptions(num_options, option_names, option_values, &options));
   MXL_API_CALL(CreatePredictors(symbol_json_str, param_bytes, param_size, dev_type,
                                 num_input_nodes, input_keys, input_shape_indptr,
                                 input_shape_data, 0, nullptr, nullptr, num_output_nodes,
-                                output_keys, num_handles, options, out));
+                                output_keys, num_handles, num_options, option_names,
+                                option_values, out));
   MXL_API_END();
   return 0;
 }

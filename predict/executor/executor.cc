@@ -29,10 +29,8 @@ Status Executor::Make(std::shared_ptr<const Model> model,
   executor->reusable_arena_ = std::move(reusable_arena);
   if (options.profile != 0) {
     executor->profile_.reset(new std::map<std::string, OpProfile>());
-    executor->profile_per_node_ = options.profile == 2;
   }
-  executor->optimized_ = options.graph_optimization;
-  if (executor->optimized_) {
+  if (options.graph_optimization) {
     MXL_RETURN_IF_ERROR(FuseOperators(model->graph, &executor->graph_));
   } else {
     executor->graph_ = model->graph;
@@ -99,7 +97,7 @@ Status Executor::Bind(const std::map<std::string, int>& input_dtypes) {
   for (const auto& input : input_shapes_) known_dtypes.emplace(input.first, kFloat32);
   EntryShapes shapes;
   EntryDTypes dtypes;
-  if (optimized_) {
+  if (optimized()) {
     // Check the graph as written first, so that every error names the
     // user's nodes rather than fused ones.
     MXL_RETURN_IF_ERROR(InferShapes(model_->graph, input_shapes_, param_shapes, &shapes));
@@ -114,7 +112,7 @@ Status Executor::Bind(const std::map<std::string, int>& input_dtypes) {
   MXL_RETURN_IF_ERROR(EntryBytes(graph, shapes, dtypes, &entry_bytes));
   // Optimised graphs also get their Concat inputs written in place.
   std::vector<EntryPart> parts;
-  if (optimized_) MXL_RETURN_IF_ERROR(FindEntryParts(graph, shapes, dtypes, &parts));
+  if (optimized()) MXL_RETURN_IF_ERROR(FindEntryParts(graph, shapes, dtypes, &parts));
   MXL_RETURN_IF_ERROR(PlanMemory(graph, entry_bytes, parts, PlanOptions(), &plan_));
   // Nothing is allocated before the budget is checked: an absurd input
   // shape is an error here, not an out-of-memory kill later.
@@ -374,7 +372,7 @@ Status Executor::RunNode(int n) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const std::string kernel = ops_[n]->KernelName();
     std::string key = kernel.empty() ? node.op_name : node.op_name + " " + kernel;
-    if (profile_per_node_) {
+    if (options_.profile == 2) {
       // Zero-padded node number first, so the map prints in execution order.
       char number[16];
       std::snprintf(number, sizeof(number), "%05d ", n);

@@ -88,7 +88,7 @@ class Executor {
   // the current inputs: what monitoring and step-by-step execution need to
   // see every node of the symbol file, as MXNet shows them.
   Status Unoptimized(std::unique_ptr<Executor>* out) const;
-  bool optimized() const { return optimized_; }
+  bool optimized() const { return options_.graph_optimization; }
 
   // Copies `count` elements (in the argument's dtype) into argument `name`.
   Status SetInput(const std::string& name, const void* data, size_t count);
@@ -174,9 +174,7 @@ class Executor {
   // Time per operator type when options_.profile is 1 (per node, in
   // execution order, when 2), printed on destruction.
   std::unique_ptr<std::map<std::string, OpProfile>> profile_;
-  bool profile_per_node_ = false;
-  Graph graph_;  // the model's graph, optimised unless optimized_ is false
-  bool optimized_ = false;
+  Graph graph_;  // the model's graph, optimised unless options_.graph_optimization is off
   std::map<std::string, Shape> input_shapes_;
   std::map<std::string, int> input_dtypes_;
   std::vector<std::string> input_names_;
