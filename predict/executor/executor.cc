@@ -302,13 +302,19 @@ Status Executor::PrepareOperators() {
     size_t bytes = 0;
     // The parameters keep their values until the next Prepare (SetInput on
     // one forces it); anything else may change between runs.
+    // Their arrays, which the model owns, identify them to the model's
+    // cache of prepared weights.
     std::vector<bool> constant;
+    std::vector<const void*> identities;
     for (const NodeEntry& input : graph.nodes[n].inputs) {
       const Node& from = graph.nodes[input.node];
-      constant.push_back(from.is_variable() && model_->params.count(from.name) != 0 &&
-                         input_shapes_.count(from.name) == 0);
+      auto param = from.is_variable() ? model_->params.find(from.name) : model_->params.end();
+      const bool is_constant = param != model_->params.end() && input_shapes_.count(from.name) == 0;
+      constant.push_back(is_constant);
+      identities.push_back(is_constant ? param->second.data() : nullptr);
     }
     ops_[n]->set_constant_inputs(std::move(constant));
+    ops_[n]->set_prepared_cache(model_->prepared.get(), std::move(identities));
     const Float32Copies* copies = float32_copies_[n].get();
     if (copies) CopyInputsToFloat32(static_cast<int>(n));  // weights a Prepare may read
     Status status = copies ? ops_[n]->Prepare(copies->inputs, copies->outputs, &bytes)

@@ -23,6 +23,7 @@
 #include "../graph/graph.h"
 #include "../graph/infer.h"
 #include "../kernels/thread_pool.h"
+#include "../operators/prepared_cache.h"
 #include "memory_plan.h"
 
 namespace mxlite {
@@ -33,6 +34,9 @@ struct Model {
   Graph graph;
   std::map<std::string, NDArray> params;
   std::vector<std::string> file_names;  // every name in the params file, as written
+  // Weights prepared from the parameters, shared by every executor of the
+  // model (and of copies of it, which keep the same parameter arrays).
+  std::shared_ptr<PreparedCache> prepared = std::make_shared<PreparedCache>();
 };
 
 // Builds a Model the way every front end does: parses the symbol JSON

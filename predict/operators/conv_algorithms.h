@@ -89,6 +89,7 @@ struct ConvWeights {
 // One forward call over the whole batch. residual (the output's shape) may
 // be null; workspace holds at least the kernel's WorkspaceBytes().
 struct ConvCall {
+  int64_t batch = 0;  // images; a prepared kernel serves any batch size
   const float* data = nullptr;
   const float* residual = nullptr;
   float* output = nullptr;

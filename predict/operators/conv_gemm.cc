@@ -82,7 +82,7 @@ class PointwiseKernel : public ConvKernel {
     const ConvGeometry& g = g_;
     const int64_t plane = g.InSpatial();
     const int64_t group_in = g.channels / g.groups, group_out = g.filters / g.groups;
-    for (int64_t n = 0; n < g.batch; ++n) {
+    for (int64_t n = 0; n < call.batch; ++n) {
       for (int64_t grp = 0; grp < g.groups; ++grp) {
         const float* in_g = call.data + (n * g.channels + grp * group_in) * plane;
         const int64_t out_offset = (n * g.filters + grp * group_out) * plane;
@@ -194,7 +194,7 @@ class Im2colKernel : public ConvKernel {
     const int64_t group_in = g.channels / g.groups, group_out = g.filters / g.groups;
     float* col = static_cast<float*>(call.workspace);
     const int64_t rows = g.out[0] * g.out[1];
-    for (int64_t n = 0; n < g.batch; ++n) {
+    for (int64_t n = 0; n < call.batch; ++n) {
       for (int64_t grp = 0; grp < g.groups; ++grp) {
         const float* in_g = call.data + (n * g.channels + grp * group_in) * in_plane;
         const int64_t out_offset = (n * g.filters + grp * group_out) * out_plane;
@@ -361,7 +361,7 @@ class ShiftedKernel : public ConvKernel {
   Status Forward(const ConvCall& call) const override {
     MXL_RETURN_IF_ERROR(CheckConvWorkspace(call, WorkspaceBytes()));
     const ConvGeometry& g = g_;
-    for (int64_t n = 0; n < g.batch; ++n) {
+    for (int64_t n = 0; n < call.batch; ++n) {
       const int64_t out_offset = n * g.filters * g.OutSpatial();
       ForwardImage(call.data + n * g.channels * g.InSpatial(),
                    call.residual ? call.residual + out_offset : nullptr,

@@ -93,7 +93,7 @@ class DepthwiseKernel : public ConvKernelBase {
   Status Forward(const ConvCall& call) const override {
     const ConvGeometry& g = g_;
     const int64_t in_plane = g.InSpatial(), out_plane = g.OutSpatial();
-    ParallelFor(call.pool, g.batch * g.channels, [&](int64_t plane) {
+    ParallelFor(call.pool, call.batch * g.channels, [&](int64_t plane) {
       const int64_t c = plane % g.channels;
       float* dst = call.output + plane * out_plane;
       std::fill(dst, dst + out_plane, w_.bias[c]);
@@ -132,7 +132,7 @@ class Depthwise3x3Kernel : public ConvKernelBase {
   Status Forward(const ConvCall& call) const override {
     const ConvGeometry& g = g_;
     const int64_t in_plane = g.InSpatial(), out_plane = g.OutSpatial();
-    ParallelFor(call.pool, g.batch * g.channels, [&](int64_t plane) {
+    ParallelFor(call.pool, call.batch * g.channels, [&](int64_t plane) {
       const int64_t c = plane % g.channels;
       DepthwisePlaneArgs args;
       SetDepthwiseGeometry(g, w_, &args);
@@ -167,7 +167,7 @@ class DepthwiseBlockedKernel : public ConvKernel {
     ConvWeights clamp;
     clamp.lower = lower_;
     clamp.upper = upper_;
-    ParallelFor(call.pool, g.batch * blocks, [&](int64_t task) {
+    ParallelFor(call.pool, call.batch * blocks, [&](int64_t task) {
       const int64_t block = task % blocks;
       const int64_t first = (task / blocks) * g.channels + block * lanes;
       DepthwiseBlockArgs args;
@@ -216,7 +216,7 @@ class Winograd4x4Kernel : public ConvKernel {
     MXL_RETURN_IF_ERROR(CheckConvWorkspace(call, WorkspaceBytes()));
     const ConvGeometry& g = g_;
     const int64_t in_image = g.channels * g.InSpatial(), out_image = g.filters * g.OutSpatial();
-    for (int64_t n = 0; n < g.batch; ++n) {
+    for (int64_t n = 0; n < call.batch; ++n) {
       WinogradConvolve(plan_, packed_, call.data + n * in_image, bias_.data(),
                        call.residual ? call.residual + n * out_image : nullptr, lower_, upper_,
                        call.output + n * out_image, static_cast<float*>(call.workspace),
@@ -263,7 +263,7 @@ class WinogradPlanKernel : public ConvKernel {
     MXL_RETURN_IF_ERROR(CheckConvWorkspace(call, WorkspaceBytes()));
     const ConvGeometry& g = g_;
     const int64_t in_image = g.channels * g.InSpatial(), out_image = g.filters * g.OutSpatial();
-    for (int64_t n = 0; n < g.batch; ++n) {
+    for (int64_t n = 0; n < call.batch; ++n) {
       plan_.Convolve(call.data + n * in_image, bias_.data(),
                      call.residual ? call.residual + n * out_image : nullptr, lower_, upper_,
                      call.output + n * out_image, static_cast<float*>(call.workspace),
@@ -304,7 +304,7 @@ class DirectKernel : public ConvKernel {
     const int64_t threads = call.pool ? call.pool->size() : 1;
     const int64_t band = std::max<int64_t>(1, std::min<int64_t>(8, g.out[1] / (2 * threads)));
     const int64_t bands = (g.out[1] + band - 1) / band;
-    ParallelFor(call.pool, g.batch * bands, [&](int64_t task) {
+    ParallelFor(call.pool, call.batch * bands, [&](int64_t task) {
       const int64_t n = task / bands, first = task % bands * band;
       DirectConvRows(direct_, call.data + n * in_image, packed_.data(), bias_.data(), first,
                      std::min(g.out[1], first + band), call.output + n * out_image,

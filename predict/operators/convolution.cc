@@ -15,6 +15,7 @@
  */
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 #include "batch_norm_row.h"
@@ -49,6 +50,16 @@ struct Fusion {
   float in_lower = -std::numeric_limits<float>::infinity();
   float in_upper = std::numeric_limits<float>::infinity();
 };
+
+// Everything in a Fusion that the prepared weights depend on, exactly
+// (floats in hexadecimal), for the prepared-weight cache's keys.
+std::string FusionForm(const Fusion& f) {
+  char text[256];
+  std::snprintf(text, sizeof(text), "bn%d:%a:%d,res%d,clamp%a:%a,inbn%d:%a:%d,inclamp%a:%a",
+                f.batch_norm, f.bn_eps, f.bn_fix_gamma, f.residual, f.lower, f.upper, f.input_bn,
+                f.in_bn_eps, f.in_bn_fix_gamma, f.in_lower, f.in_upper);
+  return text;
+}
 
 class Convolution : public Operator {
  public:
@@ -180,8 +191,27 @@ class Convolution : public Operator {
     // optimizer folds those into 1x1, stride-1, one-group layers only.
     MXL_CHECK(algorithm_ != nullptr, "no convolution algorithm covers ", g.ToString(),
               " (an input BatchNorm is folded into 1x1, stride-1, one-group layers only)");
+    // The prepared kernel depends on every input but the data and the
+    // residual, so executors of one model share it (SharedPrepared).
+    std::vector<int> weight_inputs;
+    for (int i = 1; i < static_cast<int>(in.size()); ++i) {
+      if (!(fusion_.residual && i == ResidualIndex())) weight_inputs.push_back(i);
+    }
+    // Kernels take the batch size per call, so one serves every batch.
+    ConvGeometry any_batch = g;
+    any_batch.batch = 0;
+    const std::string form =
+        StrCat("conv ", algorithm_->name, "; ", any_batch.ToString(), "; ", FusionForm(fusion_));
     kernel_impl_.reset();
-    MXL_RETURN_IF_ERROR(algorithm_->prepare(g, FinalWeights(in), &kernel_impl_));
+    MXL_RETURN_IF_ERROR(SharedPrepared<ConvKernel>(
+        weight_inputs, form,
+        [&](std::shared_ptr<const ConvKernel>* made) {
+          std::unique_ptr<ConvKernel> kernel;
+          MXL_RETURN_IF_ERROR(algorithm_->prepare(g, FinalWeights(in), &kernel));
+          *made = std::move(kernel);
+          return Status();
+        },
+        &kernel_impl_));
     *workspace_bytes = kernel_impl_->WorkspaceBytes();
     return Status();
   }
@@ -192,6 +222,7 @@ class Convolution : public Operator {
     if (g.batch == 0 || g.OutSpatial() == 0) return Status();
     MXL_CHECK(kernel_impl_ != nullptr, "convolution run before it was prepared");
     ConvCall call;
+    call.batch = g.batch;
     call.data = in[0].fdata();
     call.residual = fusion_.residual ? in[ResidualIndex()].fdata() : nullptr;
     call.output = out[0].fdata();
@@ -263,7 +294,7 @@ class Convolution : public Operator {
   // Set by Prepare.
   ConvGeometry geometry_;
   const ConvAlgorithm* algorithm_ = nullptr;
-  std::unique_ptr<ConvKernel> kernel_impl_;
+  std::shared_ptr<const ConvKernel> kernel_impl_;  // shared by the model's executors
 };
 
 Status CreateConvolution(AttrParser* attrs, std::unique_ptr<Operator>* out) {

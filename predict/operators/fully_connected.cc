@@ -21,8 +21,8 @@ namespace fully_connected_op {
 class GemvRowsKernel : public FcKernel {
  public:
   explicit GemvRowsKernel(const FcGeometry& g) : g_(g) {}
-  Status Forward(const FcCall& call) override {
-    for (int64_t row = 0; row < g_.rows; ++row) {
+  Status Forward(const FcCall& call) const override {
+    for (int64_t row = 0; row < call.rows; ++row) {
       SgemvRows(g_.hidden, g_.depth, call.weight, call.x + row * g_.depth,
                 call.y + row * g_.hidden, call.pool);
     }
@@ -38,10 +38,11 @@ class PrepackedGemmKernel : public FcKernel {
   PrepackedGemmKernel(const FcGeometry& g, const float* weight) : g_(g) {
     PackBMatrix(weight, g.depth, /*transposed=*/true, g.depth, g.hidden, &packed_weight_);
   }
-  Status Forward(const FcCall& call) override {
+  Status Forward(const FcCall& call) const override {
+    MXL_CHECK(call.packed_x != nullptr, "FullyConnected: no scratch to pack the data into");
     MXL_RETURN_IF_ERROR(
-        packed_data_.Pack(call.x, g_.depth, g_.rows, g_.depth, /*transposed=*/false, call.pool));
-    GemmPrepackedB(packed_data_, packed_weight_.data(), g_.hidden, call.y, g_.hidden,
+        call.packed_x->Pack(call.x, g_.depth, call.rows, g_.depth, /*transposed=*/false, call.pool));
+    GemmPrepackedB(*call.packed_x, packed_weight_.data(), g_.hidden, call.y, g_.hidden,
                    GemmEpilogue(), call.pool);
     return Status();
   }
@@ -49,16 +50,13 @@ class PrepackedGemmKernel : public FcKernel {
  private:
   FcGeometry g_;
   std::vector<float> packed_weight_;  // W^T in GemmPrepackedB's layout
-  // The data packed for the GEMM, kept between calls so that its buffer is
-  // reused rather than faulted in afresh each call.
-  PackedMatrix packed_data_;
 };
 
 class GemmKernel : public FcKernel {
  public:
   explicit GemmKernel(const FcGeometry& g) : g_(g) {}
-  Status Forward(const FcCall& call) override {
-    Sgemm(false, true, g_.rows, g_.hidden, g_.depth, call.x, g_.depth, call.weight, g_.depth,
+  Status Forward(const FcCall& call) const override {
+    Sgemm(false, true, call.rows, g_.hidden, g_.depth, call.x, g_.depth, call.weight, g_.depth,
           0.f, call.y, g_.hidden, call.pool);
     return Status();
   }
@@ -175,8 +173,17 @@ class FullyConnected : public Operator {
     algorithm_ = ChooseFcAlgorithm(g);
     MXL_CHECK(algorithm_ != nullptr, "no FullyConnected algorithm covers ", g.rows, " x ",
               g.depth, " x ", g.hidden);
+    // A kernel serves any number of rows, so its form leaves them out.
     kernel_.reset();
-    return algorithm_->prepare(g, in[1].fdata(), &kernel_);
+    return SharedPrepared<FcKernel>(
+        {1}, StrCat("fc ", algorithm_->name, "; ", g.depth, " x ", g.hidden),
+        [&](std::shared_ptr<const FcKernel>* made) {
+          std::unique_ptr<FcKernel> kernel;
+          MXL_RETURN_IF_ERROR(algorithm_->prepare(g, in[1].fdata(), &kernel));
+          *made = std::move(kernel);
+          return Status();
+        },
+        &kernel_);
   }
 
   Status Forward(const OpContext& ctx, const std::vector<NDArray>& in,
@@ -186,6 +193,8 @@ class FullyConnected : public Operator {
     float* y = out[0].fdata();
     MXL_CHECK(kernel_ != nullptr, "FullyConnected run before it was prepared");
     FcCall call;
+    call.rows = m;
+    call.packed_x = &packed_x_;
     call.x = in[0].fdata();
     call.weight = in[1].fdata();
     call.y = y;
@@ -208,7 +217,10 @@ class FullyConnected : public Operator {
   bool no_bias_;
   bool flatten_;
   const FcAlgorithm* algorithm_ = nullptr;  // from Prepare
-  std::unique_ptr<FcKernel> kernel_;
+  std::shared_ptr<const FcKernel> kernel_;  // shared by the model's executors
+  // The data packed for a prepacked GEMM, kept between calls so that its
+  // buffer is reused rather than faulted in afresh each call.
+  PackedMatrix packed_x_;
 };
 
 Status CreateFullyConnected(AttrParser* attrs, std::unique_ptr<Operator>* out) {

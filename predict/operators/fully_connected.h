@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "../base/status.h"
+#include "../kernels/gemm.h"
 #include "../kernels/thread_pool.h"
 
 namespace mxlite {
@@ -34,8 +35,12 @@ struct FcGeometry {
 };
 
 // One call: x (rows x depth), W (hidden x depth) as the operator holds it,
-// y (rows x hidden).
+// y (rows x hidden). A prepared kernel serves any number of rows; the
+// caller owns the scratch a kernel packs x into, so kernels are immutable
+// and executors of one model share them.
 struct FcCall {
+  int64_t rows = 0;
+  PackedMatrix* packed_x = nullptr;  // scratch kept between calls (needed by "prepacked gemm")
   const float* x = nullptr;
   const float* weight = nullptr;
   float* y = nullptr;
@@ -45,7 +50,7 @@ struct FcCall {
 class FcKernel {
  public:
   virtual ~FcKernel() = default;
-  virtual Status Forward(const FcCall& call) = 0;
+  virtual Status Forward(const FcCall& call) const = 0;
 };
 
 struct FcAlgorithm {

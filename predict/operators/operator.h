@@ -14,11 +14,14 @@
  *   - execution: Prepare once the shapes are final (choose kernels, size the
  *     scratch space), then Forward any number of times.
  * Each executor owns its own operator instances, so Prepare may keep state
- * (packed weights, chosen kernels) and Forward needs no locking.
+ * (chosen kernels, scratch) and Forward needs no locking. Weights prepared
+ * from constant inputs go through SharedPrepared, so that every executor of
+ * a model shares one copy; such shared objects are immutable.
  */
 #ifndef MXLITE_OPERATORS_OPERATOR_H_
 #define MXLITE_OPERATORS_OPERATOR_H_
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -30,6 +33,7 @@
 #include "../base/status.h"
 #include "../ndarray/ndarray.h"
 #include "attr_parser.h"
+#include "prepared_cache.h"
 
 namespace mxlite {
 
@@ -147,10 +151,43 @@ class Operator {
   void set_runtime_options(const RuntimeOptions* options) { runtime_options_ = options; }
   const RuntimeOptions& runtime_options() const;
 
+  // Set by the executor before Prepare: its model's cache of prepared
+  // weights (prepared_cache.h) and, per input, the identity of its constant
+  // value (the model's parameter array; null where the input is not
+  // constant). Never set (the imperative API): nothing is shared.
+  void set_prepared_cache(PreparedCache* cache, std::vector<const void*> input_identities) {
+    prepared_cache_ = cache;
+    input_identities_ = std::move(input_identities);
+  }
+  // What `make` prepares from the inputs listed in `from`, described by
+  // `form` (everything else it depends on: algorithm, geometry, fused
+  // attributes), shared with every executor of the model that asks for the
+  // same form of the same inputs. Made afresh, and not shared, when one of
+  // those inputs is not constant or no cache is set.
+  template <typename T, typename Make>
+  Status SharedPrepared(const std::vector<int>& from, const std::string& form, Make make,
+                        std::shared_ptr<const T>* out) const {
+    std::string key;
+    for (int i : from) {
+      const void* identity =
+          i >= 0 && i < static_cast<int>(input_identities_.size()) ? input_identities_[i] : nullptr;
+      if (!prepared_cache_ || !identity) {
+        std::shared_ptr<const T> made;
+        MXL_RETURN_IF_ERROR(make(&made));
+        *out = std::move(made);
+        return Status();
+      }
+      key += StrCat(reinterpret_cast<uintptr_t>(identity), ",");
+    }
+    return prepared_cache_->FindOrMake<T>(key + form, make, out);
+  }
+
  private:
   DTypeRule dtype_rule_ = DTypeRule::kFloat;
   std::vector<bool> constant_inputs_;
   const RuntimeOptions* runtime_options_ = nullptr;
+  PreparedCache* prepared_cache_ = nullptr;
+  std::vector<const void*> input_identities_;
 };
 
 // Who names an operator. Names from outside (a symbol file, an imperative

@@ -159,7 +159,11 @@ bool RunAlgorithm(const ConvAlgorithm& algorithm, const Case& c, ThreadPool* poo
   w.input_lower = c.input_lower;
   w.input_upper = c.input_upper;
   std::unique_ptr<ConvKernel> kernel;
-  Status status = algorithm.prepare(c.g, std::move(w), &kernel);
+  // Prepared for one image and run on the case's batch: a prepared kernel
+  // serves every batch size (executors of a model share it).
+  ConvGeometry one_image = c.g;
+  one_image.batch = 1;
+  Status status = algorithm.prepare(one_image, std::move(w), &kernel);
   if (!status.ok()) {
     *reason = "prepare: " + status.message();
     return false;
@@ -170,6 +174,7 @@ bool RunAlgorithm(const ConvAlgorithm& algorithm, const Case& c, ThreadPool* poo
   std::unique_ptr<float[]> workspace(bytes ? new float[(bytes + 3) / 4] : nullptr);
   output->assign(static_cast<size_t>(c.g.batch * c.g.filters * c.g.OutSpatial()), NAN);
   ConvCall call;
+  call.batch = c.g.batch;
   call.data = c.data.data();
   call.residual = c.residual.empty() ? nullptr : c.residual.data();
   call.output = output->data();

@@ -74,9 +74,16 @@ int Main(int argc, char** argv) {
       ++runs;
       ++by_algorithm[algorithm.name];
       std::unique_ptr<FcKernel> kernel;
-      Status status = algorithm.prepare(g, w.data(), &kernel);
+      // Prepared for one row and run on the case's rows: a prepared
+      // kernel serves any number of rows (executors of a model share it).
+      FcGeometry one_row = g;
+      one_row.rows = 1;
+      Status status = algorithm.prepare(one_row, w.data(), &kernel);
       std::vector<float> y(want.size(), NAN);
+      PackedMatrix packed_x;
       FcCall call;
+      call.rows = g.rows;
+      call.packed_x = &packed_x;
       call.x = x.data();
       call.weight = w.data();
       call.y = y.data();
