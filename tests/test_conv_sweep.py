@@ -60,7 +60,8 @@ def test_every_algorithm_matches_reference_and_mxnet(sweep, isa):
     assert failures == 0 and cases == RANDOM_CASES + len(CASES), summary
     # Every algorithm this ISA can run met cases of its own.
     ran = dict(re.findall(r'^  (.+?)\s+(\d+) runs$', out, re.M))
-    expected = {'im2col+gemm', 'shifted gemm', '1x1 gemm', 'depthwise', 'depthwise 3x3',
+    expected = {'im2col+gemm', 'shifted gemm', '1x1 gemm', 'gemm, weights in place', 'depthwise',
+                'depthwise 3x3',
                 'depthwise 16-channel blocks', 'winograd 4x4', 'direct'}
     if isa == 'avx512':
         expected |= {'winograd 2x2', 'winograd 1-D'}

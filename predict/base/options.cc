@@ -29,6 +29,9 @@ const RuntimeOptionInfo kRuntimeOptionList[] = {
      "Winograd convolution algorithms (default on)"},
     {"shifted_gemm", "MXLITE_SHIFTED_GEMM", "switch",
      "the shifted-view GEMM convolution (default on)"},
+    {"compact_weights", "MXLITE_COMPACT_WEIGHTS", "switch",
+     "keep the weights only as the params file holds them, with no packed, Winograd or "
+     "BatchNorm-folded copies: about half the memory, slower convolutions (default off)"},
     {"profile", "MXLITE_PROFILE", "0, 1 or 2",
      "print time per operator type (1) or per node (2) to stderr when a predictor is freed"},
     {"memory_budget", "MXLITE_MEMORY_BUDGET", "bytes, with K/M/G suffix; 0: default",
@@ -109,6 +112,8 @@ Status SetRuntimeOption(RuntimeOptions* options, const std::string& name,
     ok = ParseSwitch(value, &options->winograd);
   } else if (name == "shifted_gemm") {
     ok = ParseSwitch(value, &options->shifted_gemm);
+  } else if (name == "compact_weights") {
+    ok = ParseSwitch(value, &options->compact_weights);
   } else if (name == "profile") {
     ok = ParseInt(value, 3, &options->profile) && options->profile <= 2;
   } else if (name == "memory_budget") {

@@ -39,6 +39,11 @@ struct RuntimeOptions {
   // Convolution algorithm switches, for comparing and debugging.
   bool winograd = true;
   bool shifted_gemm = true;
+  // Keep the weights only as the params file holds them: no packed,
+  // Winograd-transformed or BatchNorm-folded copies (convolutions read the
+  // parameters in place, more slowly). About one copy of the params file
+  // per model instead of two to four.
+  bool compact_weights = false;
   // 0: off; 1: time per operator type; 2: per node; printed to stderr when
   // the predictor is freed.
   int profile = 0;

@@ -522,6 +522,22 @@ Status PackedMatrix::Pack(const float* a, int64_t lda, int64_t rows, int64_t dep
   return Status();
 }
 
+void PackedMatrix::ScaleRows(const float* scale) {
+  const int mr = kernel_->mr;
+  for (int64_t block = 0; block < blocks(); ++block) {
+    const int64_t kc = BlockDepth(block);
+    for (int64_t strip = 0; strip < strips_; ++strip) {
+      float* values = data_.data() + block_offset_[block] + strip * mr * kc;
+      const int strip_rows = static_cast<int>(std::min<int64_t>(mr, rows_ - strip * mr));
+      for (int64_t step = 0; step < kc; ++step) {
+        for (int lane = 0; lane < strip_rows; ++lane) {
+          values[step * mr + lane] *= scale[strip * mr + lane];
+        }
+      }
+    }
+  }
+}
+
 void GemmPacked(const PackedMatrix& a, const float* b, int64_t ldb, int64_t n, float* c,
                 int64_t ldc, const GemmEpilogue& epilogue, ThreadPool* pool) {
   gemm_cc::GemmDispatch(a, b, nullptr, ldb, false, nullptr, n, c, ldc, epilogue, pool);

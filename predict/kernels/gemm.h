@@ -59,6 +59,9 @@ class PackedMatrix {
   // is cut into near-equal blocks of at most KC.
   Status Pack(const float* a, int64_t lda, int64_t rows, int64_t depth, bool transposed = false,
               ThreadPool* pool = nullptr, int64_t segment_depth = 0);
+  // Multiplies row r of the packed matrix by scale[r]: a per-row factor
+  // (a BatchNorm's) applied to weights packed as they are stored.
+  void ScaleRows(const float* scale);
   int64_t rows() const { return rows_; }
   int64_t depth() const { return depth_; }
   int64_t segment_depth() const { return segment_depth_; }

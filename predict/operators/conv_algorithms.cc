@@ -148,6 +148,8 @@ const std::vector<ConvAlgorithm>& ConvAlgorithmTable() {
        ConvAlgorithm::kAlways},
       {"depthwise", DepthwiseApplies, DepthwisePays, PrepareDepthwiseConv,
        ConvAlgorithm::kAlways},
+      {"gemm, weights in place", Im2colApplies, Always, PrepareInPlaceConv,
+       ConvAlgorithm::kCompactOnly},
       {"1x1 gemm", PointwiseApplies, Always, PreparePointwiseConv, ConvAlgorithm::kAlways},
       {"winograd 4x4", Winograd4x4Applies, Winograd4x4Pays, PrepareWinograd4x4Conv,
        ConvAlgorithm::kWinogradSwitch},
@@ -168,6 +170,7 @@ const ConvAlgorithm* ChooseConvAlgorithm(const ConvGeometry& g, Isa isa,
   for (const ConvAlgorithm& algorithm : ConvAlgorithmTable()) {
     if (algorithm.switch_ == ConvAlgorithm::kWinogradSwitch && !options.winograd) continue;
     if (algorithm.switch_ == ConvAlgorithm::kShiftedSwitch && !options.shifted_gemm) continue;
+    if (algorithm.switch_ == ConvAlgorithm::kCompactOnly && !options.compact_weights) continue;
     if (algorithm.applies(g, isa) && algorithm.pays(g, isa)) return &algorithm;
   }
   return nullptr;

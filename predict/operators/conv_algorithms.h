@@ -23,7 +23,10 @@
  * ChooseConvAlgorithm takes the first entry that applies, pays and is not
  * switched off by ConvOptions. The last entry (im2col + GEMM) applies to
  * every layer that does not normalise its input and always pays, so every
- * layer gets an algorithm. `isa` is the instruction set the kernels will
+ * layer gets an algorithm. Under compact_weights the entry that reads the
+ * weights in place comes right after the depthwise ones (whose copies are
+ * a few KiB), so only a layer that normalises its input keeps a packed
+ * copy of its weights. `isa` is the instruction set the kernels will
  * run (SelectedIsa()); the kernels read the same selection.
  */
 #ifndef MXLITE_OPERATORS_CONV_ALGORITHMS_H_
@@ -38,6 +41,7 @@
 
 #include "../base/status.h"
 #include "../kernels/cpu_features.h"
+#include "../ndarray/ndarray.h"
 #include "../kernels/thread_pool.h"
 
 namespace mxlite {
@@ -80,6 +84,12 @@ struct ConvWeights {
   std::vector<float> bias;
   float lower = -std::numeric_limits<float>::infinity();
   float upper = std::numeric_limits<float>::infinity();
+  // Kernels that read the weights in place (compact_weights) get the
+  // parameter array itself here, `weights` left empty, and a folded
+  // BatchNorm as a per-filter scale of the output (empty: none) with
+  // `bias` its shift; they use `weights` when this is empty.
+  NDArray weights_in_place;
+  std::vector<float> filter_scale;
   std::vector<float> input_scale;
   bool input_has_gamma = false;
   float input_lower = -std::numeric_limits<float>::infinity();
@@ -113,14 +123,18 @@ struct ConvAlgorithm {
   Status (*prepare)(const ConvGeometry& g, ConvWeights weights,
                     std::unique_ptr<ConvKernel>* kernel);
   // The ConvOptions switch that turns this entry off, if any.
-  enum Switch { kAlways, kWinogradSwitch, kShiftedSwitch } switch_;
+  // kCompactOnly: taken only under compact_weights, where it comes before
+  // every entry that keeps a transformed copy of the weights.
+  enum Switch { kAlways, kWinogradSwitch, kShiftedSwitch, kCompactOnly } switch_;
 };
 
 // Switches for comparing and debugging (RuntimeOptions::winograd turns the
-// Winograd family off, RuntimeOptions::shifted_gemm the shifted-view GEMM).
+// Winograd family off, RuntimeOptions::shifted_gemm the shifted-view GEMM)
+// and for memory (RuntimeOptions::compact_weights).
 struct ConvOptions {
   bool winograd = true;
   bool shifted_gemm = true;
+  bool compact_weights = false;  // RuntimeOptions::compact_weights
 };
 
 // The algorithms in priority order.

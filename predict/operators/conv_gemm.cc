@@ -12,7 +12,10 @@
  *     output position (zeros where a tap falls in the padding), and
  *     out_g[F/g, OD*OH*OW] = W_g[F/g, C/g*KD*KH*KW] * col. The columns are
  *     built a band of output rows at a time so the scratch stays bounded
- *     (kColumnBytes) and warm in cache while the GEMM consumes it.
+ *     (kColumnBytes) and warm in cache while the GEMM consumes it;
+ *   - weights in place (compact_weights): im2col or pointwise with the
+ *     parameter array read as it is, for a predictor that keeps one copy of
+ *     its weights.
  * The bias, and a fused residual and clamp, are applied as each output tile
  * is finished (the GEMM's epilogue).
  */
@@ -416,6 +419,95 @@ class ShiftedKernel : public ConvKernel {
   std::vector<PackedMatrix> packed_;  // per group
 };
 
+// ---------------------------------------------------------------------------
+// Weights in place (the compact_weights option): the im2col bands of the
+// im2col kernel, or the input plane itself for a pointwise layer, times
+// the parameter array as the params file holds it. Each call packs the
+// weights a block of kInPlaceFilters filters at a time into a per-thread
+// scratch matrix, multiplying in a folded BatchNorm's scale as it goes (the
+// packed kernels' bits: they fold the scale into the weights the same way
+// before packing), so the predictor keeps no copy of the weights.
+
+// 64 filters x a depth of 4608 (512 channels, 3x3) is 1.2 MB of scratch.
+constexpr int64_t kInPlaceFilters = 64;
+
+class InPlaceKernel : public ConvKernel {
+ public:
+  Status Prepare(const ConvGeometry& g, ConvWeights w) {
+    g_ = g;
+    w_ = std::move(w);
+    // Weights of its own when called without the parameter array (the
+    // differential sweep).
+    weights_ =
+        w_.weights_in_place.data() == nullptr ? w_.weights.data() : w_.weights_in_place.fdata();
+    const int64_t depth = g.channels / g.groups * g.KernelSize();
+    const int64_t rows = g.out[0] * g.out[1];
+    const int64_t row_bytes = std::max<int64_t>(1, depth * g.out[2] * int64_t{sizeof(float)});
+    rows_per_band_ = g.Pointwise()
+                         ? rows
+                         : std::max<int64_t>(1, std::min<int64_t>(rows, kColumnBytes / row_bytes));
+    return Status();
+  }
+  size_t WorkspaceBytes() const override {
+    if (g_.Pointwise()) return 0;
+    const int64_t depth = g_.channels / g_.groups * g_.KernelSize();
+    return static_cast<size_t>(rows_per_band_ * g_.out[2] * depth) * sizeof(float);
+  }
+
+  Status Forward(const ConvCall& call) const override {
+    MXL_RETURN_IF_ERROR(CheckConvWorkspace(call, WorkspaceBytes()));
+    // Reused by every call on this thread: no allocation per call.
+    static thread_local PackedMatrix block;
+    const ConvGeometry& g = g_;
+    const int64_t in_plane = g.InSpatial(), out_plane = g.OutSpatial();
+    const int64_t group_in = g.channels / g.groups, group_out = g.filters / g.groups;
+    const int64_t depth = group_in * g.KernelSize();
+    float* col = static_cast<float*>(call.workspace);
+    const int64_t rows = g.out[0] * g.out[1];
+    for (int64_t n = 0; n < call.batch; ++n) {
+      for (int64_t grp = 0; grp < g.groups; ++grp) {
+        const float* in_g = call.data + (n * g.channels + grp * group_in) * in_plane;
+        const int64_t out_offset = (n * g.filters + grp * group_out) * out_plane;
+        for (int64_t row = 0; row < rows; row += rows_per_band_) {
+          const int64_t row_end = std::min(rows, row + rows_per_band_);
+          const int64_t columns = (row_end - row) * g.out[2];
+          const float* b = in_g;
+          if (!g.Pointwise()) {
+            const int64_t kernel_rows = g.kernel[0] * g.kernel[1];
+            ParallelFor(call.pool, group_in * kernel_rows, [&](int64_t task) {
+              const int64_t c = task / kernel_rows, kd = task % kernel_rows / g.kernel[1],
+                            kh = task % g.kernel[1];
+              Im2ColTapRows(g, in_g + c * in_plane, kd, kh, row, row_end,
+                            col + (task * g.kernel[2]) * columns);
+            });
+            b = col;
+          }
+          const int64_t band = out_offset + row * g.out[2];
+          for (int64_t f0 = 0; f0 < group_out; f0 += kInPlaceFilters) {
+            const int64_t filter = grp * group_out + f0;
+            const int64_t filters = std::min(kInPlaceFilters, group_out - f0);
+            MXL_RETURN_IF_ERROR(
+                block.Pack(weights_ + filter * depth, depth, filters, depth, false, call.pool));
+            if (!w_.filter_scale.empty()) block.ScaleRows(w_.filter_scale.data() + filter);
+            const int64_t at = band + f0 * out_plane;
+            GemmPacked(block, b, columns, columns, call.output + at, out_plane,
+                       Epilogue(w_, w_.bias.data() + filter,
+                                call.residual ? call.residual + at : nullptr, out_plane),
+                       call.pool);
+          }
+        }
+      }
+    }
+    return Status();
+  }
+
+ private:
+  ConvGeometry g_;
+  ConvWeights w_;
+  const float* weights_ = nullptr;  // w_'s weights, wherever they are
+  int64_t rows_per_band_ = 0;
+};
+
 }  // namespace conv_gemm_cc
 
 Status PreparePointwiseConv(const ConvGeometry& g, ConvWeights w,
@@ -431,6 +523,11 @@ Status PrepareIm2colConv(const ConvGeometry& g, ConvWeights w,
 Status PrepareShiftedConv(const ConvGeometry& g, ConvWeights w,
                           std::unique_ptr<ConvKernel>* kernel) {
   return MakeConvKernel<conv_gemm_cc::ShiftedKernel>(g, std::move(w), kernel);
+}
+
+Status PrepareInPlaceConv(const ConvGeometry& g, ConvWeights w,
+                          std::unique_ptr<ConvKernel>* kernel) {
+  return MakeConvKernel<conv_gemm_cc::InPlaceKernel>(g, std::move(w), kernel);
 }
 
 }  // namespace mxlite

@@ -19,6 +19,7 @@ using ConvPrepareFn = Status(const ConvGeometry&, ConvWeights, std::unique_ptr<C
 ConvPrepareFn PrepareIm2colConv;
 ConvPrepareFn PreparePointwiseConv;
 ConvPrepareFn PrepareShiftedConv;
+ConvPrepareFn PrepareInPlaceConv;
 ConvPrepareFn PrepareDepthwiseConv;
 ConvPrepareFn PrepareDepthwise3x3Conv;
 ConvPrepareFn PrepareDepthwiseBlockedConv;

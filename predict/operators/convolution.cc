@@ -186,6 +186,7 @@ class Convolution : public Operator {
     ConvOptions switches;
     switches.winograd = runtime_options().winograd;
     switches.shifted_gemm = runtime_options().shifted_gemm;
+    switches.compact_weights = runtime_options().compact_weights;
     algorithm_ = ChooseConvAlgorithm(g, SelectedIsa(), switches);
     // Only an input BatchNorm can leave a layer without one: the graph
     // optimizer folds those into 1x1, stride-1, one-group layers only.
@@ -207,7 +208,10 @@ class Convolution : public Operator {
         weight_inputs, form,
         [&](std::shared_ptr<const ConvKernel>* made) {
           std::unique_ptr<ConvKernel> kernel;
-          MXL_RETURN_IF_ERROR(algorithm_->prepare(g, FinalWeights(in), &kernel));
+          const bool in_place = algorithm_->switch_ == ConvAlgorithm::kCompactOnly;
+          ConvWeights weights;
+          MXL_RETURN_IF_ERROR(FinalWeights(in, in_place, &weights));
+          MXL_RETURN_IF_ERROR(algorithm_->prepare(g, std::move(weights), &kernel));
           *made = std::move(kernel);
           return Status();
         },
@@ -244,12 +248,21 @@ class Convolution : public Operator {
   //   bn(conv(x) + b) = conv(x) * s + ((b - mean) * s + beta),
   //   s = gamma / sqrt(var + eps)        (gamma = 1 with fix_gamma)
   // and the clamps and input BatchNorm of the fusion.
-  ConvWeights FinalWeights(const std::vector<NDArray>& in) const {
+  // With `in_place`, the weights stay in the parameter array (copied only
+  // when the array is the executor's own, a float32 copy of a float16
+  // parameter) and the BatchNorm's scale goes to filter_scale.
+  Status FinalWeights(const std::vector<NDArray>& in, bool in_place, ConvWeights* out) const {
     const ConvGeometry& g = geometry_;
     const int64_t per_filter = g.channels / g.groups * g.KernelSize();
-    ConvWeights w;
+    ConvWeights& w = *out;
     const float* weight = in[1].fdata();
-    w.weights.assign(weight, weight + g.filters * per_filter);
+    if (!in_place) {
+      w.weights.assign(weight, weight + g.filters * per_filter);
+    } else if (in[1].data() == input_identity(1)) {
+      w.weights_in_place = in[1];
+    } else {
+      MXL_RETURN_IF_ERROR(in[1].Clone(&w.weights_in_place));
+    }
     w.bias.assign(static_cast<size_t>(g.filters), 0.f);
     if (!no_bias_) std::copy(in[2].fdata(), in[2].fdata() + g.filters, w.bias.begin());
     if (fusion_.batch_norm) {
@@ -258,10 +271,15 @@ class Convolution : public Operator {
       const float* beta = in[first + 1].fdata();
       const float* mean = in[first + 2].fdata();
       const float* var = in[first + 3].fdata();
+      if (in_place) w.filter_scale.resize(static_cast<size_t>(g.filters));
       for (int64_t f = 0; f < g.filters; ++f) {
         const float invstd = BatchNormInvStd(var[f], fusion_.bn_eps);  // as MXNet
         const float scale = (fusion_.bn_fix_gamma ? 1.f : gamma[f]) * invstd;
-        for (int64_t i = 0; i < per_filter; ++i) w.weights[f * per_filter + i] *= scale;
+        if (in_place) {
+          w.filter_scale[f] = scale;
+        } else {
+          for (int64_t i = 0; i < per_filter; ++i) w.weights[f * per_filter + i] *= scale;
+        }
         w.bias[f] = (w.bias[f] - mean[f]) * scale + beta[f];
       }
     }
@@ -284,7 +302,7 @@ class Convolution : public Operator {
       w.input_lower = fusion_.in_lower;
       w.input_upper = fusion_.in_upper;
     }
-    return w;
+    return Status();
   }
 
   std::vector<int64_t> kernel_, stride_, dilate_, pad_;

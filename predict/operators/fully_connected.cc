@@ -169,7 +169,8 @@ class FullyConnected : public Operator {
     g.depth = in[1].shape()[1];
     g.hidden = num_hidden_;
     g.rows = num_hidden_ > 0 ? out[0].Size() / num_hidden_ : 0;
-    g.constant_weight = input_is_constant(1);
+    // Under compact_weights no algorithm keeps a packed copy of W.
+    g.constant_weight = input_is_constant(1) && !runtime_options().compact_weights;
     algorithm_ = ChooseFcAlgorithm(g);
     MXL_CHECK(algorithm_ != nullptr, "no FullyConnected algorithm covers ", g.rows, " x ",
               g.depth, " x ", g.hidden);

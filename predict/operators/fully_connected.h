@@ -31,7 +31,9 @@ constexpr int64_t kFcMaxPackedWeights = int64_t{16} << 20;  // 64 MiB of float32
 
 struct FcGeometry {
   int64_t rows = 0, depth = 0, hidden = 0;  // m, k, n
-  bool constant_weight = true;  // W keeps its Prepare-time value (a parameter)
+  // W keeps its Prepare-time value (a parameter), and a packed copy of it
+  // may be kept (not under compact_weights).
+  bool constant_weight = true;
 };
 
 // One call: x (rows x depth), W (hidden x depth) as the operator holds it,

@@ -159,6 +159,13 @@ class Operator {
     prepared_cache_ = cache;
     input_identities_ = std::move(input_identities);
   }
+  // The identity the executor gave input `i` (null: not constant, or none
+  // given): an operator that keeps a constant input by reference checks
+  // that the array it was handed is that one, not a converted copy.
+  const void* input_identity(int i) const {
+    return i >= 0 && i < static_cast<int>(input_identities_.size()) ? input_identities_[i]
+                                                                    : nullptr;
+  }
   // What `make` prepares from the inputs listed in `from`, described by
   // `form` (everything else it depends on: algorithm, geometry, fused
   // attributes), shared with every executor of the model that asks for the
@@ -169,8 +176,7 @@ class Operator {
                         std::shared_ptr<const T>* out) const {
     std::string key;
     for (int i : from) {
-      const void* identity =
-          i >= 0 && i < static_cast<int>(input_identities_.size()) ? input_identities_[i] : nullptr;
+      const void* identity = input_identity(i);
       if (!prepared_cache_ || !identity) {
         std::shared_ptr<const T> made;
         MXL_RETURN_IF_ERROR(make(&made));
