@@ -7,7 +7,8 @@ build compiles that file once, into an object, and links the object twice:
                  functions exported. The ctypes client and C programs load it
                  (mxlite.lib_path()).
   mxlite._core   the nanobind extension: the same object, the binding
-                 (bindings/python/src/core.cc, which uses the core's C++ API)
+                 (bindings/python/src/core.cc and convert.h, over the core's
+                 C++ API)
                  and nanobind's own sources (src/nb_combined.cpp from the
                  installed nanobind package).
 
@@ -35,6 +36,7 @@ BUILD = os.path.join(ROOT, 'build')
 CACHE = os.path.join(BUILD, 'python')
 LIB_NAME = 'libmxlite.dylib' if sys.platform == 'darwin' else 'libmxlite.so'
 BINDING_SOURCE = os.path.join(ROOT, 'bindings', 'python', 'src', 'core.cc')
+BINDING_HEADERS = [os.path.join(ROOT, 'bindings', 'python', 'src', 'convert.h')]
 
 # The core's flags are the Makefile's (LIB_FLAGS), less -shared.
 CORE_FLAGS = ['-std=c++17', '-O2', '-Wall', '-Wextra', '-fPIC', '-fvisibility=hidden']
@@ -116,8 +118,8 @@ def build_native(package_dir, extension_path):
                          NANOBIND_FLAGS + system_includes + ['-isystem', robin_map])
     binding = ObjectJob('core', BINDING_SOURCE,
                         BINDING_FLAGS + system_includes + ['-I', os.path.join(ROOT, 'predict')],
-                        depends=predict_headers + [os.path.join(nb_include, 'nanobind',
-                                                                'nanobind.h')])
+                        depends=predict_headers + BINDING_HEADERS
+                        + [os.path.join(nb_include, 'nanobind', 'nanobind.h')])
     jobs = int(os.environ.get('MXLITE_BUILD_JOBS', min(3, os.cpu_count() or 1)))
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         core_object, nanobind_object, binding_object = pool.map(

@@ -1,12 +1,15 @@
 /*
- * The C predict API over the executor.
+ * The C predict API over the core predictor.
  *
  * Each entry point runs its body inside MXL_API_BEGIN/MXL_API_END: a failed
  * Status, or any C++ exception (std::bad_alloc included), becomes return
  * value -1 and a thread-local message for MXGetLastError. Handles are plain
- * heap objects; a predictor holds its executor and shares the Model (graph
- * and parameters) with the predictors made from it by MXPredReshape and
- * MXPredCreateMultiThread.
+ * heap objects, each holding a core Predictor (executor/predictor.h) made
+ * with MXNet's binding rule (BindRule::kAtOnce); the model layer
+ * (executor/model.h) loads the model, selects the partial outputs and checks
+ * the inputs and parameters, as it does for the Python binding. A predictor
+ * shares the Model (graph and parameters) with the predictors made from it
+ * by MXPredReshape and MXPredCreateMultiThread.
  *
  * A handle serves one thread at a time (c_predict_api.h says so). Calls on
  * one handle from several threads at once would race on its inputs, its
@@ -28,7 +31,7 @@
 #include <string>
 #include <vector>
 
-#include "../executor/executor.h"
+#include "../executor/predictor.h"
 #include "../include/mxlite.h"
 #include "environment.h"
 #include "../ndarray/ndarray_io.h"
@@ -46,9 +49,8 @@ int Fail(const std::string& message) {
   return -1;
 }
 
-struct Predictor {
-  std::shared_ptr<const Model> model;
-  std::unique_ptr<Executor> executor;
+struct Handle {
+  std::unique_ptr<Predictor> predictor;  // always bound
   std::vector<mx_uint> shape_buffer;  // for MXPredGetOutputShape
   // True while a call uses this handle or one made from it (or it from) by
   // MXPredReshape: those share memory and threads. See HandleUse.
@@ -58,8 +60,8 @@ struct Predictor {
 // Holds a predictor's busy flag for one API call, if no other call holds it.
 class HandleUse {
  public:
-  explicit HandleUse(Predictor* predictor)
-      : busy_(predictor->busy), held_(!busy_->exchange(true, std::memory_order_acquire)) {}
+  explicit HandleUse(Handle* handle)
+      : busy_(handle->busy), held_(!busy_->exchange(true, std::memory_order_acquire)) {}
   ~HandleUse() {
     if (held_) busy_->store(false, std::memory_order_release);
   }
@@ -152,15 +154,10 @@ Status CreatePredictors(const char* symbol_json, const void* param_bytes, int pa
   MXL_RETURN_IF_ERROR(LoadModel(symbol_json, std::strlen(symbol_json), param_bytes,
                                 static_cast<size_t>(param_size), keys, &model));
 
-  std::map<std::string, Shape> shapes;
+  PredictorSpec spec;
+  spec.rule = BindRule::kAtOnce;
   MXL_RETURN_IF_ERROR(ReadInputShapes(num_input_nodes, input_keys, input_shape_indptr,
-                                      input_shape_data, &shapes));
-
-  std::vector<std::string> input_names;
-  for (const auto& entry : shapes) input_names.push_back(entry.first);
-  MXL_RETURN_IF_ERROR(CheckParameters(*model, input_names));
-
-  std::map<std::string, int> dtypes;
+                                      input_shape_data, &spec.input_shapes));
   if (num_dtypes > 0) {
     MXL_CHECK(dtype_names != nullptr && dtype_flags != nullptr,
               "provided_arg_dtype_names and provided_arg_dtypes must not be NULL");
@@ -169,38 +166,28 @@ Status CreatePredictors(const char* symbol_json, const void* param_bytes, int pa
     MXL_CHECK(dtype_names[i] != nullptr, "dtype name ", i, " is NULL");
     MXL_CHECK(IsValidDType(dtype_flags[i]), "argument '", dtype_names[i],
               "': unknown dtype flag ", dtype_flags[i]);
-    // A type from the params file wins, as in MXNet.
-    if (!model->params.count(dtype_names[i])) dtypes[dtype_names[i]] = dtype_flags[i];
+    // A type for a parameter is ignored (the params file's wins, as in MXNet).
+    spec.input_dtypes[dtype_names[i]] = dtype_flags[i];
   }
 
   // Handles made for one thread each run single-threaded unless the caller
   // asked for a thread count (the threads option or MXLITE_NUM_THREADS).
   if (count > 1 && options.threads == 0) options.threads = 1;
-  std::shared_ptr<const Model> shared = model;
-  std::vector<std::unique_ptr<Predictor>> made;
+  spec.options = options;
+  std::vector<std::unique_ptr<Handle>> made;
   for (int i = 0; i < count; ++i) {
-    std::unique_ptr<Predictor> predictor(new Predictor());
-    predictor->model = shared;
-    MXL_RETURN_IF_ERROR(Executor::Create(shared, shapes, dtypes, options, &predictor->executor));
-    made.push_back(std::move(predictor));
+    std::unique_ptr<Handle> handle(new Handle());
+    MXL_RETURN_IF_ERROR(Predictor::Create(model, spec, &handle->predictor));
+    made.push_back(std::move(handle));
   }
   for (int i = 0; i < count; ++i) out[i] = made[i].release();
   return Status();
 }
 
-Predictor* AsPredictor(PredictorHandle handle) { return static_cast<Predictor*>(handle); }
+Handle* AsHandle(PredictorHandle handle) { return static_cast<Handle*>(handle); }
 
-// Monitoring and step-by-step execution show every node of the symbol file,
-// as MXNet does, so they run on an executor without fused operators; the
-// predictor switches to one (keeping its inputs) the first time they are
-// used.
-Status UseUnoptimized(Predictor* predictor) {
-  if (!predictor->executor->optimized()) return Status();
-  std::unique_ptr<Executor> plain;
-  MXL_RETURN_IF_ERROR(predictor->executor->Unoptimized(&plain));
-  predictor->executor = std::move(plain);
-  return Status();
-}
+// The bound executor of a handle.
+Executor* ExecutorOf(PredictorHandle handle) { return AsHandle(handle)->predictor->executor(); }
 
 }  // namespace c_api_cc
 }  // namespace mxlite
@@ -240,11 +227,12 @@ Status UseUnoptimized(Predictor* predictor) {
 // returns: a second thread's call on it meanwhile fails (see HandleUse).
 #define MXL_API_USE_HANDLE(handle, function)                                       \
   MXL_API_REQUIRE(handle != nullptr, function ": the predictor handle is NULL");   \
-  ::mxlite::c_api_cc::HandleUse mxl_api_use_(AsPredictor(handle));                 \
+  ::mxlite::c_api_cc::HandleUse mxl_api_use_(AsHandle(handle));                 \
   MXL_API_REQUIRE(mxl_api_use_.held(), ::mxlite::c_api_cc::InUse(function))
 
-using mxlite::c_api_cc::AsPredictor;
+using mxlite::c_api_cc::AsHandle;
 using mxlite::c_api_cc::CreatePredictors;
+using mxlite::c_api_cc::ExecutorOf;
 
 const char* MXGetLastError(void) { return mxlite::c_api_cc::LastError().c_str(); }
 
@@ -318,11 +306,10 @@ int MXPredReshape(mx_uint num_input_nodes, const char** input_keys,
   std::map<std::string, mxlite::Shape> shapes;
   MXL_API_CALL(mxlite::c_api_cc::ReadInputShapes(num_input_nodes, input_keys,
                                                  input_shape_indptr, input_shape_data, &shapes));
-  mxlite::c_api_cc::Predictor* old = AsPredictor(handle);
-  std::unique_ptr<mxlite::c_api_cc::Predictor> fresh(new mxlite::c_api_cc::Predictor());
-  fresh->model = old->model;
+  mxlite::c_api_cc::Handle* old = AsHandle(handle);
+  std::unique_ptr<mxlite::c_api_cc::Handle> fresh(new mxlite::c_api_cc::Handle());
   fresh->busy = old->busy;  // the two share an arena and threads
-  MXL_API_CALL(old->executor->Reshape(shapes, &fresh->executor));
+  MXL_API_CALL(old->predictor->Reshaped(shapes, &fresh->predictor));
   *out = fresh.release();
   MXL_API_END();
   return 0;
@@ -334,13 +321,14 @@ int MXPredGetOutputShape(PredictorHandle handle, mx_uint index, mx_uint** shape_
   MXL_API_USE_HANDLE(handle, "MXPredGetOutputShape");
   MXL_API_REQUIRE(shape_data != nullptr && shape_ndim != nullptr,
                   "MXPredGetOutputShape: output pointers must not be NULL");
-  mxlite::c_api_cc::Predictor* predictor = AsPredictor(handle);
-  const int count = predictor->executor->num_outputs();
+  mxlite::c_api_cc::Handle* held = AsHandle(handle);
+  const mxlite::Executor* executor = held->predictor->executor();
+  const int count = executor->num_outputs();
   MXL_API_REQUIRE(index < static_cast<mx_uint>(count), "output index ", index,
                   " is out of range: the predictor has ", count, " output(s)");
-  const mxlite::Shape& shape = predictor->executor->output(index).shape();
-  predictor->shape_buffer.assign(shape.dims().begin(), shape.dims().end());
-  *shape_data = predictor->shape_buffer.data();
+  const mxlite::Shape& shape = executor->output(index).shape();
+  held->shape_buffer.assign(shape.dims().begin(), shape.dims().end());
+  *shape_data = held->shape_buffer.data();
   *shape_ndim = static_cast<mx_uint>(shape.ndim());
   MXL_API_END();
   return 0;
@@ -350,11 +338,11 @@ int MXPredGetOutputType(PredictorHandle handle, mx_uint out_index, int* out_dtyp
   MXL_API_BEGIN();
   MXL_API_USE_HANDLE(handle, "MXPredGetOutputType");
   MXL_API_REQUIRE(out_dtype != nullptr, "MXPredGetOutputType: out_dtype is NULL");
-  mxlite::c_api_cc::Predictor* predictor = AsPredictor(handle);
-  const int count = predictor->executor->num_outputs();
+  const mxlite::Executor* executor = ExecutorOf(handle);
+  const int count = executor->num_outputs();
   MXL_API_REQUIRE(out_index < static_cast<mx_uint>(count), "output index ", out_index,
                   " is out of range: the predictor has ", count, " output(s)");
-  *out_dtype = predictor->executor->output(out_index).dtype();
+  *out_dtype = executor->output(out_index).dtype();
   MXL_API_END();
   return 0;
 }
@@ -364,7 +352,7 @@ int MXPredSetInput(PredictorHandle handle, const char* key, const mx_float* data
   MXL_API_USE_HANDLE(handle, "MXPredSetInput");
   MXL_API_REQUIRE(key != nullptr, "MXPredSetInput: key is NULL");
   MXL_API_REQUIRE(data != nullptr || size == 0, "MXPredSetInput: data is NULL");
-  MXL_API_CALL(AsPredictor(handle)->executor->SetInput(key, data, size));
+  MXL_API_CALL(ExecutorOf(handle)->SetInput(key, data, size));
   MXL_API_END();
   return 0;
 }
@@ -372,7 +360,7 @@ int MXPredSetInput(PredictorHandle handle, const char* key, const mx_float* data
 int MXPredForward(PredictorHandle handle) {
   MXL_API_BEGIN();
   MXL_API_USE_HANDLE(handle, "MXPredForward");
-  MXL_API_CALL(AsPredictor(handle)->executor->Forward());
+  MXL_API_CALL(ExecutorOf(handle)->Forward());
   MXL_API_END();
   return 0;
 }
@@ -381,8 +369,8 @@ int MXPredPartialForward(PredictorHandle handle, int step, int* step_left) {
   MXL_API_BEGIN();
   MXL_API_USE_HANDLE(handle, "MXPredPartialForward");
   MXL_API_REQUIRE(step_left != nullptr, "MXPredPartialForward: step_left is NULL");
-  MXL_API_CALL(mxlite::c_api_cc::UseUnoptimized(AsPredictor(handle)));
-  MXL_API_CALL(AsPredictor(handle)->executor->PartialForward(step, step_left));
+  MXL_API_CALL(AsHandle(handle)->predictor->UseUnoptimized());
+  MXL_API_CALL(ExecutorOf(handle)->PartialForward(step, step_left));
   MXL_API_END();
   return 0;
 }
@@ -390,13 +378,13 @@ int MXPredPartialForward(PredictorHandle handle, int step, int* step_left) {
 int MXPredGetOutput(PredictorHandle handle, mx_uint index, mx_float* data, mx_uint size) {
   MXL_API_BEGIN();
   MXL_API_USE_HANDLE(handle, "MXPredGetOutput");
-  mxlite::c_api_cc::Predictor* predictor = AsPredictor(handle);
-  const int count = predictor->executor->num_outputs();
+  const mxlite::Executor* executor = ExecutorOf(handle);
+  const int count = executor->num_outputs();
   MXL_API_REQUIRE(index < static_cast<mx_uint>(count), "output index ", index,
                   " is out of range: the predictor has ", count, " output(s)");
-  const mxlite::NDArray& output = predictor->executor->output(index);
+  const mxlite::NDArray& output = executor->output(index);
   MXL_API_REQUIRE(static_cast<int64_t>(size) == output.Size(), "output ", index, " ('",
-                  predictor->executor->output_name(index), "') has shape ",
+                  executor->output_name(index), "') has shape ",
                   output.shape().ToString(), " (", output.Size(), " elements) but size is ",
                   size);
   MXL_API_REQUIRE(data != nullptr || size == 0, "MXPredGetOutput: data is NULL");
@@ -411,7 +399,7 @@ int MXPredFree(PredictorHandle handle) {
   // Freeing a handle another thread is using would pull its memory from
   // under it: refused, like any other call on a busy handle.
   MXL_API_USE_HANDLE(handle, "MXPredFree");
-  delete AsPredictor(handle);
+  delete AsHandle(handle);
   MXL_API_END();
   return 0;
 }
@@ -420,8 +408,8 @@ int MXPredSetMonitorCallback(PredictorHandle handle, PredMonitorCallback callbac
                              void* callback_handle, bool monitor_all) {
   MXL_API_BEGIN();
   MXL_API_USE_HANDLE(handle, "MXPredSetMonitorCallback");
-  MXL_API_CALL(mxlite::c_api_cc::UseUnoptimized(AsPredictor(handle)));
-  AsPredictor(handle)->executor->SetMonitor(callback, callback_handle, monitor_all);
+  MXL_API_CALL(AsHandle(handle)->predictor->UseUnoptimized());
+  ExecutorOf(handle)->SetMonitor(callback, callback_handle, monitor_all);
   MXL_API_END();
   return 0;
 }

@@ -23,52 +23,10 @@
 #include "../graph/graph.h"
 #include "../graph/infer.h"
 #include "../kernels/thread_pool.h"
-#include "../operators/prepared_cache.h"
 #include "memory_plan.h"
+#include "model.h"
 
 namespace mxlite {
-
-// A loaded model: the graph (pruned to its outputs) and its parameters in
-// their stored dtypes, shared by every executor made from it.
-struct Model {
-  Graph graph;
-  std::map<std::string, NDArray> params;
-  std::vector<std::string> file_names;  // every name in the params file, as written
-  // Weights prepared from the parameters, shared by every executor of the
-  // model (and of copies of it, which keep the same parameter arrays).
-  std::shared_ptr<PreparedCache> prepared = std::make_shared<PreparedCache>();
-};
-
-// Builds a Model the way every front end does: parses the symbol JSON
-// (upgrading legacy files), makes the internal outputs named `output_keys`
-// the outputs (MXPredCreatePartialOut's rule; empty keeps the symbol's
-// heads), prunes the graph to its outputs and loads the parameters it uses
-// from the params file bytes. Parameter names may carry MXNet's "arg:" and
-// "aux:" prefixes or none (Gluon save_parameters); entries the graph does
-// not use are ignored; each keeps the dtype it was stored with.
-Status LoadModel(const char* symbol_json, size_t symbol_json_size, const void* param_bytes,
-                 size_t param_size, const std::vector<std::string>& output_keys,
-                 std::shared_ptr<Model>* out);
-
-// The checks every front end makes of an input shape it is given: at least
-// one dimension, each positive (MXNet's predict API refuses zero dimensions).
-Status CheckInputShape(const std::string& name, const Shape& shape);
-
-// The variables of `model` that hold learned parameters, in graph order:
-// those an operator reads at a weight, bias, gamma, beta, moving_mean,
-// moving_var or (RNN) parameters slot (the arguments MXNet creates and
-// initialises for a layer), as opposed to data inputs and labels.
-std::vector<std::string> ParameterNames(const Model& model);
-
-// Checks that the params file gave the model its parameters: each must be in
-// the file or among `inputs` (the names a caller gives values for). When the
-// file provides none of them, the error says what it holds (a Gluon
-// save_parameters() file, or another model's); lists of names are cut to a
-// few and a count.
-Status CheckParameters(const Model& model, const std::vector<std::string>& inputs);
-
-// 'a', 'b', 'c' and 5 more: at most `limit` names of `names`, quoted.
-std::string QuotedNames(const std::vector<std::string>& names, size_t limit = 5);
 
 // Called with (output name, array, user data) after each operator.
 using MonitorFn = void (*)(const char*, void*, void*);

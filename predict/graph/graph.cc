@@ -46,33 +46,6 @@ std::string DescribeEntries(const Graph& graph, const std::vector<NodeEntry>& en
   return text;
 }
 
-Status SelectOutputs(const std::vector<std::string>& keys, Graph* graph) {
-  std::vector<NodeEntry> selected;
-  for (const std::string& key : keys) {
-    const std::string wanted = key + "_output";
-    std::vector<NodeEntry> found;
-    for (size_t n = 0; n < graph->nodes.size(); ++n) {
-      const Node& node = graph->nodes[n];
-      for (int i = 0; i < node.num_outputs(); ++i) {
-        if (node.OutputName(i) == wanted) found.push_back(NodeEntry{static_cast<int>(n), i});
-      }
-    }
-    MXL_CHECK(!found.empty(), "output key '", key, "': the graph has no internal output named '",
-              wanted, "'");
-    // MXNet's predict API takes the first match without a word; a name that
-    // several nodes share (GluonCV's video models reuse one) would then give
-    // an output nobody asked for, so it is refused, as MXNet's
-    // sym.get_internals()[name] refuses it.
-    MXL_CHECK(found.size() == 1, "output key '", key, "': ", found.size(),
-              " outputs are named '", wanted, "' (", DescribeEntries(*graph, found),
-              "), so the key does not say which; give the node wanted a name of its own in "
-              "the symbol JSON (MXNet's predict API would take the first silently)");
-    selected.push_back(found[0]);
-  }
-  graph->outputs = selected;
-  return Status();
-}
-
 void PruneToOutputs(Graph* graph) {
   std::vector<bool> needed(graph->nodes.size(), false);
   for (const NodeEntry& entry : graph->outputs) needed[entry.node] = true;

@@ -61,11 +61,6 @@ struct Graph {
 // builds every operator; unknown operators and attributes are errors here.
 Status LoadSymbolJson(const char* text, size_t size, Graph* out);
 
-// Makes the internal outputs named `keys` the graph's outputs: key k selects
-// the output called "k_output" (MXPredCreatePartialOut's rule). A key that
-// names no output, or several (nodes sharing a name), is an error.
-Status SelectOutputs(const std::vector<std::string>& keys, Graph* graph);
-
 // Tells apart outputs that share a name, for messages: each node described
 // with its first input ("'relu0' (Activation) reading 'conv1_output'").
 std::string DescribeEntries(const Graph& graph, const std::vector<NodeEntry>& entries);
