@@ -121,3 +121,88 @@ def test_resident_memory_per_handle_and_compact():
     assert compact['per_extra_handle_mib'] <= plan + EXTRA_HANDLE_PARAMS_SHARE * params, compact
     # The option does what it says: less than the default's prepared copies.
     assert compact['one_predictor_mib'] < default['one_predictor_mib'], (compact, default)
+
+
+def test_float16_parameters_converted_once_and_shared(api):
+    """A float16 checkpoint: its parameters are converted to float32 once,
+    into copies the model's executors share (MXPredReshape to the same
+    shape makes a second one); both give MXNet's output."""
+    from test_ops import CASES as OP_CASES, DTYPE_FLAGS
+    case = next(c for c in OP_CASES if c.name == 'dtype_float16_cnn')
+    inputs, expected = case.io()
+    handle = api.create(case.symbol_json, case.params, {k: v.shape for k, v in inputs.items()},
+                        dtypes={k: DTYPE_FLAGS[v] for k, v in case.meta['input_dtypes'].items()})
+    try:
+        twin = api.reshape(handle, {k: v.shape for k, v in inputs.items()})
+        try:
+            for run in range(2):  # a second pass reads the copies converted once
+                for h in (handle, twin):
+                    for key, value in inputs.items():
+                        api.set_input(h, key, value)
+                    api.forward(h)
+                    assert_close(api.output(h, 0), expected[0], case.rtol, f'pass {run}')
+        finally:
+            api.free(twin)
+    finally:
+        api.free(handle)
+
+
+def computed_weight_graph():
+    """conv(data, weight = w * k), w a parameter, k an input, no bias."""
+    nodes = [{'op': 'null', 'name': 'data', 'inputs': []},
+             {'op': 'null', 'name': 'w', 'inputs': []},
+             {'op': 'null', 'name': 'k', 'inputs': []},
+             {'op': 'broadcast_mul', 'name': 'scaled', 'inputs': [[1, 0, 0], [2, 0, 0]]},
+             {'op': 'Convolution', 'name': 'conv',
+              'attrs': {'kernel': '(3, 3)', 'num_filter': '4', 'no_bias': 'True'},
+              'inputs': [[0, 0, 0], [3, 0, 0]]}]
+    return json.dumps({'nodes': nodes, 'arg_nodes': [0, 1, 2], 'heads': [[4, 0, 0]],
+                       'attrs': {'mxnet_version': ['int', 10901]}})
+
+
+@pytest.mark.parametrize('options', [{}, COMPACT])
+def test_weights_the_graph_computes_are_read_on_every_run(api, options):
+    """A convolution whose weights change between runs uses each run's
+    weights: doubling them doubles the output, exactly (scaling by 2 is
+    exact in float arithmetic)."""
+    from ndfile import save
+    rng = np.random.default_rng(3)
+    data = rng.standard_normal((1, 3, 9, 9)).astype(np.float32)
+    weight = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    [handle] = api.create_with_options(computed_weight_graph(), save({'arg:w': weight}),
+                                       {'data': data.shape, 'k': (1,)}, options)
+    try:
+        outputs = []
+        for k in (1.0, 2.0):
+            api.set_input(handle, 'data', data)
+            api.set_input(handle, 'k', np.array([k], np.float32))
+            api.forward(handle)
+            outputs.append(api.output(handle, 0))
+        np.testing.assert_array_equal(outputs[1], 2 * outputs[0])
+        assert np.abs(outputs[0]).max() > 0
+    finally:
+        api.free(handle)
+
+
+def test_overwritten_weight_is_not_served_from_the_cache(api):
+    """MXPredSetInput on a parameter (MXNet allows it) reaches the prepared
+    kernels, also when another handle of the model prepared them first and
+    still holds them: the result is that of a fresh model given the same
+    weight before its first run."""
+    case = zoo_case('resnet18_v1')
+    inputs, _ = case.io()
+    shapes = {key: value.shape for key, value in inputs.items()}
+    name = 'resnetv10_conv0_weight'
+    weight = np.random.default_rng(5).standard_normal((64, 3, 7, 7)).astype(np.float32)
+    first, second = api.create_with_options(case.symbol_json, case.params, shapes, {},
+                                            num_handles=2)
+    [fresh] = api.create_with_options(case.symbol_json, case.params, shapes, {})
+    try:
+        run_handles(api, [first, second], inputs, 1)
+        api.set_input(second, name, weight)
+        api.set_input(fresh, name, weight)
+        [[changed], [want]] = run_handles(api, [second, fresh], inputs, 1)
+        np.testing.assert_array_equal(changed, want)
+    finally:
+        for handle in (first, second, fresh):
+            api.free(handle)

@@ -194,17 +194,44 @@ Status Executor::CheckMemoryBudget(size_t bytes, const char* what) const {
   return Status();
 }
 
+const NDArray* Executor::ConstantParameter(int n, int i) const {
+  const Node& from = graph_.nodes[graph_.nodes[n].inputs[i].node];
+  if (!from.is_variable() || input_shapes_.count(from.name)) return nullptr;
+  auto param = model_->params.find(from.name);
+  return param == model_->params.end() ? nullptr : &param->second;
+}
+
 Status Executor::MakeFloat32Copies(int n) {
   bool all_float32 = true;
   for (const NDArray& array : node_inputs_[n]) all_float32 &= array.dtype() == kFloat32;
   for (const NDArray& array : entries_[n]) all_float32 &= array.dtype() == kFloat32;
   if (all_float32) return Status();
   std::unique_ptr<Float32Copies> copies(new Float32Copies());
-  for (const NDArray& array : node_inputs_[n]) {
+  for (size_t i = 0; i < node_inputs_[n].size(); ++i) {
+    const NDArray& array = node_inputs_[n][i];
     copies->inputs.push_back(array);
-    if (array.dtype() != kFloat32) {
+    copies->converted_once.push_back(false);
+    if (array.dtype() == kFloat32) continue;
+    const NDArray* param = ConstantParameter(n, static_cast<int>(i));
+    if (param == nullptr) {
       MXL_RETURN_IF_ERROR(NDArray::Create(array.shape(), kFloat32, &copies->inputs.back()));
+      continue;
     }
+    // A parameter is converted once, and the copy shared by every
+    // executor of the model.
+    std::shared_ptr<const NDArray> converted;
+    MXL_RETURN_IF_ERROR(model_->prepared->FindOrMake<NDArray>(
+        StrCat(reinterpret_cast<uintptr_t>(param->data()), ",float32 copy"),
+        [&](std::shared_ptr<const NDArray>* made) {
+          NDArray copy;
+          MXL_RETURN_IF_ERROR(param->ToFloat32(&copy));
+          *made = std::make_shared<const NDArray>(copy);
+          return Status();
+        },
+        &converted));
+    copies->inputs.back() = *converted;
+    copies->converted_once.back() = true;
+    copies->shared.push_back(std::move(converted));
   }
   for (const NDArray& array : entries_[n]) {
     copies->outputs.push_back(array);
@@ -219,7 +246,7 @@ Status Executor::MakeFloat32Copies(int n) {
 void Executor::CopyInputsToFloat32(int n) {
   const std::vector<NDArray>& typed = node_inputs_[n];
   for (size_t i = 0; i < typed.size(); ++i) {
-    if (typed[i].dtype() == kFloat32) continue;
+    if (typed[i].dtype() == kFloat32 || float32_copies_[n]->converted_once[i]) continue;
     ConvertToFloat32(typed[i].dtype(), typed[i].data(), static_cast<size_t>(typed[i].Size()),
                      float32_copies_[n]->inputs[i].fdata());
   }
@@ -304,12 +331,10 @@ Status Executor::PrepareOperators() {
     // cache of prepared weights.
     std::vector<bool> constant;
     std::vector<const void*> identities;
-    for (const NodeEntry& input : graph.nodes[n].inputs) {
-      const Node& from = graph.nodes[input.node];
-      auto param = from.is_variable() ? model_->params.find(from.name) : model_->params.end();
-      const bool is_constant = param != model_->params.end() && input_shapes_.count(from.name) == 0;
-      constant.push_back(is_constant);
-      identities.push_back(is_constant ? param->second.data() : nullptr);
+    for (size_t i = 0; i < graph.nodes[n].inputs.size(); ++i) {
+      const NDArray* param = ConstantParameter(static_cast<int>(n), static_cast<int>(i));
+      constant.push_back(param != nullptr);
+      identities.push_back(param ? param->data() : nullptr);
     }
     ops_[n]->set_constant_inputs(std::move(constant));
     ops_[n]->set_prepared_cache(model_->prepared.get(), std::move(identities));
@@ -344,8 +369,16 @@ Status Executor::SetInput(const std::string& name, const void* data, size_t coun
             " elements were given");
   if (count != 0) std::memcpy(array.data(), data, array.bytes());
   // Writing a parameter (MXNet allows it) invalidates anything an operator
-  // derived from it at Prepare time.
-  if (!input_shapes_.count(name)) prepared_ = false;
+  // derived from it at Prepare time, here and in the model's cache.
+  if (!input_shapes_.count(name)) {
+    prepared_ = false;
+    model_->prepared->Clear();
+    if (array.dtype() != kFloat32) {  // its float32 copies were converted once
+      for (size_t n = 0; n < float32_copies_.size(); ++n) {
+        if (float32_copies_[n]) MXL_RETURN_IF_ERROR(MakeFloat32Copies(static_cast<int>(n)));
+      }
+    }
+  }
   return Status();
 }
 

@@ -122,7 +122,14 @@ class Executor {
   struct Float32Copies {
     std::vector<NDArray> inputs;   // what the operator reads
     std::vector<NDArray> outputs;  // what it writes
+    // Per input: a parameter's copy, converted once and shared through the
+    // model's cache (held in `shared`), not converted on every run.
+    std::vector<bool> converted_once;
+    std::vector<std::shared_ptr<const NDArray>> shared;
   };
+  // The model's array for input `i` of node `n` when that input is a
+  // parameter that keeps its value (not also a caller's input), else null.
+  const NDArray* ConstantParameter(int n, int i) const;
   Status MakeFloat32Copies(int n);
   void CopyInputsToFloat32(int n);
   void CopyOutputsFromFloat32(int n);

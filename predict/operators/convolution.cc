@@ -203,18 +203,14 @@ class Convolution : public Operator {
     any_batch.batch = 0;
     const std::string form =
         StrCat("conv ", algorithm_->name, "; ", any_batch.ToString(), "; ", FusionForm(fusion_));
+    // Weights the graph computes may change from run to run: Forward
+    // prepares those layers again on every call.
+    weights_constant_ = true;
+    for (int i : weight_inputs) weights_constant_ &= input_is_constant(i);
     kernel_impl_.reset();
     MXL_RETURN_IF_ERROR(SharedPrepared<ConvKernel>(
         weight_inputs, form,
-        [&](std::shared_ptr<const ConvKernel>* made) {
-          std::unique_ptr<ConvKernel> kernel;
-          const bool in_place = algorithm_->switch_ == ConvAlgorithm::kCompactOnly;
-          ConvWeights weights;
-          MXL_RETURN_IF_ERROR(FinalWeights(in, in_place, &weights));
-          MXL_RETURN_IF_ERROR(algorithm_->prepare(g, std::move(weights), &kernel));
-          *made = std::move(kernel);
-          return Status();
-        },
+        [&](std::shared_ptr<const ConvKernel>* made) { return MakeKernel(in, made); },
         &kernel_impl_));
     *workspace_bytes = kernel_impl_->WorkspaceBytes();
     return Status();
@@ -225,6 +221,7 @@ class Convolution : public Operator {
     const ConvGeometry& g = geometry_;
     if (g.batch == 0 || g.OutSpatial() == 0) return Status();
     MXL_CHECK(kernel_impl_ != nullptr, "convolution run before it was prepared");
+    if (!weights_constant_) MXL_RETURN_IF_ERROR(MakeKernel(in, &kernel_impl_));
     ConvCall call;
     call.batch = g.batch;
     call.data = in[0].fdata();
@@ -239,6 +236,17 @@ class Convolution : public Operator {
   const char* KernelName() const override { return algorithm_ ? algorithm_->name : ""; }
 
  private:
+  // The chosen algorithm's kernel for the current values of the inputs.
+  Status MakeKernel(const std::vector<NDArray>& in, std::shared_ptr<const ConvKernel>* out) const {
+    std::unique_ptr<ConvKernel> kernel;
+    const bool in_place = algorithm_->switch_ == ConvAlgorithm::kCompactOnly;
+    ConvWeights weights;
+    MXL_RETURN_IF_ERROR(FinalWeights(in, in_place, &weights));
+    MXL_RETURN_IF_ERROR(algorithm_->prepare(geometry_, std::move(weights), &kernel));
+    *out = std::move(kernel);
+    return Status();
+  }
+
   // Inputs after data, weight and bias: the folded BatchNorm's four, then
   // the residual, then the input BatchNorm's four.
   int ResidualIndex() const { return 2 + (no_bias_ ? 0 : 1) + (fusion_.batch_norm ? 4 : 0); }
@@ -248,9 +256,9 @@ class Convolution : public Operator {
   //   bn(conv(x) + b) = conv(x) * s + ((b - mean) * s + beta),
   //   s = gamma / sqrt(var + eps)        (gamma = 1 with fix_gamma)
   // and the clamps and input BatchNorm of the fusion.
-  // With `in_place`, the weights stay in the parameter array (copied only
-  // when the array is the executor's own, a float32 copy of a float16
-  // parameter) and the BatchNorm's scale goes to filter_scale.
+  // With `in_place`, the weights stay in the parameter array (copied when
+  // the graph computes them) and the BatchNorm's scale goes to
+  // filter_scale.
   Status FinalWeights(const std::vector<NDArray>& in, bool in_place, ConvWeights* out) const {
     const ConvGeometry& g = geometry_;
     const int64_t per_filter = g.channels / g.groups * g.KernelSize();
@@ -258,7 +266,9 @@ class Convolution : public Operator {
     const float* weight = in[1].fdata();
     if (!in_place) {
       w.weights.assign(weight, weight + g.filters * per_filter);
-    } else if (in[1].data() == input_identity(1)) {
+    } else if (input_is_constant(1)) {
+      // The parameter, or its float32 copy converted once: both keep
+      // their values as long as the model.
       w.weights_in_place = in[1];
     } else {
       MXL_RETURN_IF_ERROR(in[1].Clone(&w.weights_in_place));
@@ -313,6 +323,7 @@ class Convolution : public Operator {
   ConvGeometry geometry_;
   const ConvAlgorithm* algorithm_ = nullptr;
   std::shared_ptr<const ConvKernel> kernel_impl_;  // shared by the model's executors
+  bool weights_constant_ = true;
 };
 
 Status CreateConvolution(AttrParser* attrs, std::unique_ptr<Operator>* out) {

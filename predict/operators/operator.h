@@ -160,8 +160,7 @@ class Operator {
     input_identities_ = std::move(input_identities);
   }
   // The identity the executor gave input `i` (null: not constant, or none
-  // given): an operator that keeps a constant input by reference checks
-  // that the array it was handed is that one, not a converted copy.
+  // given).
   const void* input_identity(int i) const {
     return i >= 0 && i < static_cast<int>(input_identities_.size()) ? input_identities_[i]
                                                                     : nullptr;

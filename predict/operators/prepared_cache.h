@@ -65,6 +65,13 @@ class PreparedCache {
     return Status();
   }
 
+  // Forgets every entry: later lookups prepare afresh (after a parameter
+  // was overwritten). Objects already handed out stay with their holders.
+  void Clear() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    entries_.clear();
+  }
+
   // How many prepared objects are alive (for tests and reports).
   size_t live_entries() const {
     std::lock_guard<std::mutex> lock(mutex_);
