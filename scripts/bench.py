@@ -4,6 +4,8 @@
     python3 scripts/bench.py                      # everything; writes BENCHMARKS.md
     python3 scripts/bench.py --models resnet18_v1 --threads 1 --no-write
     python3 scripts/bench.py --quick              # a rough look in about a minute
+    python3 scripts/bench.py --baseline-commit main --runtimes mxlite --no-write
+                                                  # this change against main, in one run
 
 For every zoo model (batch 1, float32, the checkpoints in build/fixtures/zoo
 that scripts/make_fixtures.py writes) and every thread count it measures
@@ -18,6 +20,16 @@ that scripts/make_fixtures.py writes) and every thread count it measures
 
 and, for the dot case (a 2048x2048 by 2048x2048 product, FullyConnected with
 no bias), mxlite, MXNet and numpy.matmul.
+
+A baseline: --baseline-library PATH (a libmxlite.so) or --baseline-commit
+COMMIT (built like --commit, from a clean git archive of that commit under
+build/bench/builds) adds "mxlite (baseline)" as one more runtime, right after
+mxlite, in its own worker taking turns with the others, and a column
+"mxlite / baseline" (its median over the baseline's; below 1 is faster) to the
+latency, CPU-time and dot tables; the peers' ratio and the goal leave it out.
+This is how a change shows that performance is unchanged: both libraries
+measured in one run, on the same machine and load. Without these options the
+output is as before.
 
 How it measures. Each runtime lives in its own worker process
 (scripts/bench/worker.py) with its thread settings in its environment, driven
@@ -108,6 +120,12 @@ def parse_args(argv):
                                           'else build/libmxlite.so)')
     parser.add_argument('--commit', help='measure a library built from this commit (a clean '
                                          'git archive, built under build/bench/builds) instead')
+    parser.add_argument('--baseline-library', metavar='PATH',
+                        help='also measure this libmxlite.so, as "mxlite (baseline)" with a '
+                             '"mxlite / baseline" column')
+    parser.add_argument('--baseline-commit', metavar='COMMIT',
+                        help='the same with a library built from this commit (a clean git '
+                             'archive, built under build/bench/builds)')
     parser.add_argument('--zoo', default=os.environ.get(
         'MXLITE_ZOO_FIXTURES', os.path.join(BUILD, 'fixtures', 'zoo')))
     parser.add_argument('--oracle-python', default=os.environ.get(
@@ -132,6 +150,8 @@ def parse_args(argv):
         parser.error('--runtimes: a list starting with mxlite from %s' % ','.join(RUNTIMES))
     if not args.thread_list or min(args.thread_list) < 1:
         parser.error('--threads: positive integers')
+    if args.baseline_library and args.baseline_commit:
+        parser.error('--baseline-library and --baseline-commit exclude each other')
     return args
 
 
@@ -171,6 +191,9 @@ def main(argv=None):
     versions.update(ensure_bench_python(args, need_ort))
     setup = {'oracle_python': args.oracle_python, 'bench_python': args.bench_python,
              'mxlite_lib': pin_mxlite_library(args), 'niceness': args.nice}
+    setup['baseline_lib'] = pin_baseline_library(args)
+    if setup['baseline_lib']:  # one more runtime, right after mxlite
+        args.runtime_list.insert(1, 'baseline')
     if 'mxnet' in args.runtime_list or args.dot:
         setup['mxnet_lib'] = mxnet_library(args.oracle_python)
     cases = ensure_zoo(args, args.model_list) if args.model_list else {}
@@ -190,6 +213,8 @@ def main(argv=None):
                  'turn': args.turn},
         'results': {}, 'background': {}, 'warnings': [],
         'load_warnings': [], 'results_json': args.results_json}
+    if setup['baseline_lib']:
+        report['baseline_lib'] = setup['baseline_lib']
     rounds_seen = []
     for model in args.model_list:
         for threads in args.thread_list:
@@ -207,7 +232,8 @@ def main(argv=None):
             print('   ' + '  '.join('%s %s ms' % (LABELS[r], cell(res))
                                     for r, res in results.items()), flush=True)
     if dot_case:
-        dot_runtimes = ['mxlite'] + [r for r in ('mxnet',) if r in args.runtime_list] + ['numpy']
+        dot_runtimes = ['mxlite'] + [r for r in ('baseline', 'mxnet') if r in args.runtime_list]
+        dot_runtimes += ['numpy']
         if 'avx512f' in cpu_flags():
             dot_runtimes.append('numpy_avx512')
         report['dot'] = {'name': dot_case['name'], 'runtimes': dot_runtimes, 'results': {},

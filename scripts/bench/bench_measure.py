@@ -81,7 +81,7 @@ def worker_env(runtime, threads):
     # The thread count of each runtime, and of nothing else in its process.
     env['OMP_NUM_THREADS'] = str(threads)
     env['OPENBLAS_NUM_THREADS'] = '1'
-    if runtime == 'mxlite':
+    if runtime in MXLITE_RUNTIMES:
         env['MXLITE_NUM_THREADS'] = str(threads)
         env.pop('MXLITE_ISA', None)
     elif runtime == 'mxnet':
@@ -101,9 +101,10 @@ def worker_env(runtime, threads):
 
 
 def start_worker(runtime, threads, case_name, setup):
-    if runtime in ('mxlite', 'mxnet'):
-        library = setup['mxlite_lib']['pinned'] if runtime == 'mxlite' else setup['mxnet_lib']
-        python, extra = (setup['bench_python'] if runtime == 'mxlite'
+    if runtime in MXLITE_RUNTIMES + ('mxnet',):
+        library = (setup['mxnet_lib'] if runtime == 'mxnet' else
+                   setup['%s_lib' % runtime]['pinned'])
+        python, extra = (setup['bench_python'] if runtime in MXLITE_RUNTIMES
                          else setup['oracle_python']), ['capi', library]
     else:
         python, extra = setup['bench_python'], [runtime.split('_')[0]]
@@ -324,7 +325,7 @@ def output_warnings(case, results):
     for runtime, result in results.items():
         if 'rel_err' not in result:
             continue
-        limit = case['rtol'] if runtime == 'mxlite' else PEER_RTOL
+        limit = case['rtol'] if runtime in MXLITE_RUNTIMES else PEER_RTOL
         if not result['rel_err'] <= limit:
             warnings.append('%s on %s: output differs from MXNet reference by %.3g '
                             '(max |diff| / max |expected|; limit %g)' % (

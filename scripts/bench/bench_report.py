@@ -25,14 +25,28 @@ def cell(result):
     return fmt_ms(result.get('median_ms'))
 
 
-def ratio_cell(results, peers):
-    mine = results.get('mxlite', {}).get('median_ms')
+def peers(runtimes):
+    """The runtimes mxlite is compared with: all but mxlite and its baseline."""
+    return [r for r in runtimes if r not in MXLITE_RUNTIMES]
+
+
+def ratio_cell(results, peers, mine='mxlite'):
+    mine = results.get(mine, {}).get('median_ms')
     medians = [(results[p]['median_ms'], p) for p in peers
                if p in results and results[p].get('median_ms') is not None]
     if mine is None or not medians:
         return '–'
     best, peer = min(medians)
     return '%.2f (%s)' % (mine / best, LABELS[peer])
+
+
+def baseline_cell(results):
+    """mxlite's median over the baseline library's: below 1 is faster than the baseline."""
+    mine = results.get('mxlite', {}).get('median_ms')
+    base = results.get('baseline', {}).get('median_ms')
+    if mine is None or not base:
+        return '–'
+    return '%.3f' % (mine / base)
 
 
 def goal_summary(report, models):
@@ -43,7 +57,7 @@ def goal_summary(report, models):
             results = report['results'][model].get(str(t), {})
             mine = results.get('mxlite', {}).get('median_ms')
             peers = [res['median_ms'] for r, res in results.items()
-                     if r != 'mxlite' and res.get('median_ms') is not None]
+                     if r not in MXLITE_RUNTIMES and res.get('median_ms') is not None]
             if mine is None or not peers:
                 continue
             total += 1
@@ -119,6 +133,10 @@ def render(report):
         '- date: %s; machine: %s' % (report['date'], report['machine']),
         '- mxlite: commit %s, library sha256 %s…; threads: MXLITE_NUM_THREADS' % (
             report['commit'], report['mxlite_lib']['sha256']),
+        '- mxlite (baseline): %s, library sha256 %s…, measured as one more runtime taking '
+        'turns with the others; "mxlite / baseline" below 1 is faster than it' % (
+            report['baseline_lib']['commit'], report['baseline_lib']['sha256'])
+        if report.get('baseline_lib') else None,
         '- MXNet %s: pip wheel, C predict API of libmxnet.so, oneDNN on (default subgraph '
         'fusion), MXNET_ENGINE_TYPE=NaiveEngine, threads: OMP_NUM_THREADS' % (
             report['versions'].get('mxnet')),
@@ -137,25 +155,29 @@ def render(report):
         '']
     lines = [line for line in lines if line is not None]
     models = [m for m in report['models'] if m in report['results']]
+    baseline = 'baseline' in report['runtimes']
     if models:
         header = ['model']
         for t in threads:
             header += ['%s %dt' % (LABELS[r], t) for r in report['runtimes']]
-            header += ['mxlite / best %dt' % t, 'others %dt' % t]
+            header += ['mxlite / best %dt' % t]
+            header += ['mxlite / baseline %dt' % t] if baseline else []
+            header += ['others %dt' % t]
         rows = []
         for model in models:
             row = [model]
             for t in threads:
                 results = report['results'][model].get(str(t), {})
                 row += [cell(results.get(r)) for r in report['runtimes']]
-                row += [ratio_cell(results, [r for r in report['runtimes'] if r != 'mxlite']),
-                        cores(report['background'].get(model, {}).get(str(t)))]
+                row += [ratio_cell(results, peers(report['runtimes']))]
+                row += [baseline_cell(results)] if baseline else []
+                row += [cores(report['background'].get(model, {}).get(str(t)))]
             rows.append(row)
         lines += ['Median latency (ms), mxlite / the faster peer (≤ 0.85 is the goal), and '
                   '"others": the cores other processes on the machine kept busy meanwhile '
                   '(/proc/stat; near 0 for a clean measurement):', '',
                   table(header, rows), '']
-        if len(report['runtimes']) > 1:
+        if peers(report['runtimes']):
             lines += [goal_summary(report, models), '']
         busy = [load.get('others_cores') or 0.0 for per_model in report['background'].values()
                 for load in per_model.values()]
@@ -166,14 +188,16 @@ def render(report):
                       'runtimes more fairly meanwhile; rerun on an idle machine for the '
                       'figures that count.' % max(busy), '']
         if 1 in threads:
-            header = ['model'] + [LABELS[r] for r in report['runtimes']] + ['mxlite / best']
+            header = ['model'] + [LABELS[r] for r in report['runtimes']] + ['mxlite / best'] + (
+                ['mxlite / baseline'] if baseline else [])
             rows = []
             for model in models:
                 results = report['results'][model].get('1', {})
                 cpu = {r: {'median_ms': res.get('cpu_median_ms')} for r, res in results.items()
                        if res.get('error') is None}
                 rows.append([model] + [cell(cpu.get(r)) for r in report['runtimes']] +
-                            [ratio_cell(cpu, [r for r in report['runtimes'] if r != 'mxlite'])])
+                            [ratio_cell(cpu, peers(report['runtimes']))] +
+                            ([baseline_cell(cpu)] if baseline else []))
             lines += ['CPU time per inference at 1 thread (median ms of the worker process\'s '
                       'CPU time, all inferences). Unlike latency it does not grow when other '
                       'processes take the core, so it stays comparable on a busy machine; it '
@@ -200,14 +224,16 @@ def render(report):
                   table(header, rows), '']
     if report.get('dot'):
         dot = report['dot']
-        header = ['threads'] + [LABELS[r] for r in dot['runtimes']] + ['mxlite / numpy',
-                                                                        'others']
+        dot_baseline = 'baseline' in dot['runtimes']
+        header = ['threads'] + [LABELS[r] for r in dot['runtimes']] + ['mxlite / numpy'] + (
+            ['mxlite / baseline'] if dot_baseline else []) + ['others']
         rows = []
         for t in threads:
             results = dot['results'].get(str(t), {})
             rows.append([str(t)] + [cell(results.get(r)) for r in dot['runtimes']] +
-                        [ratio_cell(results, ['numpy', 'numpy_avx512']),
-                         cores(report['background'].get(dot['name'], {}).get(str(t)))])
+                        [ratio_cell(results, ['numpy', 'numpy_avx512'])] +
+                        ([baseline_cell(results)] if dot_baseline else []) +
+                        [cores(report['background'].get(dot['name'], {}).get(str(t)))])
         forced = ('; "AVX-512 forced" runs it with OPENBLAS_CORETYPE=SkylakeX, because '
                   'OpenBLAS does not pick its AVX-512 kernels on every AVX-512 CPU'
                   if 'numpy_avx512' in dot['runtimes'] else '')

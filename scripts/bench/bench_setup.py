@@ -20,7 +20,9 @@ DEFAULT_MODELS = ['resnet18_v1', 'mobilenet1.0', 'mobilenetv2_1.0', 'squeezenet1
                   'densenet121', 'inceptionv3', 'resnet50_v2', 'vgg11']
 RUNTIMES = ['mxlite', 'mxnet', 'ort']
 LABELS = {'mxlite': 'mxlite', 'mxnet': 'MXNet', 'ort': 'ORT', 'numpy': 'numpy',
-          'numpy_avx512': 'numpy, AVX-512 forced'}
+          'numpy_avx512': 'numpy, AVX-512 forced', 'baseline': 'mxlite (baseline)'}
+# mxlite's own runtimes: the library under test and, with --baseline-*, another one.
+MXLITE_RUNTIMES = ('mxlite', 'baseline')
 ONNX_VERSION = '1.14.1'
 SECTION = 'CPU performance'
 # Agreement with MXNet's reference output (max |diff| / max |expected|): mxlite
@@ -135,11 +137,11 @@ def git(*argv):
     return result.stdout.strip() if result.returncode == 0 else ''
 
 
-def build_library_at(revision):
+def build_library_at(revision, option='--commit'):
     """Build libmxlite.so from a clean export of a commit (not the working tree)."""
     commit = git('rev-parse', '--verify', revision + '^{commit}')
     if not commit:
-        raise BenchError('--commit %s: no such commit' % revision)
+        raise BenchError('%s %s: no such commit' % (option, revision))
     out = os.path.join(WORK_DIR, 'builds', commit[:12])
     library = os.path.join(out, 'build', 'libmxlite.so')
     if not os.path.exists(library):
@@ -162,6 +164,28 @@ def pin_mxlite_library(args):
         path = os.environ.get('MXLITE_LIBRARY') or os.path.join(BUILD, 'libmxlite.so')
     if not os.path.exists(path):
         raise BenchError('%s is missing: run `make lib` (or pass --library)' % path)
+    return pin_library(path)
+
+
+def pin_baseline_library(args):
+    """The baseline library (--baseline-library, or built at --baseline-commit), pinned,
+    with 'commit' saying where it came from; None without a baseline."""
+    if args.baseline_commit:
+        path, commit = build_library_at(args.baseline_commit, '--baseline-commit')
+        described = '%s (built from a clean export of that commit)' % commit
+    elif args.baseline_library:
+        path = args.baseline_library
+        if not os.path.exists(path):
+            raise BenchError('--baseline-library %s is missing' % path)
+        described = 'library %s' % path
+    else:
+        return None
+    pinned = pin_library(path)
+    pinned['commit'] = described
+    return pinned
+
+
+def pin_library(path):
     digest = file_sha256(path)[:12]
     pinned_dir = os.path.join(WORK_DIR, 'lib')
     os.makedirs(pinned_dir, exist_ok=True)
