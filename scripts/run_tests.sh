@@ -10,7 +10,8 @@
 #     GluonCV 0.10.5.post0, GluonNLP 0.10.0),
 #     kept apart because MXNet needs an old numpy;
 #  3. the zoo checkpoints and MXNet's outputs for them (build/fixtures/zoo),
-#     regenerated only when scripts/make_fixtures.py changes, one small model
+#     regenerated only when the fixture script changes (make_fixtures.py or
+#     scripts/fixtures/; see script_sha256 there), one small model
 #     per GluonCV/GluonNLP family (build/fixtures/families, by
 #     scripts/model_families.py --suite), and MXNet's
 #     convolutions and pooling for the differential sweeps
