@@ -28,7 +28,9 @@ constexpr int64_t kMinChannelsVector = 16;
 // channels in and out.
 constexpr int64_t kMinTilesVectorWide = 16;
 constexpr int64_t kMinChannelsVectorWide = 128;
+#if defined(__x86_64__) || defined(_M_X64)
 constexpr int64_t kMinChannelsVectorWideAvx2 = 32;
+#endif  // defined(__x86_64__) || defined(_M_X64)
 
 // In order of preference: the first whose instruction set is selected.
 // The vector transforms live in winograd_avx512.cc and winograd_avx2.cc.
