@@ -94,15 +94,15 @@ struct Avx512Tiles {
 }  // namespace direct_conv_avx512
 
 void DirectConvRowsAvx512(const DirectConvGeometry& g, const float* input, const float* packed,
-                    const float* bias, int64_t row_begin, int64_t row_end, float* output,
-                    const float* residual, float lower, float upper) {
+                          const float* bias, int64_t row_begin, int64_t row_end, float* output,
+                          const float* residual, float lower, float upper) {
   using direct_conv_avx512::Avx512Tiles;
   if (g.stride == 1) {
-    direct_conv_x86::RowsVector<Avx512Tiles, 1>(g, input, packed, bias, row_begin, row_end,
-                                                   output, residual, lower, upper);
+    direct_conv_x86::RowsVector<Avx512Tiles, 1>(g, input, packed, bias, row_begin, row_end, output,
+                                                residual, lower, upper);
   } else {
-    direct_conv_x86::RowsVector<Avx512Tiles, 2>(g, input, packed, bias, row_begin, row_end,
-                                                   output, residual, lower, upper);
+    direct_conv_x86::RowsVector<Avx512Tiles, 2>(g, input, packed, bias, row_begin, row_end, output,
+                                                residual, lower, upper);
   }
 }
 

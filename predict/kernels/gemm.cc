@@ -407,10 +407,6 @@ void GemmDispatch(const PackedMatrix& a, const float* b, const float* const* b_s
   });
 }
 
-}  // namespace gemm_cc
-
-namespace gemm_cc {
-
 // In order of preference: the first whose instruction set is selected.
 const GemmImplementation kGemmImplementations[] = {
 #if defined(__x86_64__) || defined(_M_X64)
