@@ -1,11 +1,14 @@
 /*
  * What the processor can do, read once from CPUID (x86) or fixed by the
- * target (ARM, WebAssembly). Kernel families pick their variant from this;
+ * target (ARM, WebAssembly). Kernel families pick their variant from this,
+ * once, through ChooseImplementation;
  * ProcessOptions::isa (MXLITE_ISA=scalar|avx2|avx512, applied by the front
  * ends) caps the choice so tests can force every path on one machine.
  */
 #ifndef MXLITE_KERNELS_CPU_FEATURES_H_
 #define MXLITE_KERNELS_CPU_FEATURES_H_
+
+#include <cstddef>
 
 namespace mxlite {
 
@@ -23,6 +26,21 @@ const CpuFeatures& GetCpuFeatures();
 // (read at the first call).
 Isa SelectedIsa();
 const char* IsaName(Isa isa);
+
+// A kernel family's implementation for this machine: the first entry of its
+// table (entries with an `isa` field, in order of preference, the last one
+// Isa::kGeneric) whose instruction set is SelectedIsa(), else the generic
+// one. Each family calls it once, into a function-local static, and the
+// family's callers ask that entry what the family has: this is the only
+// place that turns the selected ISA into kernels.
+template <class Implementation, size_t kEntries>
+const Implementation& ChooseImplementation(const Implementation (&table)[kEntries]) {
+  const Isa isa = SelectedIsa();
+  for (const Implementation& entry : table) {
+    if (entry.isa == isa || entry.isa == Isa::kGeneric) return entry;
+  }
+  return table[kEntries - 1];
+}
 
 }  // namespace mxlite
 

@@ -98,13 +98,8 @@ const DepthwiseImplementation kDepthwiseImplementations[] = {
 };
 
 const DepthwiseImplementation& Chosen() {
-  static const DepthwiseImplementation& chosen = []() -> const DepthwiseImplementation& {
-    const Isa isa = SelectedIsa();
-    for (const DepthwiseImplementation& entry : kDepthwiseImplementations) {
-      if (entry.isa == isa || entry.isa == Isa::kGeneric) return entry;
-    }
-    return kDepthwiseImplementations[0];
-  }();
+  static const DepthwiseImplementation& chosen =
+      ChooseImplementation(kDepthwiseImplementations);
   return chosen;
 }
 

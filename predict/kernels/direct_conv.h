@@ -34,7 +34,13 @@ struct DirectConvGeometry {
   int64_t stride;  // the same along both axes, 1 or 2
   int64_t pad_h, pad_w;
   int64_t out_h, out_w;
+
+  int64_t Taps() const { return channels * kernel_h * kernel_w; }
 };
+
+// Filters per packed group (PackDirectConvWeights): one broadcast weight
+// each in an AVX-512 tile.
+constexpr int64_t kDirectConvTileFilters = 8;
 
 // True when a layer takes the direct kernel: AVX-512 or AVX2 with FMA, one
 // group, 2-D, dilation 1, equal strides of 1 or 2, at most 4 input channels
@@ -55,6 +61,16 @@ void PackDirectConvWeights(const float* weights, const DirectConvGeometry& g,
 void DirectConvRows(const DirectConvGeometry& g, const float* input, const float* packed,
                     const float* bias, int64_t row_begin, int64_t row_end, float* output,
                     const float* residual, float lower, float upper);
+
+// The implementations per instruction set (direct_conv_avx512.cc,
+// direct_conv_avx2.cc), for the family's table in direct_conv.cc only:
+// DirectConvRows for strides 1 and 2.
+void DirectConvRowsAvx512(const DirectConvGeometry& g, const float* input, const float* packed,
+                          const float* bias, int64_t row_begin, int64_t row_end, float* output,
+                          const float* residual, float lower, float upper);
+void DirectConvRowsAvx2(const DirectConvGeometry& g, const float* input, const float* packed,
+                        const float* bias, int64_t row_begin, int64_t row_end, float* output,
+                        const float* residual, float lower, float upper);
 
 }  // namespace mxlite
 

@@ -12,10 +12,7 @@ namespace gemm_cc {
 constexpr int64_t kKc = 256;  // depth block: an A strip + a B strip stay in L1
 constexpr int64_t kNc = 384;  // columns per B panel: KC x NC stays in L2
 
-const MicroKernel& ActiveKernel() {
-  static const MicroKernel& kernel = GetMicroKernel(SelectedIsa());
-  return kernel;
-}
+const MicroKernel& ActiveKernel() { return *GemmKernels().kernel; }
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -307,15 +304,14 @@ MXLITE_TARGET_AVX512 void AddRowsAndFinishAvx512(const GemmEpilogue& ep, const f
 }
 #endif  // defined(MXLITE_X86_64)
 
-// AddRowsAndFinishAvx512 on any ISA.
+// What the micro-kernels do to a tile whose depth ends in a second block,
+// on any ISA: the family's vector loop where it has one.
 void AddRowsAndFinish(const GemmEpilogue& ep, const float* addend, int64_t ld_add, int64_t r0,
                       int64_t r1, int64_t n, float* c, int64_t ldc) {
-#if defined(MXLITE_X86_64)
-  if (SelectedIsa() == Isa::kAvx512) {
-    AddRowsAndFinishAvx512(ep, addend, ld_add, r0, r1, n, c, ldc);
+  if (const AddRowsAndFinishFn add_rows = GemmKernels().add_rows_and_finish) {
+    add_rows(ep, addend, ld_add, r0, r1, n, c, ldc);
     return;
   }
-#endif  // defined(MXLITE_X86_64)
   for (int64_t i = r0; i < r1; ++i) {
     float* row = c + i * ldc;
     const float* add = addend + i * ld_add;
@@ -411,18 +407,23 @@ void GemmDispatch(const PackedMatrix& a, const float* b, const float* const* b_s
   });
 }
 
+// In order of preference: the first whose instruction set is selected.
+const GemmImplementation kGemmImplementations[] = {
+#if defined(__x86_64__) || defined(_M_X64)
+    {Isa::kAvx512, &gemm_avx512::kKernel, gemm_avx512::GemvRows, AddRowsAndFinishAvx512},
+    {Isa::kAvx2, &gemm_avx2::kKernel, gemm_avx2::GemvRows, nullptr},
+#elif defined(__aarch64__) || defined(__ARM_NEON)
+    {Isa::kNeon, &gemm_neon::kKernel, nullptr, nullptr},
+#endif  // defined(__x86_64__) || defined(_M_X64)
+    {Isa::kGeneric, &gemm_generic::kKernel, nullptr, nullptr},
+};
+
 }  // namespace gemm_cc
 
-const MicroKernel& GetMicroKernel(Isa isa) {
-#if defined(__x86_64__) || defined(_M_X64)
-  if (isa == Isa::kAvx512) return gemm_avx512::kKernel;
-  if (isa == Isa::kAvx2) return gemm_avx2::kKernel;
-#elif defined(__aarch64__) || defined(__ARM_NEON)
-  if (isa == Isa::kNeon) return gemm_neon::kKernel;
-#else
-  (void)isa;
-#endif  // defined(__x86_64__) || defined(_M_X64)
-  return gemm_generic::kKernel;
+const GemmImplementation& GemmKernels() {
+  static const GemmImplementation& chosen =
+      ChooseImplementation(gemm_cc::kGemmImplementations);
+  return chosen;
 }
 
 namespace gemm_cc {
@@ -603,20 +604,13 @@ void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const fl
 void SgemvRows(int64_t n, int64_t k, const float* w, const float* x, float* y, ThreadPool* pool) {
   const int threads = pool ? pool->size() : 1;
   const int64_t chunk = std::max<int64_t>(1, (n + threads - 1) / threads);
-#if defined(__x86_64__) || defined(_M_X64)
-  using GemvRowsFn = void (*)(int64_t rows, int64_t k, const float* w, const float* x,
-                              float* y);
-  static const GemvRowsFn gemv_rows = SelectedIsa() == Isa::kAvx512 ? &gemm_avx512::GemvRows
-                                      : SelectedIsa() == Isa::kAvx2 ? &gemm_avx2::GemvRows
-                                                                     : nullptr;
-  if (gemv_rows) {
+  if (const GemvRowsFn gemv_rows = GemmKernels().gemv_rows) {
     ParallelFor(pool, (n + chunk - 1) / chunk, [&](int64_t task) {
       const int64_t begin = task * chunk, end = std::min(n, begin + chunk);
       gemv_rows(end - begin, k, w + begin * k, x, y + begin);
     });
     return;
   }
-#endif  // defined(__x86_64__) || defined(_M_X64)
   ParallelFor(pool, (n + chunk - 1) / chunk, [&](int64_t task) {
     const int64_t end = std::min(n, (task + 1) * chunk);
     for (int64_t row = task * chunk; row < end; ++row) {

@@ -5,9 +5,11 @@
  * a[p * MR + r]) by a KC x NR strip of packed B (b[p * NR + c]) and writes
  * or adds the MR x NR result to C (row stride ldc). It keeps that tile of C
  * in registers for the whole depth, so its speed is the speed of the FMA
- * units. One variant per instruction set; GetMicroKernel picks the widest
- * the processor has (see cpu_features.h). Variants for x86 are compiled with
- * per-function target attributes, so one build runs on any x86-64.
+ * units. One variant per instruction set, a line of the GEMM family's
+ * table (kGemmImplementations in gemm.cc); GemmKernels() picks the widest
+ * the processor has, once (see cpu_features.h). Variants for x86 are
+ * compiled with per-function target attributes, so one build runs on any
+ * x86-64.
  */
 #ifndef MXLITE_KERNELS_GEMM_MICROKERNELS_H_
 #define MXLITE_KERNELS_GEMM_MICROKERNELS_H_
@@ -82,8 +84,27 @@ struct MicroKernel {
   int tail_max_cols;
 };
 
-// The micro-kernel for `isa`, or the best one at most as wide.
-const MicroKernel& GetMicroKernel(Isa isa);
+struct GemmEpilogue;
+
+// y[rows] = W[rows,k] . x[k] (W row-major): the batch-1 FullyConnected loop.
+using GemvRowsFn = void (*)(int64_t rows, int64_t k, const float* w, const float* x, float* y);
+
+// C[r0, r1) = epilogue(addend + C), addend n columns per row, ld_add apart:
+// what the micro-kernels do to a tile whose depth ends in a second block.
+using AddRowsAndFinishFn = void (*)(const GemmEpilogue& ep, const float* addend, int64_t ld_add,
+                                    int64_t r0, int64_t r1, int64_t n, float* c, int64_t ldc);
+
+// One implementation of the GEMM family: a line of its table.
+struct GemmImplementation {
+  Isa isa;
+  const MicroKernel* kernel;
+  GemvRowsFn gemv_rows;                    // null: the portable loop
+  AddRowsAndFinishFn add_rows_and_finish;  // null: the portable loop
+};
+
+// The family's implementation for this machine, chosen once from
+// SelectedIsa(): operators and other families ask it, never the ISA.
+const GemmImplementation& GemmKernels();
 
 namespace gemm_generic {
 extern const MicroKernel kKernel;

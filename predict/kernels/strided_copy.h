@@ -17,6 +17,7 @@
 #ifndef MXLITE_KERNELS_STRIDED_COPY_H_
 #define MXLITE_KERNELS_STRIDED_COPY_H_
 
+#include <algorithm>
 #include <cstdint>
 
 namespace mxlite {
@@ -36,6 +37,60 @@ namespace mxlite {
 void GatherRowsZeroPadded(const float* plane, int64_t height, int64_t width, int64_t first_row,
                           int64_t row_step, int64_t rows, int64_t first, int64_t stride,
                           int64_t count, float* dst, int64_t prefetch_bytes = 0);
+
+// The rest is internal to the family: the table in strided_copy.cc, the
+// kernels one file per instruction set (strided_copy_avx512.cc,
+// strided_copy_avx2.cc).
+
+// The arguments of one GatherRowsZeroPadded call.
+struct GatherRowsCall {
+  const float* plane;
+  int64_t height, width, first_row, row_step, rows, first, stride, count;
+  float* dst;
+  int64_t prefetch_bytes;
+};
+
+// Stride 1, consecutive rows, outputs as wide as the input (a 'same'
+// padded stride-1 tap: Inception's 1x7, 3x3 and 5x5 layers, ResNet's 3x3).
+// Then the band's rows inside the plane are one run of the plane shifted by
+// `first` floats: copied as one block, after which the `first` columns of
+// each row that wrapped into the neighbouring row (or fell outside the
+// plane) are zeroed. A copy per row cost about as much as the 3x3 layer's
+// GEMM on Zen 3 (a 56-float row per call, 32K calls per layer).
+struct ShiftedBand {
+  int64_t width, rows;
+  int64_t inside_begin, inside_end;  // rows of the band that lie in the plane
+  int64_t base;                      // dst[i] = plane[base + i] for i in [begin, end)
+  int64_t begin, end;
+  int64_t edge_begin, edge;  // the columns of each inside row that lie outside the row
+};
+
+inline ShiftedBand PlanShiftedBand(int64_t height, int64_t width, int64_t first_row, int64_t rows,
+                                   int64_t first) {
+  ShiftedBand band;
+  band.width = width;
+  band.rows = rows;
+  band.inside_begin = std::min(rows, std::max<int64_t>(0, -first_row));
+  band.inside_end = std::max(band.inside_begin, std::min(rows, height - first_row));
+  band.base = first_row * width + first;
+  band.begin = std::max(band.inside_begin * width, -band.base);
+  band.end = std::max(band.begin, std::min(band.inside_end * width, height * width - band.base));
+  band.edge_begin = first < 0 ? 0 : width - first;
+  band.edge = first < 0 ? -first : first;
+  return band;
+}
+
+// Whether a call is a whole shifted band (see ShiftedBand).
+inline bool IsShiftedBand(const GatherRowsCall& c) {
+  return c.stride == 1 && c.row_step == 1 && c.count == c.width && c.first > -c.width &&
+         c.first < c.width;
+}
+
+// An instruction set's kernels: each runs the call and returns true where
+// it has a kernel that pays, else returns false (the portable loops then
+// run it).
+bool GatherRowsAvx512(const GatherRowsCall& call);
+bool GatherRowsAvx2(const GatherRowsCall& call);
 
 }  // namespace mxlite
 

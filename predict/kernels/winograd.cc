@@ -28,18 +28,22 @@ constexpr int64_t kMinChannelsVector = 16;
 // channels in and out.
 constexpr int64_t kMinTilesVectorWide = 16;
 constexpr int64_t kMinChannelsVectorWide = 128;
-constexpr int64_t kMinChannelsVectorWideAvx2 = 32;
-
-// Whether vector transforms (winograd_avx512.cc, winograd_avx2.cc) run here.
-inline bool VectorTransforms() {
 #if defined(__x86_64__) || defined(_M_X64)
-  static const bool available =
-      SelectedIsa() == Isa::kAvx512 || SelectedIsa() == Isa::kAvx2;
-  return available;
-#else
-  return false;
+constexpr int64_t kMinChannelsVectorWideAvx2 = 32;
 #endif  // defined(__x86_64__) || defined(_M_X64)
-}
+
+// In order of preference: the first whose instruction set is selected.
+// The vector transforms live in winograd_avx512.cc and winograd_avx2.cc.
+const WinogradImplementation kWinogradImplementations[] = {
+#if defined(__x86_64__) || defined(_M_X64)
+    {Isa::kAvx512, winograd_avx512::Convolve, 32, kMinChannelsVectorWide, true},
+    {Isa::kAvx2, winograd_avx2::Convolve, 16, kMinChannelsVectorWideAvx2, false},
+#endif  // defined(__x86_64__) || defined(_M_X64)
+    {Isa::kGeneric, nullptr, 0, kMinChannelsVectorWide, false},
+};
+
+// Whether vector transforms run here.
+inline bool VectorTransforms() { return WinogradKernels().convolve != nullptr; }
 
 // B^T (6x6), G (6x3), A^T (4x6) of F(4x4, 3x3), with interpolation points
 // 0, +-1, +-2 and infinity.
@@ -139,6 +143,12 @@ void TransformOutput(const WinogradGeometry& g, const float* m, int64_t tile0, i
 
 }  // namespace winograd_cc
 
+const WinogradImplementation& WinogradKernels() {
+  static const WinogradImplementation& chosen =
+      ChooseImplementation(winograd_cc::kWinogradImplementations);
+  return chosen;
+}
+
 int64_t WinogradGeometry::ChunkTiles() const {
   const int64_t per_tile = 36 * (channels + filters) * int64_t{sizeof(float)};
   const int64_t chunk = std::max<int64_t>(1, winograd_cc::kWorkspaceBudget / per_tile);
@@ -211,9 +221,7 @@ bool WinogradPays(int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64_t 
                            channels, filters, out_h, out_w)) {
       return false;
     }
-    const int64_t min_channels = SelectedIsa() == Isa::kAvx2
-                                     ? winograd_cc::kMinChannelsVectorWideAvx2
-                                     : winograd_cc::kMinChannelsVectorWide;
+    const int64_t min_channels = WinogradKernels().min_channels_wide;
     return tiles >= winograd_cc::kMinTilesVectorWide && channels >= min_channels &&
            filters >= min_channels;
   }
@@ -257,20 +265,13 @@ void WinogradConvolve(const WinogradGeometry& g, const std::vector<PackedMatrix>
                       const float* input, const float* bias, const float* residual,
                       float lower, float upper, float* output, float* workspace,
                       ThreadPool* pool) {
-#if defined(__x86_64__) || defined(_M_X64)
   // The vector paths write V in the packed-B layout of the micro-kernel the
   // weights were packed for: NR = 32 (AVX-512) or 16 (AVX2).
-  if (winograd_cc::VectorTransforms() && !packed.empty() && packed[0].kernel().nr == 32) {
-    winograd_avx512::Convolve(g, packed, input, bias, residual, lower, upper, output, workspace,
-                              pool);
+  const WinogradImplementation& kernels = WinogradKernels();
+  if (kernels.convolve && !packed.empty() && packed[0].kernel().nr == kernels.vector_nr) {
+    kernels.convolve(g, packed, input, bias, residual, lower, upper, output, workspace, pool);
     return;
   }
-  if (winograd_cc::VectorTransforms() && !packed.empty() && packed[0].kernel().nr == 16) {
-    winograd_avx2::Convolve(g, packed, input, bias, residual, lower, upper, output, workspace,
-                            pool);
-    return;
-  }
-#endif  // defined(__x86_64__) || defined(_M_X64)
   const int64_t tiles = g.Tiles();
   const int64_t in_plane = g.in_h * g.in_w;
   const bool claim = WinogradClaims(pool);

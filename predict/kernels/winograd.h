@@ -29,6 +29,7 @@
 #include <limits>
 #include <vector>
 
+#include "cpu_features.h"
 #include "gemm.h"
 #include "padding.h"
 
@@ -291,6 +292,32 @@ void Convolve(const WinogradGeometry& g, const std::vector<PackedMatrix>& packed
               float upper, float* output, float* workspace, ThreadPool* pool);
 }  // namespace winograd_avx2
 #endif  // defined(__x86_64__) || defined(_M_X64)
+
+using WinogradConvolveFn = void (*)(const WinogradGeometry& g,
+                                    const std::vector<PackedMatrix>& packed, const float* input,
+                                    const float* bias, const float* residual, float lower,
+                                    float upper, float* output, float* workspace,
+                                    ThreadPool* pool);
+
+// One implementation of the Winograd family (F(4x4, 3x3) here, F(2x2, 3x3)
+// in winograd2x2.cc, the 1-D kernels in winograd1d.cc): a line of its table
+// (kWinogradImplementations in winograd.cc).
+struct WinogradImplementation {
+  Isa isa;
+  // F(4x4, 3x3) with vector transforms, for weights packed for the GEMM
+  // micro-kernel of NR = vector_nr; null: the portable transforms.
+  WinogradConvolveFn convolve;
+  int vector_nr;
+  // Channels in and out from which F(4x4, 3x3) pays on 16-25 tiles (see
+  // WinogradPays).
+  int64_t min_channels_wide;
+  // F(2x2, 3x3) and the 1-D kernels run (AVX-512 kernels).
+  bool small_tiles;
+};
+
+// The family's implementation for this machine, chosen once from
+// SelectedIsa(): operators and algorithm tables ask it, never the ISA.
+const WinogradImplementation& WinogradKernels();
 
 }  // namespace mxlite
 

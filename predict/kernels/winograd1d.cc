@@ -1,6 +1,7 @@
 #include "winograd1d.h"
 
 #include "cpu_features.h"
+#include "winograd.h"
 #include "x86_simd.h"
 
 #include <algorithm>
@@ -139,7 +140,7 @@ bool Winograd1dPays(int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64_
   using namespace winograd1d_cc;
   const bool kernel = (kernel_h == 1 && kernel_w == 7) || (kernel_h == 7 && kernel_w == 1) ||
                       (kernel_h == 5 && kernel_w == 5);
-  return SelectedIsa() == Isa::kAvx512 && kernel && stride_h == 1 && stride_w == 1 &&
+  return WinogradKernels().small_tiles && kernel && stride_h == 1 && stride_w == 1 &&
          dilate_h == 1 && dilate_w == 1 && groups == 1 && channels >= kMinChannels &&
          filters >= kMinFilters;
 #else

@@ -159,7 +159,7 @@ bool Winograd2x2Pays(int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64
                         int64_t filters, int64_t out_h, int64_t out_w) {
 #if defined(MXLITE_X86_64)
   using namespace winograd2x2_cc;
-  return SelectedIsa() == Isa::kAvx512 && kernel_h == 3 && kernel_w == 3 && stride_h == 1 &&
+  return WinogradKernels().small_tiles && kernel_h == 3 && kernel_w == 3 && stride_h == 1 &&
          stride_w == 1 && dilate_h == 1 && dilate_w == 1 && groups == 1 &&
          out_h <= kWinograd2x2MaxSide && out_w <= kWinograd2x2MaxSide && channels >= kMinChannels &&
          filters >= kMinFilters;

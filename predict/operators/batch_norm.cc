@@ -26,114 +26,12 @@
 #include <cmath>
 #include <limits>
 
-#include "../kernels/cpu_features.h"
 #include "../kernels/thread_pool.h"
-#include "../kernels/x86_simd.h"
 #include "batch_norm_row.h"
 #include "operator.h"
 
-
 namespace mxlite {
 namespace batch_norm_op {
-
-#if defined(MXLITE_X86_64)
-// Sixteen elements, with the scalar code's operations in its order
-// (separate multiplies and adds, no FMA), so the results are the same bit
-// for bit, the clamp included (ClampAvx512 passes NaN through as the scalar
-// std::max/std::min do).
-MXLITE_TARGET_AVX512_INLINE __m512 NormalizeAvx512(__m512 x, __m512 mean, __m512 invstd,
-                                                   bool has_gamma, __m512 gamma, __m512 beta,
-                                                   bool clamps, __m512 lower, __m512 upper) {
-  __m512 v = _mm512_mul_ps(_mm512_sub_ps(x, mean), invstd);
-  if (has_gamma) v = _mm512_mul_ps(v, gamma);
-  v = _mm512_add_ps(v, beta);
-  return clamps ? ClampAvx512(lower, upper, v) : v;
-}
-
-// One plane: whole vectors with plain loads and stores (a masked load costs
-// about twice as much), then one masked vector for the rest.
-MXLITE_TARGET_AVX512 void PlaneAvx512(const float* src, float* dst, int64_t count,
-                                          float mean, float invstd, bool has_gamma, float gamma,
-                                          float beta, bool clamps, float lower, float upper) {
-  const __m512 m = _mm512_set1_ps(mean), s = _mm512_set1_ps(invstd);
-  const __m512 w = _mm512_set1_ps(gamma), b = _mm512_set1_ps(beta);
-  const __m512 lo = _mm512_set1_ps(lower), hi = _mm512_set1_ps(upper);
-  int64_t i = 0;
-  for (; i + 16 <= count; i += 16) {
-    _mm512_storeu_ps(dst + i, NormalizeAvx512(_mm512_loadu_ps(src + i), m, s, has_gamma, w, b,
-                                              clamps, lo, hi));
-  }
-  if (i < count) {
-    const __mmask16 mask = LanesBelowAvx512(count - i);
-    _mm512_mask_storeu_ps(dst + i, mask,
-                          NormalizeAvx512(_mm512_maskz_loadu_ps(mask, src + i), m, s, has_gamma,
-                                          w, b, clamps, lo, hi));
-  }
-}
-
-// The same in eight lanes for AVX2 machines: the operations of
-// NormalizeAvx512 in its order (no FMA), the clamp as ClampAvx512 (max and
-// min return their second operand, x, on NaN), so the same bits. GCC writes
-// the AVX2 intrinsics as plain vector arithmetic and, compiling C++, fuses
-// a multiply and the add after it into an FMA where it sees fit (it did in
-// some of PlaneAvx2's loops and not in others, so an element's bits
-// depended on its position in the run); the empty asm hides the product
-// from it.
-MXLITE_TARGET_AVX2_INLINE __m256 NormalizeAvx2(__m256 x, __m256 mean, __m256 invstd,
-                                               bool has_gamma, __m256 gamma, __m256 beta,
-                                               bool clamps, __m256 lower, __m256 upper) {
-  __m256 v = _mm256_mul_ps(_mm256_sub_ps(x, mean), invstd);
-  if (has_gamma) v = _mm256_mul_ps(v, gamma);
-  asm("" : "+x"(v));
-  v = _mm256_add_ps(v, beta);
-  return clamps ? _mm256_min_ps(upper, _mm256_max_ps(lower, v)) : v;
-}
-
-// One plane, four vectors a step (independent, so the loads overlap), then
-// single vectors, then the last 1-7 elements through masked loads and
-// stores (the vector operations again, not a scalar tail the compiler might
-// contract into FMAs in this FMA-enabled function).
-MXLITE_TARGET_AVX2 void PlaneAvx2(const float* src, float* dst, int64_t count, float mean,
-                                  float invstd, bool has_gamma, float gamma, float beta,
-                                  bool clamps, float lower, float upper) {
-  const __m256 m = _mm256_set1_ps(mean), s = _mm256_set1_ps(invstd);
-  const __m256 w = _mm256_set1_ps(gamma), b = _mm256_set1_ps(beta);
-  const __m256 lo = _mm256_set1_ps(lower), hi = _mm256_set1_ps(upper);
-  int64_t i = 0;
-  for (; i + 32 <= count; i += 32) {
-    MXLITE_UNROLL for (int64_t k = 0; k < 32; k += 8) {
-      _mm256_storeu_ps(dst + i + k, NormalizeAvx2(_mm256_loadu_ps(src + i + k), m, s, has_gamma,
-                                                  w, b, clamps, lo, hi));
-    }
-  }
-  for (; i + 8 <= count; i += 8) {
-    _mm256_storeu_ps(dst + i, NormalizeAvx2(_mm256_loadu_ps(src + i), m, s, has_gamma, w, b,
-                                            clamps, lo, hi));
-  }
-  if (i < count) {
-    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(count - i)),
-                                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-    _mm256_maskstore_ps(dst + i, mask,
-                        NormalizeAvx2(_mm256_maskload_ps(src + i, mask), m, s, has_gamma, w, b,
-                                      clamps, lo, hi));
-  }
-}
-#endif  // MXLITE_X86_64
-
-// The portable path: the same expression, element by element.
-void PlaneScalar(const float* src, float* dst, int64_t count, float mean, float invstd,
-                 bool has_gamma, float gamma, float beta, bool clamps, float lower,
-                 float upper) {
-  if (has_gamma) {
-    for (int64_t i = 0; i < count; ++i) dst[i] = ((src[i] - mean) * invstd) * gamma + beta;
-  } else {
-    for (int64_t i = 0; i < count; ++i) dst[i] = ((src[i] - mean) * invstd) + beta;
-  }
-  // A following relu/clip folded in by the graph optimizer.
-  if (clamps) {
-    for (int64_t i = 0; i < count; ++i) dst[i] = std::min(std::max(dst[i], lower), upper);
-  }
-}
 
 class BatchNorm : public Operator {
  public:
@@ -254,25 +152,4 @@ Status CreateBatchNorm(AttrParser* attrs, std::unique_ptr<Operator>* out) {
 }
 
 }  // namespace batch_norm_op
-
-void BatchNormRow(const float* src, float* dst, int64_t count, float mean, float invstd,
-                  bool has_gamma, float gamma, float beta, bool clamps, float lower,
-                  float upper) {
-#if defined(MXLITE_X86_64)
-  static const Isa isa = SelectedIsa();
-  if (isa == Isa::kAvx512) {
-    batch_norm_op::PlaneAvx512(src, dst, count, mean, invstd, has_gamma, gamma, beta, clamps,
-                               lower, upper);
-    return;
-  }
-  if (isa == Isa::kAvx2) {
-    batch_norm_op::PlaneAvx2(src, dst, count, mean, invstd, has_gamma, gamma, beta, clamps,
-                             lower, upper);
-    return;
-  }
-#endif  // defined(MXLITE_X86_64)
-  batch_norm_op::PlaneScalar(src, dst, count, mean, invstd, has_gamma, gamma, beta, clamps,
-                             lower, upper);
-}
-
 }  // namespace mxlite

@@ -22,6 +22,15 @@ void BatchNormRow(const float* src, float* dst, int64_t count, float mean, float
                   bool has_gamma, float gamma, float beta, bool clamps, float lower,
                   float upper);
 
+// The implementations per instruction set (batch_norm_row_avx512.cc,
+// batch_norm_row_avx2.cc), for the family's table in batch_norm_row.cc only.
+void BatchNormRowAvx512(const float* src, float* dst, int64_t count, float mean, float invstd,
+                        bool has_gamma, float gamma, float beta, bool clamps, float lower,
+                        float upper);
+void BatchNormRowAvx2(const float* src, float* dst, int64_t count, float mean, float invstd,
+                      bool has_gamma, float gamma, float beta, bool clamps, float lower,
+                      float upper);
+
 // MXNet's inverse standard deviation: the float square root of the float
 // sum var + eps, inverted in double, stored as float.
 inline float BatchNormInvStd(float var, double eps) {

@@ -44,35 +44,35 @@ bool PlanesFit32Bits(const ConvGeometry& g) {
   return g.InSpatial() < limit && g.OutSpatial() < limit;
 }
 
-bool Always(const ConvGeometry&, Isa) { return true; }
+bool Always(const ConvGeometry&) { return true; }
 
 // A planar layer that reads its input as it is (no input BatchNorm).
 bool PlainPlanar(const ConvGeometry& g) { return !g.normalises_input && g.Planar(); }
 
 // --- depthwise ---------------------------------------------------------------
 
-bool DepthwiseApplies(const ConvGeometry& g, Isa) {
+bool DepthwiseApplies(const ConvGeometry& g) {
   return !g.normalises_input && g.Depthwise();
 }
 
 // A single channel is a plain convolution; one group of several, depthwise.
-bool DepthwisePays(const ConvGeometry& g, Isa) { return g.groups > 1; }
+bool DepthwisePays(const ConvGeometry& g) { return g.groups > 1; }
 
 // The 3x3 kernels: planar, equal strides of 1 or 2, dilation 1, pads below 3.
-bool Depthwise3x3Applies(const ConvGeometry& g, Isa isa) {
-  return DepthwiseApplies(g, isa) && g.Planar() && g.Kernel2d(3, 3) &&
+bool Depthwise3x3Applies(const ConvGeometry& g) {
+  return DepthwiseApplies(g) && g.Planar() && g.Kernel2d(3, 3) &&
          DepthwiseConv3x3Supported(g.stride[1], g.stride[2], g.dilate[1], g.dilate[2],
                                    g.pad[1], g.pad[2]);
 }
 
-bool DepthwiseBlockedPays(const ConvGeometry& g, Isa isa) {
-  return DepthwisePays(g, isa) && ::mxlite::DepthwiseBlockedPays(g.in[2]);
+bool DepthwiseBlockedPays(const ConvGeometry& g) {
+  return DepthwisePays(g) && ::mxlite::DepthwiseBlockedPays(g.in[2]);
 }
 
 // --- pointwise ---------------------------------------------------------------
 
 // A layer that normalises its input does so only here, with one group.
-bool PointwiseApplies(const ConvGeometry& g, Isa) {
+bool PointwiseApplies(const ConvGeometry& g) {
   return g.Pointwise() && (!g.normalises_input || g.groups == 1);
 }
 
@@ -84,36 +84,37 @@ bool WinogradCommon(const ConvGeometry& g) {
          PlanesFit32Bits(g);
 }
 
-bool Winograd4x4Applies(const ConvGeometry& g, Isa) {
+bool Winograd4x4Applies(const ConvGeometry& g) {
   return WinogradCommon(g) && g.Kernel2d(3, 3);
 }
 
-bool Winograd4x4Pays(const ConvGeometry& g, Isa) {
+bool Winograd4x4Pays(const ConvGeometry& g) {
   return WinogradPays(g.kernel[1], g.kernel[2], g.stride[1], g.stride[2], g.dilate[1],
                       g.dilate[2], g.groups, g.channels, g.filters, g.out[1], g.out[2]);
 }
 
-// AVX-512 only; an output of at most kWinograd2x2MaxSide a side.
-bool Winograd2x2Applies(const ConvGeometry& g, Isa isa) {
-  return isa == Isa::kAvx512 && WinogradCommon(g) && g.Kernel2d(3, 3) &&
+// Where the family has the kernel (AVX-512); an output of at most
+// kWinograd2x2MaxSide a side.
+bool Winograd2x2Applies(const ConvGeometry& g) {
+  return WinogradKernels().small_tiles && WinogradCommon(g) && g.Kernel2d(3, 3) &&
          g.out[1] <= kWinograd2x2MaxSide && g.out[2] <= kWinograd2x2MaxSide;
 }
 
-bool Winograd2x2Pays(const ConvGeometry& g, Isa) {
+bool Winograd2x2Pays(const ConvGeometry& g) {
   return ::mxlite::Winograd2x2Pays(g.kernel[1], g.kernel[2], g.stride[1], g.stride[2],
                                    g.dilate[1], g.dilate[2], g.groups, g.channels, g.filters,
                                    g.out[1], g.out[2]);
 }
 
-// AVX-512 only; kernels of 2 to 7 rows and at most 7 columns, or 1 row of
+// Where the family has the kernels (AVX-512); kernels of 2 to 7 rows and at most 7 columns, or 1 row of
 // 2 to 7 columns (run transposed).
-bool Winograd1dApplies(const ConvGeometry& g, Isa isa) {
+bool Winograd1dApplies(const ConvGeometry& g) {
   const int64_t kh = g.kernel[1], kw = g.kernel[2];
   const bool kernel = (kh >= 2 && kh <= 7 && kw >= 1 && kw <= 7) || (kh == 1 && kw >= 2 && kw <= 7);
-  return isa == Isa::kAvx512 && WinogradCommon(g) && kernel;
+  return WinogradKernels().small_tiles && WinogradCommon(g) && kernel;
 }
 
-bool Winograd1dPays(const ConvGeometry& g, Isa) {
+bool Winograd1dPays(const ConvGeometry& g) {
   return ::mxlite::Winograd1dPays(g.kernel[1], g.kernel[2], g.stride[1], g.stride[2],
                                   g.dilate[1], g.dilate[2], g.groups, g.channels, g.filters);
 }
@@ -121,21 +122,21 @@ bool Winograd1dPays(const ConvGeometry& g, Isa) {
 // --- direct ------------------------------------------------------------------
 
 // Planar, one group, dilation 1, the same stride along both axes.
-bool DirectApplies(const ConvGeometry& g, Isa) {
+bool DirectApplies(const ConvGeometry& g) {
   return PlainPlanar(g) && g.groups == 1 && g.UnitDilation2d() && g.stride[1] == g.stride[2] &&
          PlanesFit32Bits(g);
 }
 
-bool DirectPays(const ConvGeometry& g, Isa) {
+bool DirectPays(const ConvGeometry& g) {
   return DirectConvPays(g.channels, g.groups, g.kernel[1], g.kernel[2], g.stride[1], g.stride[2],
                         g.dilate[1], g.dilate[2]);
 }
 
 // --- GEMM --------------------------------------------------------------------
 
-bool ShiftedApplies(const ConvGeometry& g, Isa) { return PlainPlanar(g); }
+bool ShiftedApplies(const ConvGeometry& g) { return PlainPlanar(g); }
 
-bool Im2colApplies(const ConvGeometry& g, Isa) { return !g.normalises_input; }
+bool Im2colApplies(const ConvGeometry& g) { return !g.normalises_input; }
 
 }  // namespace conv_algorithms_cc
 
@@ -165,13 +166,12 @@ const std::vector<ConvAlgorithm>& ConvAlgorithmTable() {
   return table;
 }
 
-const ConvAlgorithm* ChooseConvAlgorithm(const ConvGeometry& g, Isa isa,
-                                         const ConvOptions& options) {
+const ConvAlgorithm* ChooseConvAlgorithm(const ConvGeometry& g, const ConvOptions& options) {
   for (const ConvAlgorithm& algorithm : ConvAlgorithmTable()) {
     if (algorithm.switch_ == ConvAlgorithm::kWinogradSwitch && !options.winograd) continue;
     if (algorithm.switch_ == ConvAlgorithm::kShiftedSwitch && !options.shifted_gemm) continue;
     if (algorithm.switch_ == ConvAlgorithm::kCompactOnly && !options.compact_weights) continue;
-    if (algorithm.applies(g, isa) && algorithm.pays(g, isa)) return &algorithm;
+    if (algorithm.applies(g) && algorithm.pays(g)) return &algorithm;
   }
   return nullptr;
 }

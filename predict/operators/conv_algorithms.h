@@ -10,11 +10,11 @@
  * float32: those are checked when the operator is created.
  *
  * Each algorithm is one entry of ConvAlgorithmTable(), in priority order:
- *   - applies(geometry, isa): everything the algorithm computes correctly.
+ *   - applies(geometry): everything the algorithm computes correctly.
  *     It is the only statement of coverage: the differential sweep
  *     (tests/cpp/conv_sweep_test.cc) forces every algorithm on every
  *     geometry its predicate accepts and compares with a reference;
- *   - pays(geometry, isa): a performance heuristic, asked only where
+ *   - pays(geometry): a performance heuristic, asked only where
  *     applies holds: whether the algorithm is the one to take before the
  *     entries after it;
  *   - prepare: transforms and packs the final weights (a folded BatchNorm
@@ -26,8 +26,11 @@
  * layer gets an algorithm. Under compact_weights the entry that reads the
  * weights in place comes right after the depthwise ones (whose copies are
  * a few KiB), so only a layer that normalises its input keeps a packed
- * copy of its weights. `isa` is the instruction set the kernels will
- * run (SelectedIsa()); the kernels read the same selection.
+ * copy of its weights. Where an entry depends on the instruction set, its
+ * predicates ask the kernel family what it has (WinogradKernels(),
+ * DepthwiseBlockedPays, DirectConvPays: each family's table, chosen once
+ * from the CPU and the MXLITE_ISA cap), never the ISA itself, so the
+ * choice and the kernels that run always agree.
  */
 #ifndef MXLITE_OPERATORS_CONV_ALGORITHMS_H_
 #define MXLITE_OPERATORS_CONV_ALGORITHMS_H_
@@ -40,7 +43,6 @@
 #include <vector>
 
 #include "../base/status.h"
-#include "../kernels/cpu_features.h"
 #include "../ndarray/ndarray.h"
 #include "../kernels/thread_pool.h"
 
@@ -118,8 +120,8 @@ class ConvKernel {
 
 struct ConvAlgorithm {
   const char* name;
-  bool (*applies)(const ConvGeometry& g, Isa isa);
-  bool (*pays)(const ConvGeometry& g, Isa isa);
+  bool (*applies)(const ConvGeometry& g);
+  bool (*pays)(const ConvGeometry& g);
   Status (*prepare)(const ConvGeometry& g, ConvWeights weights,
                     std::unique_ptr<ConvKernel>* kernel);
   // The ConvOptions switch that turns this entry off, if any.
@@ -142,8 +144,7 @@ const std::vector<ConvAlgorithm>& ConvAlgorithmTable();
 
 // The first entry that applies, pays and is switched on; null only for a
 // layer that normalises its input and is not pointwise with one group.
-const ConvAlgorithm* ChooseConvAlgorithm(const ConvGeometry& g, Isa isa,
-                                         const ConvOptions& options);
+const ConvAlgorithm* ChooseConvAlgorithm(const ConvGeometry& g, const ConvOptions& options);
 
 // The entry of that name, or null.
 const ConvAlgorithm* FindConvAlgorithm(const std::string& name);

@@ -187,7 +187,7 @@ class Convolution : public Operator {
     switches.winograd = runtime_options().winograd;
     switches.shifted_gemm = runtime_options().shifted_gemm;
     switches.compact_weights = runtime_options().compact_weights;
-    algorithm_ = ChooseConvAlgorithm(g, SelectedIsa(), switches);
+    algorithm_ = ChooseConvAlgorithm(g, switches);
     // Only an input BatchNorm can leave a layer without one: the graph
     // optimizer folds those into 1x1, stride-1, one-group layers only.
     MXL_CHECK(algorithm_ != nullptr, "no convolution algorithm covers ", g.ToString(),

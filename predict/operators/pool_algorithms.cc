@@ -146,15 +146,14 @@ Status PrepareReference(const PoolGeometry& g, std::unique_ptr<PoolKernel>* kern
   return Status();
 }
 
-bool Always(const PoolGeometry&, Isa) { return true; }
+bool Always(const PoolGeometry&) { return true; }
 
 #if defined(MXLITE_X86_64)
 
 // --- coverage ----------------------------------------------------------------
 
-bool Avx512(Isa isa) { return isa == Isa::kAvx512; }
-// The AVX2 kernels run under either vector ISA.
-bool Avx2(Isa isa) { return isa == Isa::kAvx2 || isa == Isa::kAvx512; }
+bool Avx512() { return PoolKernels().avx512; }
+bool Avx2() { return PoolKernels().avx2; }
 
 // Max or average over whole unpadded planes, any rank.
 bool WholePlanesCovered(const PoolGeometry& g) { return g.MaxOrAvg() && g.WholePlanes(); }
@@ -176,30 +175,30 @@ bool RowsCovered(const PoolGeometry& g) {
          (g.type == PoolType::kAvg || g.kernel[2] <= pool_x86::kMaxPoolSeparableTaps);
 }
 
-bool WholePlanesAvx512Applies(const PoolGeometry& g, Isa isa) {
-  return Avx512(isa) && WholePlanesCovered(g);
+bool WholePlanesAvx512Applies(const PoolGeometry& g) {
+  return Avx512() && WholePlanesCovered(g);
 }
-bool WholePlanesAvx2Applies(const PoolGeometry& g, Isa isa) {
-  return Avx2(isa) && WholePlanesCovered(g);
+bool WholePlanesAvx2Applies(const PoolGeometry& g) {
+  return Avx2() && WholePlanesCovered(g);
 }
 // Average with a uniform divisor: each input row is divided by it once.
-bool AverageRowsAvx2Applies(const PoolGeometry& g, Isa isa) {
-  return Avx2(isa) && PlaneCovered(g) && g.type == PoolType::kAvg && g.UniformDivisor() > 0.f;
+bool AverageRowsAvx2Applies(const PoolGeometry& g) {
+  return Avx2() && PlaneCovered(g) && g.type == PoolType::kAvg && g.UniformDivisor() > 0.f;
 }
-bool BlockedPlanesAvx512Applies(const PoolGeometry& g, Isa isa) {
-  return Avx512(isa) && PlaneCovered(g);
+bool BlockedPlanesAvx512Applies(const PoolGeometry& g) {
+  return Avx512() && PlaneCovered(g);
 }
 // Average only.
-bool BlockedPlanesAvx2Applies(const PoolGeometry& g, Isa isa) {
-  return Avx2(isa) && PlaneCovered(g) && g.type == PoolType::kAvg;
+bool BlockedPlanesAvx2Applies(const PoolGeometry& g) {
+  return Avx2() && PlaneCovered(g) && g.type == PoolType::kAvg;
 }
-bool RowsAvx512Applies(const PoolGeometry& g, Isa isa) { return Avx512(isa) && RowsCovered(g); }
-bool RowsAvx2Applies(const PoolGeometry& g, Isa isa) { return Avx2(isa) && RowsCovered(g); }
+bool RowsAvx512Applies(const PoolGeometry& g) { return Avx512() && RowsCovered(g); }
+bool RowsAvx2Applies(const PoolGeometry& g) { return Avx2() && RowsCovered(g); }
 
 // --- performance -------------------------------------------------------------
 
 // An AVX2 kernel that has an AVX-512 counterpart pays under AVX2 only.
-bool OnAvx2(const PoolGeometry&, Isa isa) { return isa == Isa::kAvx2; }
+bool OnAvx2(const PoolGeometry&) { return PoolKernels().avx2_preferred; }
 
 // Where a plane kernel beats the scalar loops at all: rows of at least four
 // outputs, every window holding an input element, and a max's kernel
@@ -216,29 +215,44 @@ bool BlockedFits(const PoolGeometry& g) {
 
 // AVX2 averages with a uniform divisor go row by row, except on planes of
 // at most 8 outputs a row, where the blocked path's transposes keep up.
-bool AverageRowsAvx2Pays(const PoolGeometry& g, Isa isa) {
-  return OnAvx2(g, isa) && PlanePays(g) && (g.out[2] > 8 || !BlockedFits(g));
+bool AverageRowsAvx2Pays(const PoolGeometry& g) {
+  return OnAvx2(g) && PlanePays(g) && (g.out[2] > 8 || !BlockedFits(g));
 }
 
 // Max pooling with rows of more than 24 outputs keeps the row path: a max
 // pool reads each input about once, so the transposes cost about as much as
 // the windows; average pools are faster blocked at every width.
-bool BlockedPlanesAvx512Pays(const PoolGeometry& g, Isa) {
+bool BlockedPlanesAvx512Pays(const PoolGeometry& g) {
   return PlanePays(g) && BlockedFits(g) && (g.type == PoolType::kAvg || g.out[2] <= 24);
 }
 
 // With eight lanes the row path leaves fewer lanes idle, and max pooling
 // keeps it at every width (the AVX2 blocked kernel is average only).
-bool BlockedPlanesAvx2Pays(const PoolGeometry& g, Isa isa) {
-  return OnAvx2(g, isa) && PlanePays(g) && BlockedFits(g);
+bool BlockedPlanesAvx2Pays(const PoolGeometry& g) {
+  return OnAvx2(g) && PlanePays(g) && BlockedFits(g);
 }
 
-bool RowsAvx512Pays(const PoolGeometry& g, Isa) { return PlanePays(g); }
-bool RowsAvx2Pays(const PoolGeometry& g, Isa isa) { return OnAvx2(g, isa) && PlanePays(g); }
+bool RowsAvx512Pays(const PoolGeometry& g) { return PlanePays(g); }
+bool RowsAvx2Pays(const PoolGeometry& g) { return OnAvx2(g) && PlanePays(g); }
 
 #endif  // defined(MXLITE_X86_64)
 
+// In order of preference: the first whose instruction set is selected.
+const PoolImplementation kPoolImplementations[] = {
+#if defined(MXLITE_X86_64)
+    {Isa::kAvx512, true, true, false},
+    {Isa::kAvx2, false, true, true},
+#endif  // defined(MXLITE_X86_64)
+    {Isa::kGeneric, false, false, false},
+};
+
 }  // namespace pool_algorithms_cc
+
+const PoolImplementation& PoolKernels() {
+  static const PoolImplementation& chosen =
+      ChooseImplementation(pool_algorithms_cc::kPoolImplementations);
+  return chosen;
+}
 
 const std::vector<PoolAlgorithm>& PoolAlgorithmTable() {
   using namespace pool_algorithms_cc;
@@ -260,9 +274,9 @@ const std::vector<PoolAlgorithm>& PoolAlgorithmTable() {
   return table;
 }
 
-const PoolAlgorithm* ChoosePoolAlgorithm(const PoolGeometry& g, Isa isa) {
+const PoolAlgorithm* ChoosePoolAlgorithm(const PoolGeometry& g) {
   for (const PoolAlgorithm& algorithm : PoolAlgorithmTable()) {
-    if (algorithm.applies(g, isa) && algorithm.pays(g, isa)) return &algorithm;
+    if (algorithm.applies(g) && algorithm.pays(g)) return &algorithm;
   }
   return nullptr;
 }

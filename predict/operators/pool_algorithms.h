@@ -22,20 +22,22 @@
  *     the 1-D and 2-D ones write the empty sum, 0).
  *
  * Each algorithm is one entry of PoolAlgorithmTable(), in priority order:
- *   - applies(geometry, isa): everything the algorithm computes correctly.
+ *   - applies(geometry): everything the algorithm computes correctly.
  *     It is the only statement of coverage: the differential sweep
  *     (tests/cpp/pool_sweep_test.cc) forces every algorithm on every
  *     geometry its predicate accepts and compares with a reference;
- *   - pays(geometry, isa): a performance heuristic, asked only where
+ *   - pays(geometry): a performance heuristic, asked only where
  *     applies holds: whether the algorithm is the one to take before the
  *     entries after it;
  *   - prepare: builds a PoolKernel for the geometry, which runs the forward
  *     pass over all planes.
  * ChoosePoolAlgorithm takes the first entry that applies and pays. The last
  * entry (the scalar reference loops) applies to every geometry and always
- * pays. `isa` is the instruction set the kernels may use (SelectedIsa()):
- * an AVX2 kernel applies under AVX-512 too (every AVX-512 machine mxlite
- * selects has AVX2 and FMA) but pays only under AVX2.
+ * pays. The vector entries ask the family's implementation, PoolKernels()
+ * (chosen once from the CPU and the MXLITE_ISA cap), which kernels run
+ * here, never the ISA itself: an AVX2 kernel applies under AVX-512 too
+ * (every AVX-512 machine mxlite selects has AVX2 and FMA) but pays only
+ * where the AVX2 kernels are the preferred ones.
  */
 #ifndef MXLITE_OPERATORS_POOL_ALGORITHMS_H_
 #define MXLITE_OPERATORS_POOL_ALGORITHMS_H_
@@ -122,17 +124,32 @@ class PoolKernel {
 
 struct PoolAlgorithm {
   const char* name;
-  bool (*applies)(const PoolGeometry& g, Isa isa);
-  bool (*pays)(const PoolGeometry& g, Isa isa);
+  bool (*applies)(const PoolGeometry& g);
+  bool (*pays)(const PoolGeometry& g);
   Status (*prepare)(const PoolGeometry& g, std::unique_ptr<PoolKernel>* kernel);
 };
+
+// One implementation of the pooling kernels: which vector kernels of the
+// algorithm table run on this machine. A line of kPoolImplementations
+// (pool_algorithms.cc); the kernels live one file per instruction set
+// (pool_avx512.cc, pool_avx2.cc), the scalar reference in pool_algorithms.cc.
+struct PoolImplementation {
+  Isa isa;
+  bool avx512;          // the AVX-512 kernels run
+  bool avx2;            // the AVX2 kernels run
+  bool avx2_preferred;  // and pay where an AVX-512 kernel would do the same
+};
+
+// The family's implementation for this machine, chosen once from
+// SelectedIsa(): the algorithm table asks it, never the ISA.
+const PoolImplementation& PoolKernels();
 
 // The algorithms in priority order.
 const std::vector<PoolAlgorithm>& PoolAlgorithmTable();
 
 // The first entry that applies and pays (never null: the last entry
 // applies to everything).
-const PoolAlgorithm* ChoosePoolAlgorithm(const PoolGeometry& g, Isa isa);
+const PoolAlgorithm* ChoosePoolAlgorithm(const PoolGeometry& g);
 
 // The entry of that name, or null.
 const PoolAlgorithm* FindPoolAlgorithm(const std::string& name);

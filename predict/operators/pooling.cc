@@ -16,7 +16,6 @@
  */
 #include <memory>
 
-#include "../kernels/cpu_features.h"
 #include "operator.h"
 #include "pool_algorithms.h"
 
@@ -115,7 +114,7 @@ class Pooling : public Operator {
       g.stride[d] = global_ ? 1 : stride_[i];
       g.pad[d] = global_ ? 0 : pad_[i];
     }
-    algorithm_ = ChoosePoolAlgorithm(g, SelectedIsa());
+    algorithm_ = ChoosePoolAlgorithm(g);
     MXL_CHECK(algorithm_ != nullptr, "no pooling algorithm covers ", g.ToString());
     return algorithm_->prepare(g, &kernel_impl_);
   }

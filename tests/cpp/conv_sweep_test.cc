@@ -193,15 +193,14 @@ bool RunAlgorithm(const ConvAlgorithm& algorithm, const Case& c, ThreadPool* poo
 // `want`: the reference, or MXNet's output when replaying.
 void CheckCase(const Case& c, const std::vector<double>& want, double scale, ThreadPool* pool,
                Stats* stats) {
-  const Isa isa = SelectedIsa();
   ++stats->cases;
-  const ConvAlgorithm* chosen = ChooseConvAlgorithm(c.g, isa, ConvOptions());
-  if (chosen == nullptr || !chosen->applies(c.g, isa)) {
+  const ConvAlgorithm* chosen = ChooseConvAlgorithm(c.g, ConvOptions());
+  if (chosen == nullptr || !chosen->applies(c.g)) {
     Fail(stats, c.name + ": the table chose no applicable algorithm for " + c.g.ToString());
   }
   int applicable = 0;
   for (const ConvAlgorithm& algorithm : ConvAlgorithmTable()) {
-    if (!algorithm.applies(c.g, isa)) continue;
+    if (!algorithm.applies(c.g)) continue;
     ++applicable;
     ++stats->runs;
     ++stats->runs_by_algorithm[algorithm.name];

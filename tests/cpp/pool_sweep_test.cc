@@ -184,14 +184,13 @@ bool RunAlgorithm(const PoolAlgorithm& algorithm, const Case& c, ThreadPool* poo
 // Every applicable algorithm (and the chosen one among them) against
 // `want`: the reference, or MXNet's output when replaying.
 void CheckCase(const Case& c, const std::vector<float>& want, ThreadPool* pool, Stats* stats) {
-  const Isa isa = SelectedIsa();
   ++stats->cases;
-  const PoolAlgorithm* chosen = ChoosePoolAlgorithm(c.g, isa);
-  if (chosen == nullptr || !chosen->applies(c.g, isa)) {
+  const PoolAlgorithm* chosen = ChoosePoolAlgorithm(c.g);
+  if (chosen == nullptr || !chosen->applies(c.g)) {
     Fail(stats, c.name + ": the table chose no applicable algorithm for " + c.g.ToString());
   }
   for (const PoolAlgorithm& algorithm : PoolAlgorithmTable()) {
-    if (!algorithm.applies(c.g, isa)) continue;
+    if (!algorithm.applies(c.g)) continue;
     ++stats->runs;
     ++stats->runs_by_algorithm[algorithm.name];
     std::vector<float> output;
