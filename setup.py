@@ -38,8 +38,9 @@ LIB_NAME = 'libmxlite.dylib' if sys.platform == 'darwin' else 'libmxlite.so'
 BINDING_SOURCE = os.path.join(ROOT, 'bindings', 'python', 'src', 'core.cc')
 BINDING_HEADERS = [os.path.join(ROOT, 'bindings', 'python', 'src', 'convert.h')]
 
-# The core's flags are the Makefile's (LIB_FLAGS), less -shared.
-CORE_FLAGS = ['-std=c++17', '-O2', '-Wall', '-Wextra', '-fPIC', '-fvisibility=hidden']
+# The core's flags are the Makefile's (LIB_FLAGS), less the link flags.
+CORE_FLAGS = ['-std=c++17', '-O2', '-Wall', '-Wextra', '-fPIC', '-fvisibility=hidden',
+              '-ffunction-sections', '-fdata-sections']
 # nanobind's recommended release flags (see the top of src/nb_combined.cpp).
 NANOBIND_FLAGS = ['-std=c++17', '-O2', '-fPIC', '-fvisibility=hidden', '-DNDEBUG',
                   '-DNB_COMPACT_ASSERTIONS', '-fno-strict-aliasing', '-ffunction-sections',
@@ -127,7 +128,8 @@ def build_native(package_dir, extension_path):
 
     os.makedirs(package_dir, exist_ok=True)
     library = os.path.join(package_dir, LIB_NAME)
-    run(compiler() + ['-shared', core_object, '-o', library, '-lpthread'])
+    gc_sections = [] if sys.platform == 'darwin' else ['-Wl,--gc-sections']
+    run(compiler() + ['-shared', *gc_sections, core_object, '-o', library, '-lpthread'])
     link = compiler() + ['-shared', binding_object, nanobind_object, core_object, '-o',
                          extension_path, '-lpthread']
     if sys.platform == 'darwin':

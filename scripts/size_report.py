@@ -5,8 +5,8 @@
                            [--write BENCHMARKS.md] [--check]
 
 For each target it compiles build/mxlite-all.cc (regenerated first) twice:
-  default   -O2, as `make lib` does: a shared library (wasm32: the API
-            module that `make wasm` links);
+  default   -O2 with unused sections dropped, as `make lib` does: a shared
+            library (wasm32: the API module that `make wasm` links);
   minimal   -Os -DMXLITE_PREDICT_ONLY -fno-exceptions, with unused sections
             dropped: the predict-only build for a device;
 strips the result and reports its size, and the single-core compile time of
@@ -91,7 +91,7 @@ def build(target, source, work, minimal):
     base = [target.compiler, '-std=c++17', *target.flags]
     if target.wasm:
         base.append('-fno-exceptions')  # wasm32-wasi has no exception runtime
-    flags = MINIMAL_FLAGS if minimal else ['-O2']
+    flags = MINIMAL_FLAGS if minimal else ['-O2', '-ffunction-sections', '-fdata-sections']
     obj = os.path.join(work, f'{target.name}-{tag}.o')
     shared = [] if target.wasm else ['-fPIC', '-fvisibility=hidden']
     cpu, wall = timed_compile(base + flags + shared + ['-c', source, '-o', obj])
@@ -171,7 +171,8 @@ def markdown(rows, lines, command):
         f'{platform.machine()} host, build/mxlite-all.cc of {lines:,} lines).',
         '',
         'Stripped library: x86-64/aarch64/armv7 a shared library with the C predict API '
-        '(`-O2 -fPIC -fvisibility=hidden -shared`, as `make lib`); wasm32 the API module of '
+        '(`-O2 -fPIC -fvisibility=hidden -shared -ffunction-sections -fdata-sections '
+        '-Wl,--gc-sections`, as `make lib`); wasm32 the API module of '
         '`make wasm`. Minimal: the same with `-Os -DMXLITE_PREDICT_ONLY -fno-exceptions '
         '-ffunction-sections -fdata-sections -Wl,--gc-sections`. Compile: CPU seconds of one '
         '`-O2 -c` of the file, pinned to one core (wall seconds grow when other work shares '
