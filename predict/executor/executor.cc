@@ -28,11 +28,8 @@ Status Executor::Make(std::shared_ptr<const Model> model,
   if (options.profile != 0) {
     executor->profile_.reset(new std::map<std::string, OpProfile>());
   }
-  if (options.graph_optimization) {
-    MXL_RETURN_IF_ERROR(FuseOperators(model->graph, &executor->graph_));
-  } else {
-    executor->graph_ = model->graph;
-  }
+  MXL_RETURN_IF_ERROR(
+      OptimizeGraph(model->graph, options.graph_optimization, &executor->graph_));
   if (pool) {
     executor->pool_ = std::move(pool);
   } else if (options.share_threads) {

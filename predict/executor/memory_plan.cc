@@ -8,7 +8,6 @@
 #include <set>
 #include <utility>
 
-#include "../graph/fuse.h"
 #include "../graph/infer.h"
 #include "../ndarray/ndarray.h"
 
@@ -730,21 +729,6 @@ Status ComputeMemoryReport(const Graph& graph, const std::map<std::string, Shape
   std::vector<EntryPart> parts;
   if (with_parts) MXL_RETURN_IF_ERROR(FindEntryParts(graph, shapes, dtypes, &parts));
   return ReportMemory(graph, entry_bytes, parts, report);
-}
-
-Status ComputeMemoryReportFromJson(const std::string& symbol_json, const std::string& source,
-                                   const std::map<std::string, Shape>& input_shapes, bool fuse,
-                                   MemoryReport* report) {
-  Graph graph;
-  MXL_RETURN_IF_ERROR(LoadSymbolJson(symbol_json.data(), symbol_json.size(), &graph)
-                          .WithContext(source + ": "));
-  PruneToOutputs(&graph);
-  if (fuse) {
-    Graph fused;
-    MXL_RETURN_IF_ERROR(FuseOperators(graph, &fused).WithContext(source + ": "));
-    graph = std::move(fused);
-  }
-  return ComputeMemoryReport(graph, input_shapes, {}, fuse, report).WithContext(source + ": ");
 }
 
 }  // namespace mxlite

@@ -204,15 +204,6 @@ Status ComputeMemoryReport(const Graph& graph, const std::map<std::string, Shape
                            const std::map<std::string, int>& input_dtypes, bool with_parts,
                            MemoryReport* report);
 
-// Loads symbol JSON, prunes it to its outputs as a predictor does, and
-// reports. With `fuse`, the graph is first rewritten by FuseOperators and
-// Concat inputs are laid in place, as an executor does by default; without,
-// it is the graph MXNet would plan, planned without parts.
-// `source` names the text in error messages.
-Status ComputeMemoryReportFromJson(const std::string& symbol_json, const std::string& source,
-                                   const std::map<std::string, Shape>& input_shapes, bool fuse,
-                                   MemoryReport* report);
-
 }  // namespace mxlite
 
 #endif  // MXLITE_EXECUTOR_MEMORY_PLAN_H_

@@ -1,5 +1,6 @@
 #include "model.h"
 
+#include "../graph/fuse.h"
 #include "../ndarray/ndarray_io.h"
 
 namespace mxlite {
@@ -298,6 +299,19 @@ Status ListSymbolNames(const std::string& symbol_json, SymbolNames* out) {
   for (const auto& internal : Internals(graph)) names.internals.push_back(internal.first);
   *out = std::move(names);
   return Status();
+}
+
+Status ComputeMemoryReportFromJson(const std::string& symbol_json, const std::string& source,
+                                   const std::map<std::string, Shape>& input_shapes, bool fuse,
+                                   MemoryReport* report) {
+  Graph graph;
+  MXL_RETURN_IF_ERROR(LoadSymbolJson(symbol_json.data(), symbol_json.size(), &graph)
+                          .WithContext(source + ": "));
+  PruneToOutputs(&graph);
+  Graph optimized;
+  MXL_RETURN_IF_ERROR(OptimizeGraph(graph, fuse, &optimized).WithContext(source + ": "));
+  graph = std::move(optimized);
+  return ComputeMemoryReport(graph, input_shapes, {}, fuse, report).WithContext(source + ": ");
 }
 
 }  // namespace mxlite

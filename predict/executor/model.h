@@ -25,6 +25,7 @@
 #include "../graph/graph.h"
 #include "../ndarray/ndarray.h"
 #include "../operators/prepared_cache.h"
+#include "memory_plan.h"
 
 namespace mxlite {
 
@@ -129,6 +130,15 @@ struct SymbolNames {
   std::vector<std::string> internals;
 };
 Status ListSymbolNames(const std::string& symbol_json, SymbolNames* out);
+
+// Loads symbol JSON, prunes it to its outputs as a predictor does, and
+// reports. With `fuse`, the graph is first rewritten by OptimizeGraph and
+// Concat inputs are laid in place, as an executor does by default; without,
+// it is the graph MXNet would plan, planned without parts.
+// `source` names the text in error messages.
+Status ComputeMemoryReportFromJson(const std::string& symbol_json, const std::string& source,
+                                   const std::map<std::string, Shape>& input_shapes, bool fuse,
+                                   MemoryReport* report);
 
 }  // namespace mxlite
 

@@ -4,6 +4,7 @@
 #include <initializer_list>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace mxlite {
 
@@ -183,73 +184,127 @@ void AddInputNorm(const Graph& graph, const InputNorm& norm, const Remap& remap,
   }
 }
 
-}  // namespace fuse_cc
+// What the analysis passes decide, per node of the input graph, before
+// one rewrite builds the optimised graph.
+struct FusionPlan {
+  explicit FusionPlan(const Graph& g)
+      : graph(g),
+        readers(CountReaders(g)),
+        count(static_cast<int>(g.nodes.size())),
+        chain_ending_at(count),
+        absorbed(count, false),
+        input_norm_of(count),
+        clamp_of_batch_norm(count, -1),
+        elided(count, false) {}
+  const Graph& graph;
+  const Readers readers;
+  const int count;
+  std::vector<Chain> chain_ending_at;       // per last link of a convolution chain
+  std::vector<bool> absorbed;               // taken into a fused node
+  std::vector<InputNorm> input_norm_of;     // per 1x1 convolution reading a BatchNorm
+  std::vector<int> clamp_of_batch_norm;     // per relu/clip: the BatchNorm it follows
+  std::vector<bool> elided;                 // Dropouts whose readers read their input
+};
 
-Status FuseOperators(const Graph& graph, Graph* out) {
-  using namespace fuse_cc;
-  const Readers readers = CountReaders(graph);
-  const int count = static_cast<int>(graph.nodes.size());
-  std::vector<Chain> chain_ending_at(count);
-  std::vector<bool> absorbed(count, false);
-  for (int n = 0; n < count; ++n) {
-    if (graph.nodes[n].op_name != "Convolution") continue;
-    Chain chain = FindChain(graph, readers, absorbed, n);
+// Pass "convolution chains": Convolution -> BatchNorm -> elemwise_add ->
+// relu/clip chains, each link taken while its input has one reader (see
+// fuse.h).
+void FindConvolutionChains(FusionPlan* plan) {
+  for (int n = 0; n < plan->count; ++n) {
+    if (plan->graph.nodes[n].op_name != "Convolution") continue;
+    Chain chain = FindChain(plan->graph, plan->readers, plan->absorbed, n);
     if (chain.last == n) continue;
     for (int member : {chain.conv, chain.batch_norm, chain.add, chain.clamp}) {
-      if (member >= 0) absorbed[member] = true;
+      if (member >= 0) plan->absorbed[member] = true;
     }
-    chain_ending_at[chain.last] = chain;
+    plan->chain_ending_at[chain.last] = chain;
   }
+}
 
-  // A BatchNorm left standing (pre-activation networks normalise before the
-  // convolution) goes into the 1x1 convolution that alone reads it, with
-  // the relu/clip between them.
-  std::vector<InputNorm> input_norm_of(count);
-  for (int n = 0; n < count; ++n) {
+// Pass "input BatchNorm": a BatchNorm left standing (pre-activation
+// networks normalise before the convolution) goes into the 1x1
+// convolution that alone reads it, with the relu/clip between them.
+void FindInputNorms(FusionPlan* plan) {
+  const Graph& graph = plan->graph;
+  for (int n = 0; n < plan->count; ++n) {
     const Node& bn = graph.nodes[n];
-    if (absorbed[n] || bn.op_name != "BatchNorm" || !AllHiddenOutputsUnused(readers, n)) continue;
+    if (plan->absorbed[n] || bn.op_name != "BatchNorm" ||
+        !AllHiddenOutputsUnused(plan->readers, n)) {
+      continue;
+    }
     if (std::atoi(AttrOr(bn, "axis", "1").c_str()) != 1 ||
         AttrOr(bn, "output_mean_var", "False") == "True") {
       continue;
     }
     int slot = -1, clamp = -1;
-    int reader = SoleReader(readers, n, &slot);
+    int reader = SoleReader(plan->readers, n, &slot);
     std::string lower, upper;
-    if (reader >= 0 && !absorbed[reader] && ClampOf(graph.nodes[reader], &lower, &upper)) {
+    if (reader >= 0 && !plan->absorbed[reader] && ClampOf(graph.nodes[reader], &lower, &upper)) {
       clamp = reader;
-      reader = SoleReader(readers, clamp, &slot);
+      reader = SoleReader(plan->readers, clamp, &slot);
     }
     if (reader < 0 || slot != 0 || !IsPointwiseConvolution(graph.nodes[reader])) continue;
-    input_norm_of[reader] = InputNorm{n, clamp};
-    absorbed[n] = true;
-    if (clamp >= 0) absorbed[clamp] = true;
+    plan->input_norm_of[reader] = InputNorm{n, clamp};
+    plan->absorbed[n] = true;
+    if (clamp >= 0) plan->absorbed[clamp] = true;
   }
+}
 
-  // A BatchNorm still standing takes a following relu/clip into its output
-  // loop.
-  std::vector<int> clamp_of_batch_norm(count, -1);
-  for (int n = 0; n < count; ++n) {
-    if (absorbed[n] || graph.nodes[n].op_name != "BatchNorm") continue;
-    if (!AllHiddenOutputsUnused(readers, n)) continue;
+// Pass "BatchNorm clamp": a BatchNorm still standing takes a following
+// relu/clip into its output loop (_FusedBatchNorm).
+void FindBatchNormClamps(FusionPlan* plan) {
+  for (int n = 0; n < plan->count; ++n) {
+    if (plan->absorbed[n] || plan->graph.nodes[n].op_name != "BatchNorm") continue;
+    if (!AllHiddenOutputsUnused(plan->readers, n)) continue;
     int slot = -1;
-    const int next = SoleReader(readers, n, &slot);
+    const int next = SoleReader(plan->readers, n, &slot);
     std::string lower, upper;
-    if (next < 0 || absorbed[next] || !ClampOf(graph.nodes[next], &lower, &upper)) continue;
-    absorbed[n] = absorbed[next] = true;
-    clamp_of_batch_norm[next] = n;
+    if (next < 0 || plan->absorbed[next] || !ClampOf(plan->graph.nodes[next], &lower, &upper)) {
+      continue;
+    }
+    plan->absorbed[n] = plan->absorbed[next] = true;
+    plan->clamp_of_batch_norm[next] = n;
   }
+}
 
-  // Dropout is the identity at inference: its readers read its input
-  // instead, unless its output is a graph output (which keeps its name) or
-  // its mask is read.
-  std::vector<bool> elided(count, false);
-  for (int n = 0; n < count; ++n) {
-    if (graph.nodes[n].op_name != "Dropout" || !AllHiddenOutputsUnused(readers, n)) continue;
+// Pass "dropout": the identity at inference, so its readers read its input
+// instead, unless its output is a graph output (which keeps its name) or
+// its mask is read.
+void FindDropouts(FusionPlan* plan) {
+  for (int n = 0; n < plan->count; ++n) {
+    if (plan->graph.nodes[n].op_name != "Dropout" || !AllHiddenOutputsUnused(plan->readers, n)) {
+      continue;
+    }
     bool graph_output = false;
-    for (const NodeEntry& output : graph.outputs) graph_output |= output.node == n;
-    elided[n] = !graph_output;
+    for (const NodeEntry& output : plan->graph.outputs) graph_output |= output.node == n;
+    plan->elided[n] = !graph_output;
   }
+}
 
+// The analysis passes, in the order they run: each sees what the earlier
+// ones took (a BatchNorm a convolution chain absorbed is not an input
+// BatchNorm).
+struct FusionPass {
+  const char* name;
+  void (*run)(FusionPlan* plan);
+};
+const FusionPass kFusionPasses[] = {
+    {"convolution chains", FindConvolutionChains},
+    {"input BatchNorm", FindInputNorms},
+    {"BatchNorm clamp", FindBatchNormClamps},
+    {"dropout", FindDropouts},
+};
+
+// The rewrite: the graph rebuilt in order, a fused node emitted where its
+// chain ends, elided nodes' readers pointed at their inputs.
+Status Rewrite(const FusionPlan& plan, Graph* out) {
+  const Graph& graph = plan.graph;
+  const int count = plan.count;
+  const std::vector<Chain>& chain_ending_at = plan.chain_ending_at;
+  const std::vector<bool>& absorbed = plan.absorbed;
+  const std::vector<InputNorm>& input_norm_of = plan.input_norm_of;
+  const std::vector<int>& clamp_of_batch_norm = plan.clamp_of_batch_norm;
+  const std::vector<bool>& elided = plan.elided;
   // Rebuild in order; a fused node is emitted where its chain ends.
   *out = Graph();
   out->mxnet_version = graph.mxnet_version;
@@ -329,6 +384,22 @@ Status FuseOperators(const Graph& graph, Graph* out) {
   }
   for (const NodeEntry& output : graph.outputs) out->outputs.push_back(remap(output));
   return Status();
+}
+
+}  // namespace fuse_cc
+
+Status FuseOperators(const Graph& graph, Graph* out) {
+  fuse_cc::FusionPlan plan(graph);
+  for (const fuse_cc::FusionPass& pass : fuse_cc::kFusionPasses) pass.run(&plan);
+  return fuse_cc::Rewrite(plan, out);
+}
+
+Status OptimizeGraph(const Graph& graph, bool optimize, Graph* out) {
+  if (!optimize) {
+    *out = graph;
+    return Status();
+  }
+  return FuseOperators(graph, out);
 }
 
 }  // namespace mxlite

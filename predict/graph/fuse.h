@@ -1,6 +1,15 @@
 /*
  * Graph optimisation for inference: fold chains of operators into one.
  *
+ * OptimizeGraph is the one entry point (executors and the memory report
+ * call it). A graph reaches it pruned to its outputs (PruneToOutputs, at
+ * load); its fusion runs named analysis passes in order over one plan of
+ * the input graph (fuse.cc's kFusionPasses: convolution chains, input
+ * BatchNorm, BatchNorm clamp, dropout), then one rewrite builds the new
+ * graph. What comes after belongs to binding, which knows the shapes:
+ * in-place Concat inputs (FindEntryParts) and the memory plan (PlanMemory),
+ * both in executor/memory_plan.h. The passes:
+ *
  * A Convolution whose output is read only by the next link of a chain
  *
  *   Convolution -> BatchNorm -> elemwise_add(residual) -> relu / clip
@@ -38,8 +47,13 @@
 
 namespace mxlite {
 
-// Returns the optimised copy of `graph` in *out (which may share nothing
-// mutable with it: operators of rewritten nodes are created anew).
+// The graph an executor runs: `graph` optimised by the passes above, or
+// `graph` as it is when `optimize` is off (RuntimeOptions::
+// graph_optimization). *out shares nothing mutable with `graph`:
+// operators of rewritten nodes are created anew.
+Status OptimizeGraph(const Graph& graph, bool optimize, Graph* out);
+
+// The fusion passes and rewrite alone (OptimizeGraph with `optimize` on).
 Status FuseOperators(const Graph& graph, Graph* out);
 
 }  // namespace mxlite

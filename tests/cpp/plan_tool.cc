@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "../../predict/executor/memory_plan.h"
+#include "../../predict/executor/model.h"
 #include "../../predict/graph/fuse.h"
 #include "../../predict/graph/infer.h"
 
