@@ -279,6 +279,7 @@ Status SelectModelOutputs(const Model& full, const std::vector<OutputSelector>& 
   auto model = std::make_shared<Model>();
   model->graph = full.graph;
   model->params = full.params;
+  model->prepared = full.prepared;  // same parameter arrays, so same prepared forms
   MXL_RETURN_IF_ERROR(SelectOutputs(selectors, &model->graph));
   PruneToOutputs(&model->graph);
   *out = std::move(model);

@@ -25,10 +25,14 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "../base/config.h"
 #include "../base/status.h"
+
+#ifndef MXLITE_NO_THREADS
+#include <mutex>
+#endif  // !MXLITE_NO_THREADS
 
 namespace mxlite {
 
@@ -41,7 +45,7 @@ class PreparedCache {
   // the first one's make rather than repeating it.
   template <typename T, typename Make>
   Status FindOrMake(const std::string& key, Make make, std::shared_ptr<const T>* out) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    Lock lock(mutex_);
     auto found = entries_.find(key);
     if (found != entries_.end()) {
       std::shared_ptr<const void> held = found->second.lock();
@@ -68,20 +72,30 @@ class PreparedCache {
   // Forgets every entry: later lookups prepare afresh (after a parameter
   // was overwritten). Objects already handed out stay with their holders.
   void Clear() {
-    std::lock_guard<std::mutex> lock(mutex_);
+    Lock lock(mutex_);
     entries_.clear();
   }
 
   // How many prepared objects are alive (for tests and reports).
   size_t live_entries() const {
-    std::lock_guard<std::mutex> lock(mutex_);
+    Lock lock(mutex_);
     size_t live = 0;
     for (const auto& entry : entries_) live += entry.second.expired() ? 0 : 1;
     return live;
   }
 
  private:
-  mutable std::mutex mutex_;
+#ifndef MXLITE_NO_THREADS
+  using Mutex = std::mutex;
+  using Lock = std::lock_guard<std::mutex>;
+#else
+  // Without threads (wasm32-wasi has no usable <mutex>) nothing can race.
+  struct Mutex {};
+  struct Lock {
+    explicit Lock(Mutex&) {}
+  };
+#endif  // !MXLITE_NO_THREADS
+  mutable Mutex mutex_;
   std::map<std::string, std::weak_ptr<const void>> entries_;
   size_t swept_size_ = 16;
 };
