@@ -171,24 +171,50 @@ void Im2ColTapRows(const ConvGeometry& g, const float* plane, int64_t kd, int64_
   }
 }
 
+// Output rows (an (od, oh) pair each) per band of the column matrix: as
+// many as fit in kColumnBytes, at least one.
+int64_t RowsPerBand(const ConvGeometry& g) {
+  const int64_t depth = g.channels / g.groups * g.KernelSize();
+  const int64_t rows = g.out[0] * g.out[1];
+  const int64_t row_bytes = std::max<int64_t>(1, depth * g.out[2] * int64_t{sizeof(float)});
+  return std::max<int64_t>(1, std::min<int64_t>(rows, kColumnBytes / row_bytes));
+}
+
+// Bytes of a band's column matrix.
+size_t BandBytes(const ConvGeometry& g, int64_t rows_per_band) {
+  const int64_t depth = g.channels / g.groups * g.KernelSize();
+  return static_cast<size_t>(rows_per_band * g.out[2] * depth) * sizeof(float);
+}
+
+// Writes the column matrix of output rows [row, row_end) of one group,
+// whose input planes start at in_g. The rows for each (channel, kd, kh)
+// are independent tasks (not one per channel: a stem has only three).
+void GatherBand(const ConvGeometry& g, const float* in_g, int64_t row, int64_t row_end,
+                float* col, ThreadPool* pool) {
+  const int64_t in_plane = g.InSpatial();
+  const int64_t group_in = g.channels / g.groups;
+  const int64_t columns = (row_end - row) * g.out[2];
+  const int64_t kernel_rows = g.kernel[0] * g.kernel[1];
+  ParallelFor(pool, group_in * kernel_rows, [&](int64_t task) {
+    const int64_t c = task / kernel_rows, kd = task % kernel_rows / g.kernel[1],
+                  kh = task % g.kernel[1];
+    Im2ColTapRows(g, in_g + c * in_plane, kd, kh, row, row_end,
+                  col + (task * g.kernel[2]) * columns);
+  });
+}
+
 class Im2colKernel : public ConvKernel {
  public:
   Status Prepare(const ConvGeometry& g, ConvWeights w) {
     g_ = g;
     w_ = std::move(w);
-    const int64_t depth = g.channels / g.groups * g.KernelSize();
-    const int64_t rows = g.out[0] * g.out[1];
-    const int64_t row_bytes = std::max<int64_t>(1, depth * g.out[2] * int64_t{sizeof(float)});
-    rows_per_band_ = std::max<int64_t>(1, std::min<int64_t>(rows, kColumnBytes / row_bytes));
+    rows_per_band_ = RowsPerBand(g);
     MXL_RETURN_IF_ERROR(PackGroups(g, w_.weights, 0, &packed_));
     w_.weights.clear();
     w_.weights.shrink_to_fit();
     return Status();
   }
-  size_t WorkspaceBytes() const override {
-    const int64_t depth = g_.channels / g_.groups * g_.KernelSize();
-    return static_cast<size_t>(rows_per_band_ * g_.out[2] * depth) * sizeof(float);
-  }
+  size_t WorkspaceBytes() const override { return BandBytes(g_, rows_per_band_); }
 
   Status Forward(const ConvCall& call) const override {
     MXL_RETURN_IF_ERROR(CheckConvWorkspace(call, WorkspaceBytes()));
@@ -207,15 +233,7 @@ class Im2colKernel : public ConvKernel {
         for (int64_t row = 0; row < rows; row += rows_per_band_) {
           const int64_t row_end = std::min(rows, row + rows_per_band_);
           const int64_t columns = (row_end - row) * g.out[2];
-          // The column matrix's rows for each (channel, kd, kh) are
-          // independent tasks (not one per channel: a stem has only three).
-          const int64_t kernel_rows = g.kernel[0] * g.kernel[1];
-          ParallelFor(call.pool, group_in * kernel_rows, [&](int64_t task) {
-            const int64_t c = task / kernel_rows, kd = task % kernel_rows / g.kernel[1],
-                          kh = task % g.kernel[1];
-            Im2ColTapRows(g, in_g + c * in_plane, kd, kh, row, row_end,
-                          col + (task * g.kernel[2]) * columns);
-          });
+          GatherBand(g, in_g, row, row_end, col, call.pool);
           GemmPacked(packed_[grp], col, columns, columns, out_g + row * g.out[2], out_plane,
                      Epilogue(w_, bias_g, res_g ? res_g + row * g.out[2] : nullptr, out_plane),
                      call.pool);
@@ -440,18 +458,12 @@ class InPlaceKernel : public ConvKernel {
     // differential sweep).
     weights_ =
         w_.weights_in_place.data() == nullptr ? w_.weights.data() : w_.weights_in_place.fdata();
-    const int64_t depth = g.channels / g.groups * g.KernelSize();
-    const int64_t rows = g.out[0] * g.out[1];
-    const int64_t row_bytes = std::max<int64_t>(1, depth * g.out[2] * int64_t{sizeof(float)});
-    rows_per_band_ = g.Pointwise()
-                         ? rows
-                         : std::max<int64_t>(1, std::min<int64_t>(rows, kColumnBytes / row_bytes));
+    // A pointwise layer reads its input plane as it is, in one band.
+    rows_per_band_ = g.Pointwise() ? g.out[0] * g.out[1] : RowsPerBand(g);
     return Status();
   }
   size_t WorkspaceBytes() const override {
-    if (g_.Pointwise()) return 0;
-    const int64_t depth = g_.channels / g_.groups * g_.KernelSize();
-    return static_cast<size_t>(rows_per_band_ * g_.out[2] * depth) * sizeof(float);
+    return g_.Pointwise() ? 0 : BandBytes(g_, rows_per_band_);
   }
 
   Status Forward(const ConvCall& call) const override {
@@ -473,13 +485,7 @@ class InPlaceKernel : public ConvKernel {
           const int64_t columns = (row_end - row) * g.out[2];
           const float* b = in_g;
           if (!g.Pointwise()) {
-            const int64_t kernel_rows = g.kernel[0] * g.kernel[1];
-            ParallelFor(call.pool, group_in * kernel_rows, [&](int64_t task) {
-              const int64_t c = task / kernel_rows, kd = task % kernel_rows / g.kernel[1],
-                            kh = task % g.kernel[1];
-              Im2ColTapRows(g, in_g + c * in_plane, kd, kh, row, row_end,
-                            col + (task * g.kernel[2]) * columns);
-            });
+            GatherBand(g, in_g, row, row_end, col, call.pool);
             b = col;
           }
           const int64_t band = out_offset + row * g.out[2];

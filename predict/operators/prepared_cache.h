@@ -76,14 +76,6 @@ class PreparedCache {
     entries_.clear();
   }
 
-  // How many prepared objects are alive (for tests and reports).
-  size_t live_entries() const {
-    Lock lock(mutex_);
-    size_t live = 0;
-    for (const auto& entry : entries_) live += entry.second.expired() ? 0 : 1;
-    return live;
-  }
-
  private:
 #ifndef MXLITE_NO_THREADS
   using Mutex = std::mutex;
