@@ -147,6 +147,36 @@ def test_float16_parameters_converted_once_and_shared(api):
         api.free(handle)
 
 
+
+def test_float32_copies_count_in_the_memory_budget(api, monkeypatch):
+    """A float16 network computes on float32 copies of its arrays; those
+    count in the memory budget before each is made."""
+    import mxlite
+    from capi import CAPIError
+    from test_ops import CASES as OP_CASES, DTYPE_FLAGS
+    case = next(c for c in OP_CASES if c.name == 'dtype_float16_cnn')
+    inputs, expected = case.io()
+    batch = 64
+    shapes = {k: (batch,) + v.shape[1:] for k, v in inputs.items()}
+    dtypes = case.meta['input_dtypes']
+    stats = mxlite.Predictor(case.symbol_json, case.params, shapes, threads=1,
+                             input_dtypes=dtypes).memory_stats()
+    assert stats['float32_copy_bytes'] > stats['arena_bytes'], stats
+    io_bytes = (sum(v.nbytes for v in inputs.values()) +
+                sum(v.nbytes for v in expected)) * batch // inputs['data'].shape[0]
+    activations = stats['arena_bytes'] + io_bytes
+    flags = {k: DTYPE_FLAGS[v] for k, v in dtypes.items()}
+    monkeypatch.setenv('MXLITE_NUM_THREADS', '1')
+    monkeypatch.setenv('MXLITE_MEMORY_BUDGET',
+                       str(activations + stats['float32_copy_bytes'] // 2))
+    with pytest.raises(CAPIError, match='for its activations and their float32 copies .*'
+                                        'over the memory budget'):
+        api.create(case.symbol_json, case.params, shapes, dtypes=flags)
+    monkeypatch.setenv('MXLITE_MEMORY_BUDGET', str(
+        activations + stats['float32_copy_bytes'] + stats['prepared_bytes'] +
+        stats['workspace_bytes'] + 4096))
+    api.free(api.create(case.symbol_json, case.params, shapes, dtypes=flags))
+
 def computed_weight_graph():
     """conv(data, weight = w * k), w a parameter, k an input, no bias."""
     nodes = [{'op': 'null', 'name': 'data', 'inputs': []},
@@ -206,3 +236,41 @@ def test_overwritten_weight_is_not_served_from_the_cache(api):
     finally:
         for handle in (first, second, fresh):
             api.free(handle)
+
+
+def test_prepared_weights_count_in_the_memory_budget(api):
+    """The packed and Winograd-transformed copies of the weights count in the
+    memory budget, as the activations do: a budget that holds resnet18_v1's
+    activations and scratch but not its prepared weights is refused, naming
+    them, and the same budget holds the model under compact_weights."""
+    import mxlite
+    from capi import CAPIError
+    case = zoo_case('resnet18_v1')
+    inputs, expected = case.io()
+    shapes = {key: value.shape for key, value in inputs.items()}
+    stats = mxlite.Predictor(case.symbol_json, case.params, shapes, threads=1).memory_stats()
+    compact = mxlite.Predictor(case.symbol_json, case.params, shapes, threads=1,
+                               options=COMPACT).memory_stats()
+    # Winograd keeps 36/9 of each 3x3 layer's weights; compact keeps only
+    # biases and BatchNorm scales.
+    assert stats['prepared_bytes'] > 1.5 * stats['param_bytes'], stats
+    assert compact['prepared_bytes'] < 0.01 * compact['param_bytes'], compact
+    io_bytes = sum(value.nbytes for value in inputs.values()) + expected[0].nbytes
+    without_prepared = (stats['arena_bytes'] + io_bytes +
+                        max(stats['workspace_bytes'], compact['workspace_bytes']))
+    budget = {'memory_budget': str(without_prepared + stats['prepared_bytes'] // 2),
+              'threads': '1'}
+    with pytest.raises(CAPIError, match=r'needs [0-9.]+ MiB for its activations and prepared '
+                                        r'weights .*over the memory budget'):
+        api.create_with_options(case.symbol_json, case.params, shapes, budget)
+    [handle] = api.create_with_options(case.symbol_json, case.params, shapes,
+                                       {**budget, **COMPACT})
+    try:
+        [outputs] = run_handles(api, [handle], inputs, 1)
+        assert_close(outputs[0], expected[0], case.rtol, 'compact, within the budget')
+    finally:
+        api.free(handle)
+    enough = {'memory_budget': str(without_prepared + stats['prepared_bytes'] + (1 << 20)),
+              'threads': '1'}
+    [handle] = api.create_with_options(case.symbol_json, case.params, shapes, enough)
+    api.free(handle)

@@ -35,8 +35,8 @@ const RuntimeOptionInfo kRuntimeOptionList[] = {
     {"profile", "MXLITE_PROFILE", "0, 1 or 2",
      "print time per operator type (1) or per node (2) to stderr when a predictor is freed"},
     {"memory_budget", "MXLITE_MEMORY_BUDGET", "bytes, with K/M/G suffix; 0: default",
-     "most bytes a predictor allocates for activations (inputs, intermediate results, "
-     "outputs, scratch); default: the machine's physical memory or the process's "
+     "most bytes a predictor holds besides the parameters (inputs, intermediate results, "
+     "outputs, prepared weights, scratch); default: the machine's physical memory or the process's "
      "address-space limit, whichever is lower"},
 };
 const int kRuntimeOptionCount =

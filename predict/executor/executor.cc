@@ -199,16 +199,28 @@ const NDArray* Executor::ConstantParameter(int n, int i) const {
 }
 
 Status Executor::MakeFloat32Copies(int n) {
+  // Copies made again (a float16 parameter was overwritten) replace the
+  // node's old ones only once they are all made.
+  const size_t old_bytes = float32_copies_[n] ? float32_copies_[n]->bytes : 0;
   bool all_float32 = true;
   for (const NDArray& array : node_inputs_[n]) all_float32 &= array.dtype() == kFloat32;
   for (const NDArray& array : entries_[n]) all_float32 &= array.dtype() == kFloat32;
   if (all_float32) return Status();
+  // Each copy is counted in the budget before it is made.
   std::unique_ptr<Float32Copies> copies(new Float32Copies());
+  auto reserve = [&](const NDArray& array) {
+    const size_t bytes = static_cast<size_t>(array.Size()) * sizeof(float);
+    copies->bytes = AddBytes(copies->bytes, bytes);
+    return CheckMemoryBudget(AddBytes(BudgetedBytes() - old_bytes, copies->bytes),
+                             "its activations and their float32 copies for operators "
+                             "that compute in float32");
+  };
   for (size_t i = 0; i < node_inputs_[n].size(); ++i) {
     const NDArray& array = node_inputs_[n][i];
     copies->inputs.push_back(array);
     copies->converted_once.push_back(false);
     if (array.dtype() == kFloat32) continue;
+    MXL_RETURN_IF_ERROR(reserve(array));
     const NDArray* param = ConstantParameter(n, static_cast<int>(i));
     if (param == nullptr) {
       MXL_RETURN_IF_ERROR(NDArray::Create(array.shape(), kFloat32, &copies->inputs.back()));
@@ -233,9 +245,11 @@ Status Executor::MakeFloat32Copies(int n) {
   for (const NDArray& array : entries_[n]) {
     copies->outputs.push_back(array);
     if (array.dtype() != kFloat32) {
+      MXL_RETURN_IF_ERROR(reserve(array));
       MXL_RETURN_IF_ERROR(NDArray::Create(array.shape(), kFloat32, &copies->outputs.back()));
     }
   }
+  copy_bytes_ = AddBytes(copy_bytes_ - old_bytes, copies->bytes);
   float32_copies_[n] = std::move(copies);
   return Status();
 }
@@ -319,6 +333,9 @@ Status Executor::BindVariables(const Graph& graph, const EntryShapes& shapes,
 Status Executor::PrepareOperators() {
   const Graph& graph = graph_;
   size_t workspace_bytes = 0;
+  // Prepared weights are counted as each operator makes (or shares) them,
+  // so a model past its budget fails at the first layer beyond it.
+  prepared_bytes_ = 0;
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     if (!ops_[n]) continue;
     size_t bytes = 0;
@@ -344,10 +361,16 @@ Status Executor::PrepareOperators() {
                                   status.message()));
     }
     workspace_bytes = std::max(workspace_bytes, bytes);
+    prepared_bytes_ = AddBytes(prepared_bytes_, ops_[n]->PreparedBytes());
+    MXL_RETURN_IF_ERROR(CheckMemoryBudget(
+        BudgetedBytes(), "its activations and prepared weights (the packed, transformed and "
+                         "BatchNorm-folded copies of the parameters that the fast kernels "
+                         "read; compact_weights keeps none)"));
   }
+  MXL_RETURN_IF_ERROR(CheckMemoryBudget(AddBytes(BudgetedBytes(), workspace_bytes),
+                                        "its activations, prepared weights and operator "
+                                        "scratch space"));
   if (workspace_bytes > workspace_bytes_ || !workspace_) {
-    MXL_RETURN_IF_ERROR(CheckMemoryBudget(AddBytes(activation_bytes_, workspace_bytes),
-                                          "its activations and operator scratch space"));
     MXL_RETURN_IF_ERROR(Storage::Allocate(workspace_bytes, &workspace_));
     workspace_bytes_ = workspace_bytes;
   }

@@ -82,6 +82,11 @@ class Executor {
   const std::vector<std::string>& input_names() const { return input_names_; }
   const std::map<std::string, Shape>& input_shapes() const { return input_shapes_; }
   const MemoryPlan& memory_plan() const { return plan_; }
+  // Bytes counted in the memory budget besides the plan's: the operators'
+  // prepared weights, float32 copies of other dtypes, operator scratch.
+  size_t prepared_bytes() const { return prepared_bytes_; }
+  size_t float32_copy_bytes() const { return copy_bytes_; }
+  size_t workspace_bytes() const { return workspace_bytes_; }
 
   void SetMonitor(MonitorFn callback, void* user, bool monitor_all) {
     monitor_ = callback;
@@ -113,6 +118,11 @@ class Executor {
   static size_t AddBytes(size_t a, size_t b);
   // An error naming the need and the budget when `bytes` exceeds it.
   Status CheckMemoryBudget(size_t bytes, const char* what) const;
+  // What the budget covers before scratch: activations, float32 copies and
+  // prepared weights.
+  size_t BudgetedBytes() const {
+    return AddBytes(AddBytes(activation_bytes_, copy_bytes_), prepared_bytes_);
+  }
   Status RunNode(int n);
 
   // Operators compute in float32. A node that reads or writes an array of
@@ -126,6 +136,7 @@ class Executor {
     // model's cache (held in `shared`), not converted on every run.
     std::vector<bool> converted_once;
     std::vector<std::shared_ptr<const NDArray>> shared;
+    size_t bytes = 0;  // what the copies hold, shared ones included (budgeted)
   };
   // The model's array for input `i` of node `n` when that input is a
   // parameter that keeps its value (not also a caller's input), else null.
@@ -161,6 +172,8 @@ class Executor {
   std::shared_ptr<ThreadPool> pool_;  // shared with executors made by Reshape
   size_t workspace_bytes_ = 0;
   size_t activation_bytes_ = 0;  // inputs, arena and output blocks (budgeted)
+  size_t copy_bytes_ = 0;        // every node's Float32Copies (budgeted)
+  size_t prepared_bytes_ = 0;    // the operators' PreparedBytes (budgeted)
   MemoryPlan plan_;
   bool prepared_ = false;
   MonitorFn monitor_ = nullptr;

@@ -239,6 +239,9 @@ Status Predictor::Memory(PredictorMemory* out) const {
   out->unshared_bytes = executor_->memory_plan().naive_bytes;
   out->param_bytes = 0;
   for (const auto& param : model_->params) out->param_bytes += param.second.bytes();
+  out->prepared_bytes = executor_->prepared_bytes();
+  out->float32_copy_bytes = executor_->float32_copy_bytes();
+  out->workspace_bytes = executor_->workspace_bytes();
   return Status();
 }
 

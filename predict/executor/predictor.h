@@ -70,6 +70,12 @@ struct PredictorMemory {
   size_t arena_bytes = 0;     // planned intermediate results
   size_t unshared_bytes = 0;  // the same without sharing
   size_t param_bytes = 0;     // the parameters (shared between predictors)
+  // Prepared weights the operators read (packed, transformed, folded
+  // copies; shared between predictors of one model, counted in each one's
+  // memory budget), float32 copies of other dtypes, and operator scratch.
+  size_t prepared_bytes = 0;
+  size_t float32_copy_bytes = 0;
+  size_t workspace_bytes = 0;
 };
 
 class Predictor {

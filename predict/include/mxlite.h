@@ -18,8 +18,8 @@
  *   winograd, shifted_gemm   convolution algorithm switches (1 default)
  *   profile             0, 1 (per operator type) or 2 (per node): timings on
  *                       stderr when the predictor is freed
- *   memory_budget       most bytes a predictor allocates for activations,
- *                       e.g. "512M"; 0: the machine's physical memory or the
+ *   memory_budget       most bytes a predictor holds besides the parameters
+ *                       (activations, prepared weights, scratch), e.g. "512M"; 0: the machine's physical memory or the
  *                       process's address-space limit, whichever is lower
  * An unknown name or a bad value fails the call with a message naming it.
  */

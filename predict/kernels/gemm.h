@@ -71,6 +71,11 @@ class PackedMatrix {
     return data_.data() + block_offset_[block] + strip * kernel_->mr * BlockDepth(block);
   }
   int64_t blocks() const { return static_cast<int64_t>(block_start_.size()); }
+  // The memory it holds (for the memory budget).
+  size_t bytes() const {
+    return data_.capacity() * sizeof(float) +
+           (block_start_.capacity() + block_offset_.capacity()) * sizeof(int64_t);
+  }
   // First depth step of block `block`, and its number of depth steps.
   int64_t BlockStart(int64_t block) const { return block_start_[block]; }
   int64_t BlockDepth(int64_t block) const {
@@ -83,6 +88,18 @@ class PackedMatrix {
   std::vector<int64_t> block_start_, block_offset_;
   std::vector<float> data_;
 };
+
+// The bytes a vector holds (its capacity), for the memory budget; packed
+// matrices count their buffers too.
+template <typename T>
+size_t HeldBytes(const std::vector<T>& values) {
+  return values.capacity() * sizeof(T);
+}
+inline size_t HeldBytes(const std::vector<PackedMatrix>& matrices) {
+  size_t bytes = matrices.capacity() * sizeof(PackedMatrix);
+  for (const PackedMatrix& matrix : matrices) bytes += matrix.bytes();
+  return bytes;
+}
 
 // C (rows x n, stride ldc) = epilogue(A * B), B is depth x n with stride ldb.
 void GemmPacked(const PackedMatrix& a, const float* b, int64_t ldb, int64_t n, float* c,

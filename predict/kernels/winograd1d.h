@@ -135,6 +135,10 @@ class Winograd1dPlan {
  public:
   Status Prepare(const Winograd1dGeometry& g, const float* weights);
   const Winograd1dGeometry& geometry() const { return geometry_; }
+  // The memory it holds (for the memory budget).
+  size_t bytes() const {
+    return HeldBytes(packed_) + HeldBytes(input_access_) + HeldBytes(output_access_);
+  }
 
   // One image: input (channels, in_h, in_w) -> output (filters, out_h,
   // out_w) = clamp(conv + bias[f] + residual), residual null or the

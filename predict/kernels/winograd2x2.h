@@ -88,6 +88,10 @@ class Winograd2x2Plan {
  public:
   Status Prepare(const Winograd2x2Geometry& g, const float* weights);
   const Winograd2x2Geometry& geometry() const { return geometry_; }
+  // The memory it holds (for the memory budget).
+  size_t bytes() const {
+    return HeldBytes(packed_) + HeldBytes(pair_index_) + HeldBytes(pair_lanes_);
+  }
 
   // One image: input (channels, in_h, in_w) -> output (filters, out_h,
   // out_w) = clamp(conv + bias[f] + residual), residual null or the

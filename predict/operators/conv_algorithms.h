@@ -44,6 +44,7 @@
 
 #include "../base/status.h"
 #include "../ndarray/ndarray.h"
+#include "../kernels/gemm.h"
 #include "../kernels/thread_pool.h"
 
 namespace mxlite {
@@ -96,6 +97,12 @@ struct ConvWeights {
   bool input_has_gamma = false;
   float input_lower = -std::numeric_limits<float>::infinity();
   float input_upper = std::numeric_limits<float>::infinity();
+
+  // The memory its own vectors hold (not the parameter array it may point
+  // at, which the model owns).
+  size_t bytes() const {
+    return HeldBytes(weights) + HeldBytes(bias) + HeldBytes(filter_scale) + HeldBytes(input_scale);
+  }
 };
 
 // One forward call over the whole batch. residual (the output's shape) may
@@ -115,6 +122,9 @@ class ConvKernel {
  public:
   virtual ~ConvKernel() = default;
   virtual size_t WorkspaceBytes() const = 0;
+  // The memory the kernel holds: its weights in the form it reads them
+  // (counted in the predictor's memory budget).
+  virtual size_t PreparedBytes() const = 0;
   virtual Status Forward(const ConvCall& call) const = 0;
 };
 

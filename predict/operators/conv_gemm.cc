@@ -79,6 +79,7 @@ class PointwiseKernel : public ConvKernel {
     w_.weights.shrink_to_fit();
     return Status();
   }
+  size_t PreparedBytes() const override { return w_.bytes() + HeldBytes(packed_); }
   size_t WorkspaceBytes() const override { return 0; }
 
   Status Forward(const ConvCall& call) const override {
@@ -214,6 +215,7 @@ class Im2colKernel : public ConvKernel {
     w_.weights.shrink_to_fit();
     return Status();
   }
+  size_t PreparedBytes() const override { return w_.bytes() + HeldBytes(packed_); }
   size_t WorkspaceBytes() const override { return BandBytes(g_, rows_per_band_); }
 
   Status Forward(const ConvCall& call) const override {
@@ -377,6 +379,7 @@ class ShiftedKernel : public ConvKernel {
     w_.weights.shrink_to_fit();
     return Status();
   }
+  size_t PreparedBytes() const override { return w_.bytes() + HeldBytes(packed_); }
   size_t WorkspaceBytes() const override { return plan_.WorkspaceBytes(g_.channels); }
 
   Status Forward(const ConvCall& call) const override {
@@ -462,6 +465,9 @@ class InPlaceKernel : public ConvKernel {
     rows_per_band_ = g.Pointwise() ? g.out[0] * g.out[1] : RowsPerBand(g);
     return Status();
   }
+  // The weights stay in the parameter array (or in w_.weights when the
+  // graph computes them).
+  size_t PreparedBytes() const override { return w_.bytes(); }
   size_t WorkspaceBytes() const override {
     return g_.Pointwise() ? 0 : BandBytes(g_, rows_per_band_);
   }

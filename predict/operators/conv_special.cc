@@ -82,6 +82,7 @@ class ConvKernelBase : public ConvKernel {
     return Status();
   }
   size_t WorkspaceBytes() const override { return 0; }
+  size_t PreparedBytes() const override { return w_.bytes(); }
 
  protected:
   ConvGeometry g_;
@@ -159,6 +160,9 @@ class DepthwiseBlockedKernel : public ConvKernel {
     return Status();
   }
   size_t WorkspaceBytes() const override { return 0; }
+  size_t PreparedBytes() const override {
+    return HeldBytes(block_weights_) + HeldBytes(block_bias_);
+  }
   Status Forward(const ConvCall& call) const override {
     const ConvGeometry& g = g_;
     const int64_t in_plane = g.InSpatial(), out_plane = g.OutSpatial();
@@ -212,6 +216,7 @@ class Winograd4x4Kernel : public ConvKernel {
     return WinogradPackWeights(w.weights.data(), g.filters, g.channels, &packed_);
   }
   size_t WorkspaceBytes() const override { return plan_.WorkspaceBytes(); }
+  size_t PreparedBytes() const override { return HeldBytes(packed_) + HeldBytes(bias_); }
   Status Forward(const ConvCall& call) const override {
     MXL_RETURN_IF_ERROR(CheckConvWorkspace(call, WorkspaceBytes()));
     const ConvGeometry& g = g_;
@@ -259,6 +264,7 @@ class WinogradPlanKernel : public ConvKernel {
     return plan_.Prepare(GeometryOf(g), w.weights.data());
   }
   size_t WorkspaceBytes() const override { return plan_.geometry().WorkspaceBytes(); }
+  size_t PreparedBytes() const override { return plan_.bytes() + HeldBytes(bias_); }
   Status Forward(const ConvCall& call) const override {
     MXL_RETURN_IF_ERROR(CheckConvWorkspace(call, WorkspaceBytes()));
     const ConvGeometry& g = g_;
@@ -296,6 +302,7 @@ class DirectKernel : public ConvKernel {
     return Status();
   }
   size_t WorkspaceBytes() const override { return 0; }
+  size_t PreparedBytes() const override { return HeldBytes(packed_) + HeldBytes(bias_); }
   Status Forward(const ConvCall& call) const override {
     const ConvGeometry& g = g_;
     const int64_t in_image = g.channels * g.InSpatial(), out_image = g.filters * g.OutSpatial();

@@ -234,6 +234,7 @@ class Convolution : public Operator {
   }
 
   const char* KernelName() const override { return algorithm_ ? algorithm_->name : ""; }
+  size_t PreparedBytes() const override { return kernel_impl_ ? kernel_impl_->PreparedBytes() : 0; }
 
  private:
   // The chosen algorithm's kernel for the current values of the inputs.

@@ -38,6 +38,7 @@ class PrepackedGemmKernel : public FcKernel {
   PrepackedGemmKernel(const FcGeometry& g, const float* weight) : g_(g) {
     PackBMatrix(weight, g.depth, /*transposed=*/true, g.depth, g.hidden, &packed_weight_);
   }
+  size_t PreparedBytes() const override { return HeldBytes(packed_weight_); }
   Status Forward(const FcCall& call) const override {
     MXL_CHECK(call.packed_x != nullptr, "FullyConnected: no scratch to pack the data into");
     MXL_RETURN_IF_ERROR(
@@ -212,6 +213,7 @@ class FullyConnected : public Operator {
   }
 
   const char* KernelName() const override { return algorithm_ ? algorithm_->name : ""; }
+  size_t PreparedBytes() const override { return kernel_ ? kernel_->PreparedBytes() : 0; }
 
  private:
   int64_t num_hidden_;

@@ -52,6 +52,8 @@ struct FcCall {
 class FcKernel {
  public:
   virtual ~FcKernel() = default;
+  // The memory the kernel holds (a packed copy of W, if it keeps one).
+  virtual size_t PreparedBytes() const { return 0; }
   virtual Status Forward(const FcCall& call) const = 0;
 };
 

@@ -129,6 +129,11 @@ class Operator {
                          const std::vector<NDArray>& out) = 0;
   // Which kernel Prepare chose, for profiles and reports ("" if only one).
   virtual const char* KernelName() const { return ""; }
+  // The memory held, once prepared, by what Prepare derived from the
+  // weights (packed, transformed, BatchNorm-folded copies), whether made
+  // here or shared through the model's cache: part of the predictor's
+  // memory budget.
+  virtual size_t PreparedBytes() const { return 0; }
 
   // Set by CreateOperator from the registry.
   void set_dtype_rule(DTypeRule rule) { dtype_rule_ = rule; }

@@ -203,6 +203,12 @@ def format_report(report: GraphReport, max_rows: int | None = None) -> str:
         text.append(f'intermediate memory, {name}'
                     f' (what the predictor allocates): {_mib(report.memory["arena_bytes"])} '
                     f'planned ({_mib(report.memory["unshared_bytes"])} without sharing)')
+        if 'prepared_bytes' in report.memory:
+            text.append(f'prepared weights (packed and transformed copies the kernels read; '
+                        f'shared by predictors of one model): '
+                        f'{_mib(report.memory["prepared_bytes"])}, parameters '
+                        f'{_mib(report.memory["param_bytes"])}, operator scratch '
+                        f'{_mib(report.memory["workspace_bytes"])}')
         if report.memory_as_written and graph == 'fused':
             written = report.memory_as_written
             text.append(f'intermediate memory, graph as written (`mxlite plan` without '

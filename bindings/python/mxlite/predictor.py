@@ -329,6 +329,18 @@ class Predictor:
         other._adopt()
         return other
 
+    def memory_stats(self) -> dict[str, int]:
+        """What the bound predictor holds, in bytes: 'arena_bytes' (planned
+        intermediate results; 'unshared_bytes' without sharing),
+        'param_bytes' (the parameters), 'prepared_bytes' (the packed and
+        transformed copies of the weights its kernels read, shared with other
+        predictors of the model), 'float32_copy_bytes' (float32 copies for
+        operators reading other dtypes) and 'workspace_bytes' (operator
+        scratch). All but the parameters count in the memory_budget option
+        (docs/options.md)."""
+        stats: dict[str, int] = self._core.memory_stats()
+        return stats
+
     def summary(self) -> str:
         """A table of the graph: each operator with its output shape,
         parameters and multiply-adds, then the totals."""

@@ -205,7 +205,8 @@ class PyPredictor {
     return nodes;
   }
 
-  // Bytes the bound executor plans for intermediate results.
+  // Bytes the bound executor holds: planned intermediate results, the
+  // parameters, prepared weights, float32 copies and operator scratch.
   nb::dict MemoryStats() const {
     PredictorMemory memory;
     Locked([&](const Predictor& core) { return core.Memory(&memory); });
@@ -213,6 +214,9 @@ class PyPredictor {
     stats["arena_bytes"] = memory.arena_bytes;
     stats["unshared_bytes"] = memory.unshared_bytes;
     stats["param_bytes"] = memory.param_bytes;
+    stats["prepared_bytes"] = memory.prepared_bytes;
+    stats["float32_copy_bytes"] = memory.float32_copy_bytes;
+    stats["workspace_bytes"] = memory.workspace_bytes;
     return stats;
   }
 
