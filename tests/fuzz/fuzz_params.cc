@@ -29,6 +29,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     MXNDListFree(list);
   }
   if (g_symbol.empty()) return 0;
+  // MXPredCreate reads the params with the same function as MXNDListCreate
+  // (LoadNDArrayList), then parses the companion symbol, the bulk of an
+  // execution. Bytes the list reader refused go on to MXPredCreate one time
+  // in 16 (chosen by their first bytes, so a rerun repeats it); the rest
+  // would only parse the symbol again and fail in the same reader.
+  if (status != 0) {
+    uint32_t hash = 2166136261u;
+    for (size_t i = 0; i < size && i < 64; ++i) hash = (hash ^ data[i]) * 16777619u;
+    if (hash % 16 != 0) return 0;
+  }
+
   const char* keys[] = {"data"};
   const mx_uint indptr[] = {0, 4}, shape[] = {2, 3, 13, 13};
   PredictorHandle handle = nullptr;

@@ -7,14 +7,18 @@ nothing recoverable) and LeakSanitizer, and started on a fresh copy of its
 seed corpus (the op fixtures' symbols and params, the format fixtures, and
 structured inputs built from them) with tests/fuzz/mxlite.dict.
 
-    run_fuzz.py [--seconds S] [--out DIR] [--jobs N] [--opt=-O1] [harness ...]
+    run_fuzz.py [--seconds S] [--runs N] [--parallel] [--out DIR] [--jobs N]
+                [--opt=-O2] [harness ...]
 
-prints, per harness, the executions and the corpus size, and exits non-zero
+runs each harness for S seconds, or until N executions with S as a cap
+(--parallel: the harnesses at once, a process each), prints, per harness,
+the executions, the time and the corpus size, and exits non-zero
 when a harness finds a crash, a sanitizer report, a leak, a timeout or an
 out-of-memory. tests/test_fuzz_harnesses.py runs each for a few seconds;
 docs/security.md records the last long campaign.
 """
 import argparse
+import concurrent.futures
 import glob
 import hashlib
 import json
@@ -24,6 +28,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -35,11 +40,11 @@ SANITIZE = 'address,undefined,float-cast-overflow'
 COMPANION = 'composite_net'
 
 
-def build(out, opt='-O1'):
+def build(out, opt='-O2'):
     """Compiles the amalgamation once and links every harness; returns paths.
-    opt -O0 compiles in a tenth of -O1's time (about 1 against 10 minutes on
-    one core) and runs about as many executions a second on these harnesses:
-    the suite's choice; campaigns use -O1."""
+    -O0 compiles in a fraction of -O2's time: the suite's choice. Campaigns
+    use -O2, which runs several times as many executions a second (the JSON
+    parser dominates; docs/security.md has the rates)."""
     os.makedirs(out, exist_ok=True)
     subprocess.run([sys.executable, os.path.join(ROOT, 'amalgamation', 'amalgamate.py'),
                     '--out-dir', out], check=True, capture_output=True)
@@ -110,10 +115,11 @@ def seed_corpus(name, directory):
     return directory
 
 
-def run(name, exe, out, seconds, jobs=1, mutations=None):
+def run(name, exe, out, seconds, jobs=1, mutations=None, runs=None):
     """Runs one harness for `seconds`, or, with `mutations`, until the seed
-    corpus and that many mutated inputs have run (seeded, so repeatable) with
-    `seconds` as a cap; returns (ok, executions, seeds, corpus size, log tail)."""
+    corpus and that many mutated inputs have run (seeded, so repeatable), or,
+    with `runs`, until that many executions, each with `seconds` as a cap;
+    returns (ok, executions, seeds, corpus size, log tail)."""
     corpus = seed_corpus(name, os.path.join(out, 'corpus-' + name))
     seeds = len(os.listdir(corpus))
     artifacts = os.path.join(out, 'artifacts-' + name) + os.sep
@@ -128,6 +134,8 @@ def run(name, exe, out, seconds, jobs=1, mutations=None):
             '-print_final_stats=1', f'-artifact_prefix={artifacts}']
     if mutations is not None:
         args += [f'-runs={seeds + mutations}', '-seed=1']
+    elif runs is not None:
+        args += [f'-runs={runs}']
     if jobs > 1:
         args += [f'-fork={jobs}', '-ignore_crashes=0']
     result = subprocess.run(args, env=env, capture_output=True, text=True,
@@ -148,14 +156,23 @@ def main():
     parser.add_argument('harness', nargs='*', default=list(HARNESSES))
     parser.add_argument('--seconds', type=int, default=60)
     parser.add_argument('--out', default=os.path.join(ROOT, 'build', 'fuzz'))
+    parser.add_argument('--runs', type=int, help='stop each harness after this many executions')
+    parser.add_argument('--parallel', action='store_true', help='run the harnesses at once')
     parser.add_argument('--jobs', type=int, default=1)
-    parser.add_argument('--opt', default='-O1', help='optimisation flag for the build')
+    parser.add_argument('--opt', default='-O2', help='optimisation flag for the build')
     args = parser.parse_args()
     built = build(args.out, args.opt)
+
+    def campaign(name):
+        start = time.monotonic()
+        result = run(name, built[name], args.out, args.seconds, args.jobs, runs=args.runs)
+        return result, time.monotonic() - start
+
+    with concurrent.futures.ThreadPoolExecutor(len(args.harness) if args.parallel else 1) as pool:
+        results = list(pool.map(campaign, args.harness))
     failed = False
-    for name in args.harness:
-        ok, executions, _, corpus, log = run(name, built[name], args.out, args.seconds, args.jobs)
-        print(f'{name}: {executions} executions in {args.seconds} s, corpus {corpus}, '
+    for name, ((ok, executions, _, corpus, log), seconds) in zip(args.harness, results):
+        print(f'{name}: {executions} executions in {seconds:.0f} s, corpus {corpus}, '
               f'{"clean" if ok else "FOUND SOMETHING"}', flush=True)
         if not ok:
             failed = True
