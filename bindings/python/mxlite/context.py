@@ -32,6 +32,7 @@ class Context:
 
     @property
     def device_typeid(self):
+        """MXNet's device type number: 1 cpu, 2 gpu, 3 cpu_pinned, 5 cpu_shared."""
         return self.devstr2type[self.device_type]
 
     def __eq__(self, other):

@@ -72,36 +72,44 @@ class NDArray:
     # --- properties ---------------------------------------------------------
     @property
     def shape(self):
+        """The dimensions, a tuple of ints."""
         return self._handle.shape
 
     @property
     def ndim(self):
+        """The number of dimensions."""
         return len(self._handle.shape)
 
     @property
     def size(self):
+        """The number of elements."""
         return int(np.prod(self._handle.shape, dtype=np.int64))
 
     @property
     def dtype(self):
+        """The element type, a numpy scalar type (numpy.float32, ...)."""
         return np.dtype(_DTYPE_NAMES[self._handle.dtype]).type
 
     @property
     def nbytes(self):
+        """The bytes the elements take."""
         return self.size * np.dtype(self.dtype).itemsize
 
     @property
     def context(self):
+        """The Context the array lives on (also `ctx`)."""
         return self._ctx
 
     ctx = context
 
     @property
     def stype(self):
+        """The storage type: always 'default' (dense)."""
         return 'default'
 
     @property
     def T(self):
+        """The transpose (the array itself below two dimensions)."""
         if self.ndim < 2:
             return self
         return invoke('transpose', [self])
@@ -153,6 +161,7 @@ class NDArray:
         return int(self.asscalar())
 
     def tolist(self):
+        """The values as nested Python lists (waits for them)."""
         return self.asnumpy().tolist()
 
     # --- copies, contexts, dtypes ---------------------------------------------
@@ -171,6 +180,7 @@ class NDArray:
         raise MXLiteError(f'copyto takes an NDArray or a Context, not {type(other).__name__}')
 
     def copy(self):
+        """A copy on the same context."""
         return self.copyto(self._ctx)
 
     def as_in_context(self, context):
@@ -180,6 +190,8 @@ class NDArray:
     as_in_ctx = as_in_context
 
     def astype(self, dtype, copy=True):
+        """The values converted to `dtype` (itself when copy=False and the
+        dtype is already that)."""
         if not copy and np.dtype(dtype) == np.dtype(self.dtype):
             return self
         result = empty(self.shape, ctx=self._ctx, dtype=dtype)
@@ -222,21 +234,27 @@ class NDArray:
         return NDArray(self._handle.view(0, dims), self._ctx)
 
     def reshape_like(self, other):
+        """A view with `other`'s shape."""
         return self.reshape(other.shape)
 
     def flatten(self):
+        """A view of shape (first dimension, the rest's product)."""
         return self.reshape(self.shape[0] if self.shape else 1, -1)
 
     def broadcast_to(self, shape):
+        """The array broadcast to `shape`, as numpy broadcasts."""
         return invoke('broadcast_to', [self], shape=tuple(shape))
 
     def broadcast_like(self, other):
+        """The array broadcast to `other`'s shape."""
         return self.broadcast_to(other.shape)
 
     def transpose(self, axes=None):
+        """The axes permuted (reversed when `axes` is None)."""
         return invoke('transpose', [self], axes=axes)
 
     def expand_dims(self, axis):
+        """A new axis of length 1 inserted at `axis`."""
         return invoke('expand_dims', [self], axis=axis)
 
     # --- indexing -------------------------------------------------------------
@@ -262,6 +280,8 @@ class NDArray:
         return None
 
     def __getitem__(self, key):
+        """Indexing: an int or a unit-step slice on the first axis gives a view
+        (no copy); other keys (tuples, steps, NDArray indices) give a copy."""
         if isinstance(key, tuple) and len(key) == 1:
             key = key[0]
         view = self._leading_view(key)
@@ -482,17 +502,20 @@ def empty(shape, ctx=None, dtype='float32'):
 
 
 def zeros(shape, ctx=None, dtype='float32', **kwargs):
+    """An array of `shape` filled with 0."""
     del kwargs
     return empty(shape, ctx, dtype)
 
 
 def full(shape, val, ctx=None, dtype='float32', out=None):
+    """An array of `shape` filled with `val` (written into `out` when given)."""
     result = out if out is not None else empty(shape, ctx, dtype)
     result._handle.fill(float(val))
     return result
 
 
 def ones(shape, ctx=None, dtype='float32', **kwargs):
+    """An array of `shape` filled with 1."""
     del kwargs
     return full(shape, 1, ctx, dtype)
 
@@ -522,11 +545,13 @@ def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, dty
 
 
 def zeros_like(data, **kwargs):
+    """Zeros of `data`'s shape, dtype and context."""
     del kwargs
     return zeros(data.shape, data.context, data.dtype)
 
 
 def ones_like(data, **kwargs):
+    """Ones of `data`'s shape, dtype and context."""
     del kwargs
     return ones(data.shape, data.context, data.dtype)
 
@@ -545,14 +570,17 @@ def dot(lhs, rhs, transpose_a=False, transpose_b=False, out=None, **kwargs):
 
 
 def concat(*data, dim=1, **kwargs):
+    """The arrays joined along axis `dim` (MXNet's Concat)."""
     return _call_op('Concat', data, dict(kwargs, dim=dim))
 
 
 def stack(*data, axis=0, **kwargs):
+    """The arrays stacked along a new axis `axis`."""
     return _call_op('stack', data, dict(kwargs, axis=axis))
 
 
 def add_n(*args, **kwargs):
+    """The elementwise sum of the arrays."""
     return _call_op('add_n', args, kwargs)
 
 
@@ -561,25 +589,27 @@ def waitall():
     _core.nd_waitall()
 
 
-def _elementwise(array_op, scalar_op, reverse_scalar_op):
+def _elementwise(array_op, scalar_op, reverse_scalar_op, what):
     def apply(lhs, rhs):
         if isinstance(lhs, NDArray):
             return lhs._binary(rhs, array_op, scalar_op, reverse_scalar_op)
         if isinstance(rhs, NDArray):
             return rhs._binary(lhs, array_op, scalar_op, reverse_scalar_op, reverse=True)
         raise MXLiteError(f'{array_op}: needs at least one NDArray')
+    apply.__doc__ = (f'{what}, elementwise, with numpy broadcasting; either side may be a '
+                     'number, one must be an NDArray.')
     return apply
 
 
-add = _elementwise('broadcast_add', '_plus_scalar', '_plus_scalar')
-subtract = _elementwise('broadcast_sub', '_minus_scalar', '_rminus_scalar')
-multiply = _elementwise('broadcast_mul', '_mul_scalar', '_mul_scalar')
-divide = _elementwise('broadcast_div', '_div_scalar', '_rdiv_scalar')
-modulo = _elementwise('broadcast_mod', '_mod_scalar', '_rmod_scalar')
-power = _elementwise('broadcast_power', '_power_scalar', '_rpower_scalar')
-maximum = _elementwise('broadcast_maximum', '_maximum_scalar', '_maximum_scalar')
-minimum = _elementwise('broadcast_minimum', '_minimum_scalar', '_minimum_scalar')
-equal = _elementwise('broadcast_equal', '_equal_scalar', '_equal_scalar')
-not_equal = _elementwise('broadcast_not_equal', '_not_equal_scalar', '_not_equal_scalar')
-greater = _elementwise('broadcast_greater', '_greater_scalar', '_lesser_scalar')
-lesser = _elementwise('broadcast_lesser', '_lesser_scalar', '_greater_scalar')
+add = _elementwise('broadcast_add', '_plus_scalar', '_plus_scalar', 'lhs + rhs')
+subtract = _elementwise('broadcast_sub', '_minus_scalar', '_rminus_scalar', 'lhs - rhs')
+multiply = _elementwise('broadcast_mul', '_mul_scalar', '_mul_scalar', 'lhs * rhs')
+divide = _elementwise('broadcast_div', '_div_scalar', '_rdiv_scalar', 'lhs / rhs')
+modulo = _elementwise('broadcast_mod', '_mod_scalar', '_rmod_scalar', 'lhs % rhs')
+power = _elementwise('broadcast_power', '_power_scalar', '_rpower_scalar', 'lhs ** rhs')
+maximum = _elementwise('broadcast_maximum', '_maximum_scalar', '_maximum_scalar', 'The larger of lhs and rhs')
+minimum = _elementwise('broadcast_minimum', '_minimum_scalar', '_minimum_scalar', 'The smaller of lhs and rhs')
+equal = _elementwise('broadcast_equal', '_equal_scalar', '_equal_scalar', '1 where lhs == rhs, else 0')
+not_equal = _elementwise('broadcast_not_equal', '_not_equal_scalar', '_not_equal_scalar', '1 where lhs != rhs, else 0')
+greater = _elementwise('broadcast_greater', '_greater_scalar', '_lesser_scalar', '1 where lhs > rhs, else 0')
+lesser = _elementwise('broadcast_lesser', '_lesser_scalar', '_greater_scalar', '1 where lhs < rhs, else 0')
