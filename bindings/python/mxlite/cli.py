@@ -1,7 +1,8 @@
 """The `mxlite` command (also `python -m mxlite`).
 
     mxlite demo                                  the bundled digits CNN: accuracy vs MXNet's
-    mxlite predict PREFIX --input FILE [...]     top-k of a checkpoint on an image or array
+    mxlite predict PREFIX --input FILE [...]     top-k classes, boxes or per-pixel classes
+                                                 of a checkpoint on images or arrays
     mxlite inspect PREFIX [--shape data=1,3,224,224]   nodes, shapes, parameters, MACs
     mxlite plan PREFIX --shape data=1,3,224,224        intermediate memory per strategy
 
@@ -22,6 +23,7 @@ import time
 
 import numpy as np
 
+from . import cli_tasks
 from .errors import MXLiteError
 
 DEMO_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'demo')
@@ -375,8 +377,11 @@ def expand_inputs(patterns):
 
 def run_predict(args):
     """Loads a checkpoint, predicts input files (images or arrays; several
-    files, folders and globs are batched) and prints the top-k classes (with
-    labels from a synset file, one label per line)."""
+    files, folders and globs are batched) and prints, per sample, the top-k
+    classes (with labels from a synset file, one label per line), the
+    detected boxes of a detection model (--task detect; recognised by its
+    outputs under the default --task auto), or the classes by area of a
+    segmentation model (--task segment; --mask-dir writes the class maps)."""
     from .predictor import Predictor
 
     shapes = dict(args.shape)
@@ -386,7 +391,10 @@ def run_predict(args):
     files = expand_inputs(args.input)
     if args.json and args.format not in (None, 'json'):
         raise BadArgument('--json', f'contradicts --format {args.format}')
-    if len(files) > 1 or args.format in ('csv', 'text') or args.output is not None:
+    if args.mask_dir is not None and args.task != 'segment':
+        raise BadArgument('--mask-dir', 'needs --task segment')
+    if (len(files) > 1 or args.format in ('csv', 'text') or args.output is not None or
+            args.task in ('detect', 'segment')):
         return predict_many(args, predictor, labels, files)
     args.input = files[0]
     inputs = load_inputs(args.input, args, predictor)
@@ -394,6 +402,9 @@ def run_predict(args):
             tuple(predictor.input_shapes.get(name, ())) != np.shape(value)
             for name, value in inputs.items()):
         predictor.reshape({name: np.shape(value) for name, value in inputs.items()})
+    if cli_tasks.choose_task(args.task, predictor.output_shapes, args.output_index)[0] != \
+            'classify':
+        return predict_many(args, predictor, labels, files)
     predictor(**inputs)  # warm up: the first pass touches fresh memory
     start = time.perf_counter()
     outputs = predictor(**inputs)
@@ -438,10 +449,24 @@ def run_predict(args):
 
 def predict_many(args, predictor, labels, files):
     """Predicts files in batches of --batch-size samples and writes one row
-    per sample: text, CSV (file, then index, label, probability, score per
-    rank) or JSON (a list of {file, predictions})."""
-    rows = []   # (file, [(index, score, probability)])
+    per sample (per box, for detections in CSV): text, CSV or JSON. The
+    task (cli_tasks) is settled by the first batch's outputs."""
+    rows = []   # (file, the task's result for one sample)
     pending = []   # (file, {name: array}) waiting for a full batch
+    state = {'task': None, 'layout': None, 'noted': False}
+
+    def result(sample):
+        if state['task'] == 'detect':
+            return cli_tasks.detections(sample, state['layout'], args.threshold,
+                                        args.max_detections)
+        scores = sample[args.output_index]
+        if state['task'] == 'segment':
+            return cli_tasks.segmentation(scores, args.top_k)
+        if args.top_k > scores.size and not state['noted']:
+            state['noted'] = True
+            print(f'mxlite: note: --top-k {args.top_k}: the output has {scores.size} '
+                  'classes; printing all of them', file=sys.stderr)
+        return top_k(scores, args.top_k)
 
     def flush():
         if not pending:
@@ -462,22 +487,28 @@ def predict_many(args, predictor, labels, files):
         if not 0 <= args.output_index < len(outputs):
             raise UsageError(f'--output-index {args.output_index}: the model has '
                              f'{len(outputs)} output(s)')
-        output = outputs[args.output_index]
-        scores = output.reshape(output.shape[0], -1)
+        if state['task'] is None:
+            shapes = [output.shape for output in outputs]
+            state['task'], problem = cli_tasks.choose_task(args.task, shapes, args.output_index)
+            if problem:
+                raise UsageError(problem)
+            state['layout'] = cli_tasks.detection_layout(shapes)
         at = 0
         for path, arrays in pending:
             count = np.shape(arrays[names[0]])[0]
             for i in range(count):
                 name = path if count == 1 else f'{path}[{i}]'
-                rows.append((name, top_k(scores[at + i], args.top_k)))
+                value = result([output[at + i] for output in outputs])
+                if state['task'] == 'segment':
+                    class_map, classes = value
+                    mask = (cli_tasks.write_mask(class_map, args.mask_dir, name)
+                            if args.mask_dir is not None else None)
+                    value = (classes, mask)
+                rows.append((name, value))
             at += count
-        if args.top_k > scores.shape[1] and not flush.noted:
-            flush.noted = True
-            print(f'mxlite: note: --top-k {args.top_k}: the output has {scores.shape[1]} '
-                  'classes; printing all of them', file=sys.stderr)
         pending.clear()
-    flush.noted = False
 
+    progress = cli_tasks.Progress(len(files), args.progress)
     queued = 0
     for path in files:
         arrays = load_inputs(path, args, predictor)
@@ -485,37 +516,19 @@ def predict_many(args, predictor, labels, files):
         queued += np.shape(next(iter(arrays.values())))[0] if arrays else 1
         if queued >= args.batch_size:
             flush()
+            progress.advance(len(rows), queued)
             queued = 0
     flush()
+    progress.close()
 
     def label(index):
         return labels[index] if labels is not None and index < len(labels) else None
 
     fmt = args.format or ('json' if args.json else 'text')
     out = io.StringIO()
-    if fmt == 'json':
-        json.dump([{'file': name,
-                    'predictions': [{'rank': rank + 1, 'index': index, 'score': score,
-                                     'probability': probability, 'label': label(index)}
-                                    for rank, (index, score, probability) in enumerate(result)]}
-                   for name, result in rows], out, indent=2)
-        out.write('\n')
-    elif fmt == 'csv':
-        k = max((len(result) for _, result in rows), default=0)
-        writer = csv.writer(out, lineterminator='\n')
-        writer.writerow(['file'] + [f'{column}_{rank}' for rank in range(1, k + 1)
-                                    for column in ('index', 'label', 'probability', 'score')])
-        for name, result in rows:
-            writer.writerow([name] + [value for index, score, probability in result
-                                      for value in (index, label(index) or '',
-                                                    f'{probability:.6g}', f'{score:.6g}')])
-    else:
-        for name, result in rows:
-            out.write(f'{name}:\n')
-            for rank, (index, score, probability) in enumerate(result):
-                text = label(index)
-                out.write(f'  {rank + 1}. class {index:<5d} p={probability:.4f}  '
-                          f'score={score:+.4f}' + (f'  {text}' if text is not None else '') + '\n')
+    writer = {'classify': cli_tasks.write_classes, 'detect': cli_tasks.write_detections,
+              'segment': cli_tasks.write_segments}[state['task'] or 'classify']
+    writer(fmt, rows, label, out)
     if args.output is None:
         sys.stdout.write(out.getvalue())
     else:
@@ -615,7 +628,8 @@ def build_parser():
     demo.set_defaults(handler=run_demo, parser=demo)
 
     predict = commands.add_parser(
-        'predict', help='top-k classes of a checkpoint on an image or array',
+        'predict', help='classes, boxes or per-pixel classes of a checkpoint on images or '
+                        'arrays',
         description=run_predict.__doc__,
         epilog='Image preprocessing: resize to --size (or the shorter side to --resize-short, '
                'then a centre crop), multiply by --scale, subtract --mean, divide by --std, '
@@ -638,6 +652,19 @@ def build_parser():
     predict.add_argument('--synset', metavar='FILE', help='class labels, one per line')
     predict.add_argument('--output-index', type=nonnegative_int, default=0,
                          help='which output holds the scores (default 0)')
+    predict.add_argument('--task', choices=cli_tasks.TASKS, default='auto',
+                         help='classify (top-k), detect (boxes) or segment (per-pixel '
+                              'classes); auto (default): detect for a detection model\'s '
+                              'outputs, else classify')
+    predict.add_argument('--threshold', type=finite_float, default=0.5,
+                         help='--task detect: lowest score printed (default 0.5)')
+    predict.add_argument('--max-detections', type=positive_int, default=100,
+                         help='--task detect: most boxes per sample (default 100)')
+    predict.add_argument('--mask-dir', metavar='DIR',
+                         help='--task segment: write each class map there as a PNG')
+    predict.add_argument('--progress', action=argparse.BooleanOptionalAction, default=None,
+                         help='a progress bar on stderr (default: when stderr is a terminal '
+                              'and there are several files)')
     predict.add_argument('--json', action='store_true', help='print JSON instead of text')
     predict.add_argument('--format', choices=('text', 'csv', 'json'),
                          help='one row per sample: text, CSV or JSON (the default for one '
