@@ -300,11 +300,17 @@ BAD_VALUES = [
     ('softmax', 'prob', 'axis', 'last'), ('softmax', 'prob', 'temperature', 'nan'),
     ('softmax', 'prob', 'dtype', 'float128'), ('softmax', 'prob', 'use_length', 'perhaps'),
     ('Flatten', 'flat', 'axis', '1'),
+    ('Convolution', 'c2', 'pad', '(-, 1)'), ('Convolution', 'c2', 'stride', '(-)'),
     ('elemwise_add', 'add0', 'wiggle', '1'),
 ]
 # workspace is an unsigned integer to MXNet, which reads -1 as its largest
 # value; both ignore it on a CPU.
 symbol_case('attr/c2-workspace=-1', None, set_attr('c2', 'workspace', '-1'))
+# A sign without a number once read nothing and looped, growing the shape
+# (found by the fuzz campaign in docs/security.md).
+for hint in ('(1- 3)', '(-)', '(5, -, 3)', '(3, -'):
+    symbol_case(f'attr/c1_weight-__shape__={hint}', "variable 'c1_weight': cannot parse __shape__",
+                set_attr('c1_weight', '__shape__', hint))
 for op, name, key, value in BAD_VALUES:
     symbol_case(f'attr/{name}-{key}={value[:20]}',
                 rf"attribute '?{key}|shape inference failed|parameter 'fc_weight' has shape",

@@ -80,6 +80,7 @@ bool TupleAll(const Node& node, const char* key, int value) {
     if (ch == '-' || (ch >= '0' && ch <= '9')) {
       char* end = nullptr;
       if (std::strtol(text.c_str() + i, &end, 10) != value) return false;
+      if (end == text.c_str() + i) return false;  // a sign without a number
       i = static_cast<size_t>(end - text.c_str());
     } else {
       ++i;

@@ -118,6 +118,11 @@ Shape ParseShapeHint(const std::string& text, bool* ok) {
     if (c == '-' || (c >= '0' && c <= '9')) {
       char* end = nullptr;
       long long value = std::strtoll(text.c_str() + pos, &end, 10);
+      // A sign without a number ("(1- 3)") reads nothing: not a shape.
+      if (end == text.c_str() + pos) {
+        *ok = false;
+        return Shape();
+      }
       pos = static_cast<size_t>(end - text.c_str());
       dims.push_back(value <= 0 ? -1 : value);  // 0 and -1 both mean unknown
     } else if (c == '(' || c == ')' || c == '[' || c == ']' || c == ',' || c == ' ' ||
