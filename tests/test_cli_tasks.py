@@ -29,14 +29,20 @@ def write_checkpoint(prefix, nodes, heads):
         f.write(np.array([0x112, 0, 0, 0], np.uint64).tobytes())
 
 
-def triple_detector(prefix):
-    """data (B, N, 6) -> its columns as ids, scores, boxes."""
+def triple_detector(prefix, flat=False):
+    """data (B, N, 6) -> its columns as ids, scores, boxes; with `flat` ids
+    and scores are (B, N), as CenterNet gives them, else (B, N, 1)."""
     def part(name, begin, end):
         return {'op': 'slice_axis', 'name': name, 'inputs': [[0, 0, 0]],
                 'attrs': {'axis': '2', 'begin': str(begin), 'end': str(end)}}
-    write_checkpoint(prefix, [{'op': 'null', 'name': 'data', 'inputs': []},
-                              part('ids', 0, 1), part('scores', 1, 2), part('boxes', 2, 6)],
-                     [[1, 0, 0], [2, 0, 0], [3, 0, 0]])
+    nodes = [{'op': 'null', 'name': 'data', 'inputs': []},
+             part('ids', 0, 1), part('scores', 1, 2), part('boxes', 2, 6)]
+    heads = [[1, 0, 0], [2, 0, 0], [3, 0, 0]]
+    if flat:
+        nodes += [{'op': 'Flatten', 'name': 'ids_flat', 'inputs': [[1, 0, 0]]},
+                  {'op': 'Flatten', 'name': 'scores_flat', 'inputs': [[2, 0, 0]]}]
+        heads = [[4, 0, 0], [5, 0, 0], [3, 0, 0]]
+    write_checkpoint(prefix, nodes, heads)
 
 
 def passthrough(prefix):
@@ -66,10 +72,13 @@ def expected_detections(rows, threshold, limit):
             for i in keep[:limit]]
 
 
-@pytest.mark.parametrize('layout', ['triple', 'rows'])
+@pytest.mark.parametrize('layout', ['triple', 'flat', 'rows'])
 def test_detection_boxes_as_json_and_csv(tmp_path, layout):
     prefix = str(tmp_path / 'detector')
-    (triple_detector if layout == 'triple' else passthrough)(prefix)
+    if layout == 'rows':
+        passthrough(prefix)
+    else:
+        triple_detector(prefix, flat=layout == 'flat')
     rng = np.random.default_rng(7)
     images = [detection_rows(rng, 12)[None] for _ in range(3)]
     files = []

@@ -4,8 +4,9 @@ writes them (text, CSV, JSON), with its progress bar.
 classify: the top-k classes of one output (scores or probabilities).
 detect: boxes. Two output layouts are recognised:
   - GluonCV's detectors (SSD, YOLOv3, Faster/Mask R-CNN, CenterNet) export
-    three outputs: class ids (B, N, 1), scores (B, N, 1) and boxes (B, N, 4)
-    as (x1, y1, x2, y2) in input pixels, padded with id -1;
+    three outputs: class ids (B, N, 1), scores (B, N, 1) (CenterNet: (B, N)
+    each) and boxes (B, N, 4) as (x1, y1, x2, y2) in input pixels, padded
+    with id -1;
   - one (B, N, 6) output of rows [id, score, x1, y1, x2, y2]
     (MultiBoxDetection, box_nms), boxes as the model gives them (MultiBox:
     fractions of the image).
@@ -28,8 +29,9 @@ def detection_layout(shapes):
     shapes = [tuple(shape) for shape in shapes]
     if len(shapes) >= 3:
         ids, scores, boxes = shapes[:3]
-        if (len(ids) == 3 and ids[2] == 1 and scores == ids and len(boxes) == 3 and
-                boxes[:2] == ids[:2] and boxes[2] == 4):
+        # ids and scores are (B, N, 1), or (B, N) as CenterNet gives them.
+        if (len(ids) in (2, 3) and ids[2:] in ((), (1,)) and scores == ids and
+                len(boxes) == 3 and boxes[:2] == ids[:2] and boxes[2] == 4):
             return 'triple'
     if len(shapes) == 1 and len(shapes[0]) == 3 and shapes[0][2] == 6:
         return 'rows'
