@@ -31,6 +31,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), 'bench'))
+from bench_report import machine_description  # noqa: E402  (the CPU, as bench.py records it)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SECTION = 'Size and compile time'
 BUDGET_BYTES = 1.5 * 1024 * 1024
@@ -168,7 +171,7 @@ def markdown(rows, lines, command):
         f'## {SECTION}',
         '',
         f'Command: `{command}` ({datetime.date.today().isoformat()}, '
-        f'{platform.machine()} host, build/mxlite-all.cc of {lines:,} lines).',
+        f'{machine_description()}; build/mxlite-all.cc of {lines:,} lines).',
         '',
         'Stripped library: x86-64/aarch64/armv7 a shared library with the C predict API '
         '(`-O2 -fPIC -fvisibility=hidden -shared -ffunction-sections -fdata-sections '
