@@ -26,8 +26,9 @@ import platform
 import subprocess
 import sys
 
+from plotting import ensure_matplotlib
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PLOT_VENV = os.path.join(ROOT, 'build', 'venv-plot')
 MODELS = ['alexnet', 'vgg11', 'resnet18_v1', 'resnet50_v2', 'squeezenet1.1', 'mobilenet1.0',
           'mobilenetv2_1.0', 'densenet121', 'inceptionv3']
 BATCHES = [1, 64]
@@ -35,23 +36,6 @@ STRATEGIES = [('naive_bytes', 'no sharing'), ('inplace_bytes', 'in place only'),
               ('coshare_bytes', 'co-share only'), ('planned_bytes', 'both (mxlite plan)')]
 SECTION = '## Memory planning'
 MIB = float(1 << 20)
-
-
-def ensure_matplotlib():
-    """Re-runs this script under build/venv-plot when matplotlib is missing."""
-    try:
-        import matplotlib  # noqa: F401
-        return
-    except ImportError:
-        pass
-    python = os.path.join(PLOT_VENV, 'bin', 'python')
-    if os.path.realpath(sys.prefix) == os.path.realpath(PLOT_VENV):
-        sys.exit('matplotlib is missing from build/venv-plot; delete it and run again')
-    if not os.path.exists(python):
-        print(f'== creating {PLOT_VENV} with matplotlib', file=sys.stderr)
-        subprocess.run([sys.executable, '-m', 'venv', PLOT_VENV], check=True)
-        subprocess.run([python, '-m', 'pip', 'install', '-q', 'matplotlib', 'numpy'], check=True)
-    os.execv(python, [python, os.path.abspath(__file__), *sys.argv[1:]])
 
 
 def build_plan_tool():
@@ -203,7 +187,7 @@ def main():
     parser.add_argument('--oracle-python',
                         default=os.path.join(ROOT, 'build', 'venv-mxnet', 'bin', 'python'))
     args = parser.parse_args()
-    ensure_matplotlib()
+    ensure_matplotlib(__file__)
     if not os.path.exists(os.path.join(args.zoo, 'manifest.json')):
         sys.exit(f'no zoo fixtures in {args.zoo}: run scripts/run_tests.sh (or '
                  'scripts/make_fixtures.py zoo) first')

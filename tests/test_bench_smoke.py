@@ -129,3 +129,77 @@ def test_placement_check_prints_windows_and_both_summaries():
     # Every window is counted on one side or the other.
     counted = sum(int(line.split(': ')[1].split()[0]) for line in summaries)
     assert counted == len(windows)
+
+
+def synthetic_report():
+    """A report with the structure bench.py's main() writes (--results-json):
+    results[model][str(threads)][runtime] with median_ms, and a failed runtime."""
+    def result(median):
+        return {'error': None, 'times': [median / 1000.0] * 3, 'warmup': [], 'samples': 3,
+                'median_ms': median}
+    return {
+        'command': 'python3 scripts/bench.py --models a b', 'date': '2026-11-27 01:00 UTC',
+        'machine': 'Test CPU (family 1, model 2), 2 cores, avx2 fma; Linux-test',
+        'commit': 'abc1234', 'mxlite_lib': 'build/libmxlite.so', 'versions': {},
+        'threads': [1, 2], 'runtimes': ['mxlite', 'baseline', 'mxnet', 'ort'],
+        'models': ['model_a', 'model_b'],
+        'args': {'warmup': 1, 'note': None, 'nice': 0, 'turn': 5},
+        'results': {
+            'model_a': {'1': {'mxlite': result(8.0), 'baseline': result(1.0),
+                              'mxnet': result(10.0), 'ort': result(20.0)},
+                        '2': {'mxlite': result(6.0), 'baseline': result(1.0),
+                              'mxnet': result(5.0),
+                              'ort': {'error': 'failed', 'times': [], 'warmup': []}}},
+            'model_b': {'1': {'mxlite': {'error': 'failed', 'times': [], 'warmup': []},
+                              'mxnet': result(3.0), 'ort': result(2.0)},
+                        '2': {'mxlite': result(1.0), 'mxnet': result(3.0), 'ort': result(2.0)}}},
+        'background': {}, 'warnings': [], 'load_warnings': [], 'results_json': 'x.json',
+        'rounds_text': '3', 'elapsed_s': 1.0}
+
+
+def plot_python():
+    """An interpreter with matplotlib: this one, else build/venv-plot (created
+    here as scripts/plotting.py would); None when it cannot be installed."""
+    for python in (sys.executable, os.path.join(ROOT, 'build', 'venv-plot', 'bin', 'python')):
+        if os.path.exists(python) and subprocess.run(
+                [python, '-c', 'import matplotlib, numpy'], capture_output=True).returncode == 0:
+            return python
+    venv = os.path.join(ROOT, 'build', 'venv-plot')
+    python = os.path.join(venv, 'bin', 'python')
+    made = (os.path.exists(python) or subprocess.run(
+        [sys.executable, '-m', 'venv', venv], capture_output=True).returncode == 0)
+    if made and subprocess.run([python, '-m', 'pip', 'install', '-q', 'matplotlib', 'numpy'],
+                               capture_output=True, timeout=600).returncode == 0:
+        return python
+    return None
+
+
+def test_plot_bench_reads_the_ratios_bench_py_reports():
+    sys.path.insert(0, os.path.join(ROOT, 'scripts'))
+    try:
+        spec = importlib.util.spec_from_file_location(
+            'mxlite_plot_bench', os.path.join(ROOT, 'scripts', 'plot_bench.py'))
+        plot_bench = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(plot_bench)
+    finally:
+        sys.path.remove(os.path.join(ROOT, 'scripts'))
+    # The baseline library is not a peer; a failed runtime has no median.
+    assert plot_bench.ratios(synthetic_report()) == {
+        1: [('model_a', 0.8, 'mxnet')],
+        2: [('model_a', 1.2, 'mxnet'), ('model_b', 0.5, 'ort')]}
+    assert plot_bench.cpu_name(synthetic_report()['machine']) == 'Test CPU (family 1, model 2)'
+
+
+def test_plot_bench_writes_the_figure(tmp_path):
+    import pytest
+    python = plot_python()
+    if python is None:
+        pytest.skip('matplotlib cannot be installed here')
+    report = tmp_path / 'results.json'
+    report.write_text(json.dumps(synthetic_report()))
+    png = tmp_path / 'performance.png'
+    run = subprocess.run([python, os.path.join(ROOT, 'scripts', 'plot_bench.py'),
+                          '--json', str(report), '--png', str(png)],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert png.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
