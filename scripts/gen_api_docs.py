@@ -33,6 +33,7 @@ PYTHON_MODULES = [
     ('mxlite.context', 'devices (mx.cpu(), mx.gpu())'),
     ('mxlite.ctypes_predict', "MXNet's mxnet_predict.py API over the C library, in pure Python"),
     ('mxlite.errors', 'the exceptions'),
+    ('mxlite.ray_data', "batch prediction with Ray Data's map_batches (mxlite[ray])"),
 ]
 C_HEADERS = ['predict/include/c_predict_api.h', 'predict/include/mxlite.h']
 
