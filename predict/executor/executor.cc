@@ -202,6 +202,7 @@ Status Executor::MakeFloat32Copies(int n) {
   // Copies made again (a float16 parameter was overwritten) replace the
   // node's old ones only once they are all made.
   const size_t old_bytes = float32_copies_[n] ? float32_copies_[n]->bytes : 0;
+  if (ops_[n]->MovesBytesOnly()) return Status();  // runs in the arrays' own dtype
   bool all_float32 = true;
   for (const NDArray& array : node_inputs_[n]) all_float32 &= array.dtype() == kFloat32;
   for (const NDArray& array : entries_[n]) all_float32 &= array.dtype() == kFloat32;

@@ -66,6 +66,11 @@ Status StoreFloat32(const NDArray& values, const NDArray& to) {
 // Prepares and runs `op` in float32 on the arrays' current contents.
 Status RunOperator(Operator* op, const std::vector<NDArray>& inputs,
                    const std::vector<NDArray>& outputs) {
+  if (op->MovesBytesOnly()) {  // views copy bytes in any dtype
+    size_t unused = 0;
+    MXL_RETURN_IF_ERROR(op->Prepare(inputs, outputs, &unused));
+    return op->Forward(OpContext(), inputs, outputs);
+  }
   std::vector<NDArray> in(inputs.size()), out(outputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) MXL_RETURN_IF_ERROR(AsFloat32(inputs[i], &in[i]));
   for (size_t i = 0; i < outputs.size(); ++i) {

@@ -129,6 +129,10 @@ class Operator {
                          const std::vector<NDArray>& out) = 0;
   // Which kernel Prepare chose, for profiles and reports ("" if only one).
   virtual const char* KernelName() const { return ""; }
+  // Forward only moves input 0's bytes to output 0 (views: Reshape,
+  // expand_dims, _copy, ...): it runs on the arrays in their own dtype, not
+  // on float32 copies, so int64 and float64 values pass through exactly.
+  virtual bool MovesBytesOnly() const { return false; }
   // The memory held, once prepared, by what Prepare derived from the
   // weights (packed, transformed, BatchNorm-folded copies), whether made
   // here or shared through the model's cache: part of the predictor's

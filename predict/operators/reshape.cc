@@ -22,6 +22,7 @@
  * filled in from a known output.
  */
 #include <algorithm>
+#include <cstring>
 
 #include "operator.h"
 #include "tensor_util.h"
@@ -30,14 +31,34 @@ namespace mxlite {
 namespace reshape_op {
 
 // The base of every view operator: one data input (plus inputs that give
-// only shapes), output 0 an identity view of input 0.
+// only shapes), output 0 an identity view of input 0, in any dtype.
 class ViewOp : public Operator {
  public:
   std::vector<InplacePair> InplaceOptions() const override { return {{0, 0, true}}; }
+  bool MovesBytesOnly() const override { return true; }
+
+  // A view keeps the element count and the dtype. Shape inference can leave
+  // them apart (a Reshape without a shape whose output size a consumer
+  // dictates): refused here, before any copy.
+  Status Prepare(const std::vector<NDArray>& in, const std::vector<NDArray>& out,
+                 size_t* workspace_bytes) override {
+    *workspace_bytes = 0;
+    MXL_CHECK(in[0].Size() == out[0].Size(), "input 'data' has shape ", in[0].shape().ToString(),
+              " (", in[0].Size(), " elements) but the output has shape ",
+              out[0].shape().ToString(), " (", out[0].Size(),
+              " elements): a view keeps the element count");
+    MXL_CHECK(in[0].dtype() == out[0].dtype(), "input 'data' has dtype ",
+              DTypeName(in[0].dtype()), " but the output ", DTypeName(out[0].dtype()));
+    return Status();
+  }
 
   Status Forward(const OpContext&, const std::vector<NDArray>& in,
                  const std::vector<NDArray>& out) override {
-    CopyIfDistinct(in[0].fdata(), out[0].fdata(), out[0].Size());
+    MXL_CHECK(in[0].bytes() == out[0].bytes(), "a view of ", in[0].bytes(), " bytes into ",
+              out[0].bytes());
+    if (in[0].data() != out[0].data() && out[0].bytes() > 0) {
+      std::memcpy(out[0].data(), in[0].data(), out[0].bytes());
+    }
     return Status();
   }
 
