@@ -15,7 +15,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -26,7 +25,7 @@ import pytest
 
 from conftest import ROOT
 from mobile_support import require_tool
-from test_mobile_wasm import wasm_build  # noqa: F401  (the `make wasm` fixture)
+from test_mobile_wasm import import_or_install, wasm_build  # noqa: F401  (`make wasm`)
 
 DEMO_DIR = os.path.join(ROOT, 'bindings', 'python', 'mxlite', 'demo')
 PAGE_DIR = os.path.join(ROOT, 'mobile', 'wasm')
@@ -34,15 +33,7 @@ TIMEOUT = 60
 
 
 def import_websocket():
-    try:
-        import websocket
-    except ImportError:
-        # scripts/run_tests.sh installs it; a bare pytest run installs it here.
-        result = subprocess.run([sys.executable, '-m', 'pip', 'install', '-q', 'websocket_client'],
-                                capture_output=True, text=True)
-        assert result.returncode == 0, f'pip install websocket_client failed:\n{result.stderr}'
-        import websocket
-    return websocket
+    return import_or_install('websocket', 'websocket_client')
 
 
 @pytest.fixture(scope='module')

@@ -14,6 +14,7 @@
   MXLitePredCreateWithOptions); an unknown option throws the core's message
   naming it, a value of the wrong type a TypeError naming it.
 """
+import importlib
 import os
 import struct
 import subprocess
@@ -30,16 +31,20 @@ ZOO_MODELS = ['squeezenet1.1', 'mobilenet1.0', 'mobilenetv2_1.0', 'resnet18_v1']
 WASM_PACKAGES = 'clang lld libc++-dev-wasm32 libclang-rt-dev-wasm32'
 
 
-def import_wasmtime():
+def import_or_install(module, package):
+    """The module, pip-installing `package` first when it is missing
+    (scripts/run_tests.sh installs it; a bare pytest run installs it here)."""
     try:
-        import wasmtime
+        return importlib.import_module(module)
     except ImportError:
-        # scripts/run_tests.sh installs it; a bare pytest run installs it here.
-        result = subprocess.run([sys.executable, '-m', 'pip', 'install', '-q', 'wasmtime'],
+        result = subprocess.run([sys.executable, '-m', 'pip', 'install', '-q', package],
                                 capture_output=True, text=True)
-        assert result.returncode == 0, f'pip install wasmtime failed:\n{result.stderr}'
-        import wasmtime
-    return wasmtime
+        assert result.returncode == 0, f'pip install {package} failed:\n{result.stderr}'
+        return importlib.import_module(module)
+
+
+def import_wasmtime():
+    return import_or_install('wasmtime', 'wasmtime')
 
 
 @pytest.fixture(scope='module')
