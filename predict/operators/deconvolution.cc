@@ -185,12 +185,7 @@ class Deconvolution : public Operator {
     const int64_t in_plane = g.InSpatial(), out_plane = g.OutSpatial();
     const int64_t group_in = g.channels / g.groups, group_out = g.filters / g.groups;
     const int64_t rows = group_out * g.KernelSize();
-    for (int64_t n = 0; n < g.batch; ++n) {
-      for (int64_t f = 0; f < g.filters; ++f) {
-        float* plane = output + (n * g.filters + f) * out_plane;
-        std::fill(plane, plane + out_plane, bias ? bias[f] : 0.f);
-      }
-    }
+    FillPlanesWithBias(output, g.batch, g.filters, out_plane, bias);
     if (g.batch == 0 || in_plane == 0 || rows == 0) return Status();
     MXL_CHECK(ctx.workspace != nullptr &&
                   ctx.workspace_bytes >= static_cast<size_t>(rows * band_) * sizeof(float),

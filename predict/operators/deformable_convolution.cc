@@ -177,12 +177,7 @@ class DeformableConvolution : public Operator {
     const int64_t taps = g.Taps(p_), positions = g.out_h * g.out_w;
     const int64_t group_in = g.channels / p_.num_group, group_out = g.filters / p_.num_group;
     const int64_t depth = group_in * taps;
-    for (int64_t n = 0; n < g.batch; ++n) {
-      for (int64_t f = 0; f < g.filters; ++f) {
-        float* plane = output + (n * g.filters + f) * positions;
-        std::fill(plane, plane + positions, bias ? bias[f] : 0.f);
-      }
-    }
+    FillPlanesWithBias(output, g.batch, g.filters, positions, bias);
     if (g.batch == 0 || positions == 0 || depth == 0) return Status();
     MXL_CHECK(ctx.workspace != nullptr &&
                   ctx.workspace_bytes >=

@@ -129,4 +129,14 @@ void CopyIfDistinct(const float* in, float* out, int64_t count) {
   if (in != out && count > 0) std::memcpy(out, in, sizeof(float) * static_cast<size_t>(count));
 }
 
+void FillPlanesWithBias(float* out, int64_t images, int64_t channels, int64_t plane,
+                        const float* bias) {
+  for (int64_t n = 0; n < images; ++n) {
+    for (int64_t c = 0; c < channels; ++c) {
+      float* start = out + (n * channels + c) * plane;
+      std::fill(start, start + plane, bias ? bias[c] : 0.f);
+    }
+  }
+}
+
 }  // namespace mxlite

@@ -80,6 +80,12 @@ void GatherStrided(const float* in, int64_t offset, const std::vector<int64_t>& 
 // output may be an identity view of their input).
 void CopyIfDistinct(const float* in, float* out, int64_t count);
 
+// Sets every plane of `out` (images x channels planes of `plane` values) to
+// its channel's bias, or to zero when `bias` is null: where the layers that
+// add their products into the output start.
+void FillPlanesWithBias(float* out, int64_t images, int64_t channels, int64_t plane,
+                        const float* bias);
+
 }  // namespace mxlite
 
 #endif  // MXLITE_OPERATORS_TENSOR_UTIL_H_
