@@ -3,6 +3,8 @@
 #   make amalgamation   build/mxlite-all.cc + build/c_predict_api.h + build/mxlite.h
 #   make lib            build/libmxlite.so (one compiler command, printed)
 #   make test           the whole test suite (sets up its own environments)
+#   make cuda           build/libmxlite-cuda.so: the same file compiled by nvcc,
+#                       with the CUDA backend (docs/cuda.md)
 #   make wasm           build/wasm: the file for wasm32-wasi (object + API module)
 #   make android        mobile/android/build.sh: the JNI library for arm64-v8a
 #                       and armeabi-v7a (NDK when ANDROID_NDK is set, else
@@ -36,6 +38,24 @@ $(BUILD)/libmxlite.so: $(BUILD)/mxlite-all.cc
 
 test:
 	bash scripts/run_tests.sh
+
+# The CUDA build: the one file compiled by nvcc as CUDA C++ (the CUDA parts
+# sit under #ifndef MXLITE_NO_CUDA, which nvcc leaves off). PTX for Turing,
+# the oldest GPU CUDA 13 supports, runs on every later GPU; Hopper also gets
+# machine code. cudafe++ (nvcc's front end) does not know GCC's loop pragmas
+# (1675) and misreads loops in some template instantiations as unreachable
+# (128); the host compiler checks that code with -Wall -Wextra.
+NVCC ?= nvcc
+CUDA_ARCH ?= -gencode arch=compute_75,code=compute_75 -gencode arch=compute_90,code=sm_90
+CUDA_LIBS ?= -lcublas -lcudart
+CUDA_FLAGS := -x cu -std=c++17 $(OPT) $(CUDA_ARCH) -shared -Xcompiler -fPIC,-fvisibility=hidden,-Wall,-Wextra \
+              -Xcudafe --diag_suppress=1675,--diag_suppress=128
+
+.PHONY: cuda
+cuda: $(BUILD)/libmxlite-cuda.so
+
+$(BUILD)/libmxlite-cuda.so: $(BUILD)/mxlite-all.cc
+	$(NVCC) $(CUDA_FLAGS) $(BUILD)/mxlite-all.cc -o $@ $(CUDA_LIBS) -lpthread
 
 clean:
 	rm -rf $(BUILD)

@@ -77,4 +77,12 @@
 #error "mxlite: wasm32-wasi has no C++ exception runtime; compile with -fno-exceptions"
 #endif  // defined(__wasi__) && !defined(MXLITE_NO_EXCEPTIONS) ...
 
+// Small functions shared by host code and CUDA kernels (window spans):
+// compiled for both when a CUDA compiler reads the file.
+#ifdef __CUDACC__
+#define MXL_HOST_DEVICE __host__ __device__
+#else
+#define MXL_HOST_DEVICE
+#endif  // __CUDACC__
+
 #endif  // MXLITE_BASE_CONFIG_H_

@@ -38,6 +38,9 @@ const RuntimeOptionInfo kRuntimeOptionList[] = {
      "most bytes a predictor holds besides the parameters (inputs, intermediate results, "
      "outputs, prepared weights, scratch); default: the machine's physical memory or the process's "
      "address-space limit, whichever is lower"},
+    {"device", "MXLITE_DEVICE", "cpu, gpu or gpu:N",
+     "where a predictor runs: the CPU, or CUDA GPU N (gpu is gpu:0; needs a CUDA build, "
+     "see docs/cuda.md). MXPredCreate's dev_type 2 and Python's ctx=mx.gpu(N) set it"},
 };
 const int kRuntimeOptionCount =
     static_cast<int>(sizeof(kRuntimeOptionList) / sizeof(kRuntimeOptionList[0]));
@@ -118,6 +121,16 @@ Status SetRuntimeOption(RuntimeOptions* options, const std::string& name,
     ok = ParseInt(value, 3, &options->profile) && options->profile <= 2;
   } else if (name == "memory_budget") {
     ok = options_cc::ParseCount(value, true, &options->memory_budget);
+  } else if (name == "device") {
+    if (value == "cpu") {
+      options->device_id = -1;
+      ok = true;
+    } else if (value == "gpu") {
+      options->device_id = 0;
+      ok = true;
+    } else if (value.compare(0, 4, "gpu:") == 0) {
+      ok = ParseInt(value.substr(4), 1 << 16, &options->device_id) && options->device_id < (1 << 16);
+    }
   } else {
     std::string names;
     for (int i = 0; i < kRuntimeOptionCount; ++i) {

@@ -51,6 +51,9 @@ struct RuntimeOptions {
   // intermediate results, outputs, scratch), checked before allocating.
   // 0: DefaultMemoryBudget().
   uint64_t memory_budget = 0;
+  // Where the predictor runs: -1 the CPU, N >= 0 CUDA device N (a build
+  // with the CUDA backend; see executor/device.h).
+  int device_id = -1;
 };
 
 // Settings of the whole process, not of one predictor: kernels choose their

@@ -127,7 +127,7 @@ Status ReadOptions(mx_uint num_options, const char** names, const char** values,
 }
 
 Status CreatePredictors(const char* symbol_json, const void* param_bytes, int param_size,
-                        int dev_type, mx_uint num_input_nodes, const char** input_keys,
+                        int dev_type, int dev_id, mx_uint num_input_nodes, const char** input_keys,
                         const mx_uint* input_shape_indptr, const mx_uint* input_shape_data,
                         mx_uint num_dtypes, const char** dtype_names, const int* dtype_flags,
                         mx_uint num_output_nodes, const char** output_keys, int count,
@@ -137,8 +137,17 @@ Status CreatePredictors(const char* symbol_json, const void* param_bytes, int pa
   MXL_RETURN_IF_ERROR(ReadOptions(num_options, option_names, option_values, &options));
   MXL_CHECK(symbol_json != nullptr, "symbol_json_str is NULL");
   MXL_CHECK(out != nullptr, "the output handle pointer is NULL");
-  MXL_CHECK(dev_type == 1 || dev_type == 3 || dev_type == 5, "dev_type ", dev_type,
-            " is not available: mxlite runs on the CPU (dev_type 1)");
+  // dev_type 1 (and MXNet's pinned and shared CPU types) keep the device
+  // the options chose (the CPU unless MXLITE_DEVICE or a device option
+  // says otherwise); 2 is CUDA GPU dev_id.
+  MXL_CHECK(dev_type == 1 || dev_type == 2 || dev_type == 3 || dev_type == 5, "dev_type ",
+            dev_type, " is not available: mxlite runs on the CPU (dev_type 1) and, when built "
+            "with CUDA, on NVIDIA GPUs (dev_type 2)");
+  if (dev_type == 2) {
+    MXL_CHECK(dev_id >= 0, "dev_id must not be negative (got ", dev_id, ")");
+    MXL_RETURN_IF_ERROR(CheckCudaDevice(dev_id));
+    options.device_id = dev_id;
+  }
   MXL_CHECK(count >= 1, "num_threads must be at least 1 (got ", count, ")");
 
   MXL_CHECK(param_size >= 0, "param_size must not be negative (got ", param_size, ")");
@@ -240,9 +249,8 @@ int MXPredCreate(const char* symbol_json_str, const void* param_bytes, int param
                  int dev_type, int dev_id, mx_uint num_input_nodes, const char** input_keys,
                  const mx_uint* input_shape_indptr, const mx_uint* input_shape_data,
                  PredictorHandle* out) {
-  (void)dev_id;
   MXL_API_BEGIN();
-  MXL_API_CALL(CreatePredictors(symbol_json_str, param_bytes, param_size, dev_type,
+  MXL_API_CALL(CreatePredictors(symbol_json_str, param_bytes, param_size, dev_type, dev_id,
                                 num_input_nodes, input_keys, input_shape_indptr,
                                 input_shape_data, 0, nullptr, nullptr, 0, nullptr, 1, 0, nullptr,
                                 nullptr, out));
@@ -256,9 +264,8 @@ int MXPredCreateEx(const char* symbol_json_str, const void* param_bytes, int par
                    const mx_uint* input_shape_data, const mx_uint num_provided_arg_dtypes,
                    const char** provided_arg_dtype_names, const int* provided_arg_dtypes,
                    PredictorHandle* out) {
-  (void)dev_id;
   MXL_API_BEGIN();
-  MXL_API_CALL(CreatePredictors(symbol_json_str, param_bytes, param_size, dev_type,
+  MXL_API_CALL(CreatePredictors(symbol_json_str, param_bytes, param_size, dev_type, dev_id,
                                 num_input_nodes, input_keys, input_shape_indptr,
                                 input_shape_data, num_provided_arg_dtypes,
                                 provided_arg_dtype_names, provided_arg_dtypes, 0, nullptr, 1,
@@ -272,9 +279,8 @@ int MXPredCreatePartialOut(const char* symbol_json_str, const void* param_bytes,
                            const char** input_keys, const mx_uint* input_shape_indptr,
                            const mx_uint* input_shape_data, mx_uint num_output_nodes,
                            const char** output_keys, PredictorHandle* out) {
-  (void)dev_id;
   MXL_API_BEGIN();
-  MXL_API_CALL(CreatePredictors(symbol_json_str, param_bytes, param_size, dev_type,
+  MXL_API_CALL(CreatePredictors(symbol_json_str, param_bytes, param_size, dev_type, dev_id,
                                 num_input_nodes, input_keys, input_shape_indptr,
                                 input_shape_data, 0, nullptr, nullptr, num_output_nodes,
                                 output_keys, 1, 0, nullptr, nullptr, out));
@@ -287,9 +293,8 @@ int MXPredCreateMultiThread(const char* symbol_json_str, const void* param_bytes
                             const char** input_keys, const mx_uint* input_shape_indptr,
                             const mx_uint* input_shape_data, int num_threads,
                             PredictorHandle* out) {
-  (void)dev_id;
   MXL_API_BEGIN();
-  MXL_API_CALL(CreatePredictors(symbol_json_str, param_bytes, param_size, dev_type,
+  MXL_API_CALL(CreatePredictors(symbol_json_str, param_bytes, param_size, dev_type, dev_id,
                                 num_input_nodes, input_keys, input_shape_indptr,
                                 input_shape_data, 0, nullptr, nullptr, 0, nullptr, num_threads,
                                 0, nullptr, nullptr, out));
@@ -472,9 +477,8 @@ int MXLitePredCreateWithOptions(const char* symbol_json_str, const void* param_b
                                 const char** output_keys, mx_uint num_options,
                                 const char** option_names, const char** option_values,
                                 int num_handles, PredictorHandle* out) {
-  (void)dev_id;
   MXL_API_BEGIN();
-  MXL_API_CALL(CreatePredictors(symbol_json_str, param_bytes, param_size, dev_type,
+  MXL_API_CALL(CreatePredictors(symbol_json_str, param_bytes, param_size, dev_type, dev_id,
                                 num_input_nodes, input_keys, input_shape_indptr,
                                 input_shape_data, 0, nullptr, nullptr, num_output_nodes,
                                 output_keys, num_handles, num_options, option_names,

@@ -24,12 +24,15 @@ Status Executor::Make(std::shared_ptr<const Model> model,
                       std::shared_ptr<Storage> reusable_arena, std::unique_ptr<Executor>* out) {
   std::unique_ptr<Executor> executor(new Executor());
   executor->options_ = options;
+  // GPU kernels cover the operators as the symbol file writes them; the
+  // fused forms (graph/fuse.h) are the CPU kernels'.
+  if (options.device_id >= 0) executor->options_.graph_optimization = false;
   executor->reusable_arena_ = std::move(reusable_arena);
   if (options.profile != 0) {
     executor->profile_.reset(new std::map<std::string, OpProfile>());
   }
   MXL_RETURN_IF_ERROR(
-      OptimizeGraph(model->graph, options.graph_optimization, &executor->graph_));
+      OptimizeGraph(model->graph, executor->options_.graph_optimization, &executor->graph_));
   if (pool) {
     executor->pool_ = std::move(pool);
   } else if (options.share_threads) {
@@ -175,6 +178,9 @@ Status Executor::Bind(const std::map<std::string, int>& input_dtypes) {
   float32_copies_.resize(graph.nodes.size());
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     if (ops_[n]) MXL_RETURN_IF_ERROR(MakeFloat32Copies(static_cast<int>(n)));
+  }
+  if (options_.device_id >= 0) {
+    MXL_RETURN_IF_ERROR(CreateCudaRunner(this, options_.device_id, &device_));
   }
   return PrepareOperators();
 }
@@ -339,6 +345,7 @@ Status Executor::PrepareOperators() {
   prepared_bytes_ = 0;
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     if (!ops_[n]) continue;
+    if (device_ && device_->RunsNode(static_cast<int>(n))) continue;  // a GPU kernel runs it
     size_t bytes = 0;
     // The parameters keep their values until the next Prepare (SetInput on
     // one forces it); anything else may change between runs.
@@ -469,6 +476,7 @@ Executor::~Executor() {
 }
 
 Status Executor::Forward() {
+  if (device_) return device_->Forward();
   for (size_t n = 0; n < ops_.size(); ++n) MXL_RETURN_IF_ERROR(RunNode(static_cast<int>(n)));
   return Status();
 }
@@ -476,7 +484,7 @@ Status Executor::Forward() {
 Status Executor::PartialForward(int step, int* step_left) {
   const int count = static_cast<int>(ops_.size());
   MXL_CHECK(step >= 0, "step must not be negative (got ", step, ")");
-  if (step < count) MXL_RETURN_IF_ERROR(RunNode(step));
+  if (step < count) MXL_RETURN_IF_ERROR(device_ ? device_->RunStep(step) : RunNode(step));
   *step_left = step < count ? count - step - 1 : 0;
   return Status();
 }

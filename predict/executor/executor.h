@@ -23,10 +23,15 @@
 #include "../graph/graph.h"
 #include "../graph/infer.h"
 #include "../kernels/thread_pool.h"
+#include "device.h"
 #include "memory_plan.h"
 #include "model.h"
 
 namespace mxlite {
+
+namespace cuda_runner_cc {
+class CudaRunner;
+}  // namespace cuda_runner_cc
 
 // Called with (output name, array, user data) after each operator.
 using MonitorFn = void (*)(const char*, void*, void*);
@@ -95,6 +100,9 @@ class Executor {
   }
 
  private:
+  // The CUDA backend mirrors the bound plan and runs host fallbacks
+  // through RunNode (executor/device.h).
+  friend class cuda_runner_cc::CudaRunner;
   Executor() = default;
   // Create, with the thread pool to use (null: from the options) and an
   // arena to reuse when it is large enough (null: a new one).
@@ -179,6 +187,9 @@ class Executor {
   MonitorFn monitor_ = nullptr;
   void* monitor_user_ = nullptr;
   bool monitor_all_ = false;
+  // Runs the nodes on a GPU when options_.device_id >= 0 (null: the CPU).
+  // Declared last, so it goes before the arrays it mirrors.
+  std::unique_ptr<DeviceRunner> device_;
 };
 
 }  // namespace mxlite

@@ -95,7 +95,7 @@ struct PoolSpan {
   int64_t padded_extent;  // end clipped to in + pad, minus the unclipped start
 };
 
-inline PoolSpan PoolWindowSpan(int64_t o, int64_t in, int64_t kernel, int64_t stride,
+MXL_HOST_DEVICE inline PoolSpan PoolWindowSpan(int64_t o, int64_t in, int64_t kernel, int64_t stride,
                                int64_t pad) {
   const int64_t start = o * stride - pad;
   const int64_t padded_end = start + kernel < in + pad ? start + kernel : in + pad;
