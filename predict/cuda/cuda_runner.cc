@@ -20,6 +20,7 @@
 #include "../executor/device.h"
 #include "../executor/executor.h"
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "cuda_ops.h"
@@ -146,6 +147,7 @@ class CudaRunner : public DeviceRunner {
   cudaGraphExec_t graph_ = nullptr;
   bool graph_failed_ = false;
   std::string graph_note_;
+  int64_t passes_ = 0;
 };
 
 CudaRunner::~CudaRunner() {
@@ -265,6 +267,8 @@ Status CudaRunner::Init() {
     if (!graph.nodes[output.node].is_variable()) stage(output.node, output.index, &staged_outputs_);
   }
   if (staging_bytes != 0) MXL_CUDA_RETURN_IF_ERROR(cudaMallocHost(&staging_, staging_bytes));
+  // Profiling also says where each node runs.
+  if (ex_->options_.profile != 0) std::fprintf(stderr, "mxlite %s\n", Describe().c_str());
   return Status();
 }
 
@@ -316,6 +320,7 @@ Status CudaRunner::EnsurePrepared() {
   MXL_RETURN_IF_ERROR(UploadConstants());
   if (graph_) cudaGraphExecDestroy(graph_);
   graph_ = nullptr;
+  passes_ = 0;
   return Status();
 }
 
@@ -453,7 +458,10 @@ Status CudaRunner::CapturePass() {
 Status CudaRunner::Forward() {
   MXL_RETURN_IF_ERROR(EnsurePrepared());
   StageInputs();
-  const bool replay = all_on_device_ && !graph_failed_ && !ex_->monitor_;
+  // The first pass runs directly (cuBLAS and lazily loaded kernels set
+  // themselves up); the second is captured, and later ones replay it.
+  const bool replay = all_on_device_ && !graph_failed_ && !ex_->monitor_ && passes_ > 0;
+  ++passes_;
   if (replay && !graph_) MXL_RETURN_IF_ERROR(CapturePass());
   if (replay && graph_) {
     MXL_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(graph_, stream_));

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The GPU checks of the CUDA backend in one run (docs/cuda.md): build with
+# this machine's nvcc, the operator fixtures and zoo models on the GPU
+# against MXNet's goldens (and against the CPU path where the weights are
+# random), compute-sanitizer on a small model, a benchmark against PyTorch.
+#
+#   bash scripts/gpu/gpu_check.sh [OUT_DIR]
+#
+# Needs an NVIDIA GPU, nvcc, python3 with numpy (torch and torchvision for
+# the benchmark). MXNet's zoo fixtures are read from build/gpu_carry (made
+# by scripts/gpu/carry.sh here; models whose params are absent there are
+# checked with random weights only). Everything lands in OUT_DIR (default
+# $OUT, else build/gpu_check), packed as gpu_check.tar.gz beside summary.txt.
+set -u
+out=${1:-${OUT:-build/gpu_check}}
+work=build/gpu_check
+mkdir -p "$out" "$work"
+{
+  echo "== $(date -u +%FT%TZ) $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  nvcc --version | tail -2 | head -1
+  python3 -c 'import platform; print("python", platform.python_version())'
+} 2>&1 | tee "$work/summary.txt"
+
+start=$(date +%s)
+python3 amalgamation/amalgamate.py --out-dir build > /dev/null
+make cuda CUDA_ARCH="${CUDA_ARCH:--arch=native}" > "$work/build.log" 2>&1
+status=$?
+echo "== build: exit $status, $(( $(date +%s) - start )) s, $(grep -c -i warning "$work/build.log") warning lines" \
+  | tee -a "$work/summary.txt"
+if [ $status -ne 0 ]; then
+  tail -40 "$work/build.log"
+  cp "$work/build.log" "$out/" 2>/dev/null
+  exit 1
+fi
+
+export PYTHONUNBUFFERED=1
+run_stage() {  # name timeout [command prefix...]
+  local stage=$1 limit=$2
+  shift 2
+  local begin=$(date +%s)
+  timeout "$limit" "$@" python3 scripts/gpu/gpu_check.py "$stage" --out "$work" \
+    > "$work/$stage.txt" 2>&1
+  local code=$?
+  echo "== $stage: exit $code, $(( $(date +%s) - begin )) s" | tee -a "$work/summary.txt"
+  grep -v '^  FAIL' "$work/$stage.txt" | head -${STAGE_LINES:-40} | tee -a "$work/summary.txt"
+  grep '^  FAIL' "$work/$stage.txt" | head -30 | tee -a "$work/summary.txt"
+}
+run_stage ops "${OPS_TIMEOUT:-180}"
+run_stage random 150
+run_stage zoo 60
+run_stage bench 180
+if command -v compute-sanitizer > /dev/null; then
+  run_stage sanitize 180 compute-sanitizer --tool memcheck --leak-check none --error-exitcode 9
+fi
+tar czf "$out/gpu_check.tar.gz" -C build gpu_check
+cp "$work/summary.txt" "$out/summary.txt"
