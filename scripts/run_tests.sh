@@ -4,7 +4,8 @@
 #  1. a test environment (build/venv-test) with the package installed from
 #     this checkout (`pip install .` builds the amalgamation, the library and
 #     the nanobind extension; Pillow is the CLI's image reader, tqdm its progress bar; `build` makes
-  "nanobind==3.1.0" Pillow tqdm websocket_client "ray[data]"
+#     the sdist in tests/test_packaging.py, mypy checks the package's types in
+#     tests/test_typing.py; Ray Data runs tests/test_ray.py);
 #  2. the oracle environment (build/venv-mxnet: MXNet 1.9.1, numpy<1.24,
 #     GluonCV 0.10.5.post0, GluonNLP 0.10.0),
 #     kept apart because MXNet needs an old numpy;
