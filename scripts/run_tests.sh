@@ -4,7 +4,13 @@
 #  1. a test environment (build/venv-test) with the package installed from
 #     this checkout (`pip install .` builds the amalgamation, the library and
 #     the nanobind extension; Pillow is the CLI's image reader, tqdm its progress bar; `build` makes
-  "nanobind==3.1.0" Pillow tqdm websocket_client "ray[data]"
+#     the sdist in tests/test_packaging.py, mypy checks the package's types in
+#     tests/test_typing.py; Ray Data runs tests/test_ray.py);
+#  1b. the CUDA toolchain environment (build/venv-cuda: NVIDIA's pip wheels of
+#     nvcc, its front end and NVVM, the runtime, cuBLAS and CCCL, whose <nv/target>
+#     cuda_fp16.h includes), with which tests/test_cuda_build.py runs `make cuda`
+#     (no GPU needed to compile; the toolchain lives in
+#     build/venv-cuda/lib/python3.*/site-packages/nvidia/cu13);
 #  2. the oracle environment (build/venv-mxnet: MXNet 1.9.1, numpy<1.24,
 #     GluonCV 0.10.5.post0, GluonNLP 0.10.0),
 #     kept apart because MXNet needs an old numpy;
@@ -23,6 +29,7 @@ cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 TEST_VENV=build/venv-test
 ORACLE_VENV=build/venv-mxnet
+CUDA_VENV=build/venv-cuda
 
 if [ ! -x "$TEST_VENV/bin/python" ]; then
   echo "== creating $TEST_VENV"
@@ -32,6 +39,16 @@ fi
   "nanobind==3.1.0" Pillow tqdm websocket_client "ray[data]"
 echo "== installing mxlite from this checkout"
 "$TEST_VENV/bin/python" -m pip install -q --no-build-isolation --force-reinstall --no-deps .
+
+echo "== CUDA toolchain environment"
+if [ ! -x "$CUDA_VENV/bin/python" ]; then
+  echo "== creating $CUDA_VENV"
+  "$PYTHON" -m venv "$CUDA_VENV"
+fi
+# Pinned: a new nvcc may warn where this one does not (the test wants none).
+"$CUDA_VENV/bin/python" -m pip install -q nvidia-cuda-nvcc==13.5.37 nvidia-cuda-crt==13.5.37 \
+  nvidia-nvvm==13.5.37 nvidia-cuda-runtime==13.5.37 nvidia-cublas==13.10.0.20 \
+  nvidia-cuda-cccl==13.3.5.0.6
 
 echo "== oracle environment"
 bash scripts/setup_oracle.sh "$ORACLE_VENV"

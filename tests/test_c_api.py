@@ -6,6 +6,7 @@ from).
 """
 import ctypes
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -246,9 +247,16 @@ def test_free_null_is_harmless(api):
 
 
 def test_gpu_device_is_refused(api, composite):
+    # The library under test is the plain build (no CUDA backend): GPU 0 is
+    # refused as such (tests/test_cuda_build.py has the CUDA build's errors).
     case, data, _ = composite
-    with pytest.raises(CAPIError, match='dev_type 2 is not available'):
+    with pytest.raises(CAPIError, match=re.escape(
+            'GPU 0 is not available: this build of mxlite has no CUDA backend')):
         api.create(case.symbol_json, case.params, {'data': data.shape}, dev_type=2)
+    for dev_type in (0, 4, 99, -1):
+        with pytest.raises(CAPIError, match=f'dev_type {dev_type} is not available: mxlite runs '
+                                            'on the CPU'):
+            api.create(case.symbol_json, case.params, {'data': data.shape}, dev_type=dev_type)
 
 
 # A child that predicts composite_net under an address-space limit with far

@@ -91,7 +91,8 @@ def test_errors_are_mxlite_errors_with_the_core_message():
     case = OP_CASES['composite_net']
     with pytest.raises(MXLiteError, match="input 'data'"):
         Predictor(case.symbol_json, case.params, {'data': (2, 3)})
-    with pytest.raises(MXLiteError, match='dev_type 2 is not available'):
+    with pytest.raises(MXLiteError, match='GPU 0 is not available: this build of mxlite has no '
+                                          'CUDA backend'):
         Predictor(case.symbol_json, case.params, {'data': (1, 3, 8, 8)}, dev_type='gpu')
     predictor = Predictor(case.symbol_json, case.params, {'data': (1, 3, 8, 8)})
     with pytest.raises(MXLiteError, match='cannot find input key'):
