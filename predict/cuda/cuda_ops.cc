@@ -7,8 +7,9 @@
  *     per output element, the window read from global memory (cached);
  *   - 1x1, stride 1, no padding: the input already is the GEMM operand, so
  *     one strided-batched cuBLAS SGEMM per group covers the whole batch;
- *   - anything else: im2col of one image into the workspace, then one
- *     strided-batched SGEMM over the groups, image by image.
+ *   - anything else: im2col of as many images as 256 MiB of columns hold
+ *     into the workspace, then per group one strided-batched SGEMM over
+ *     those images.
  * cuBLAS is column-major: a row-major product Y = W * X is computed as
  * Y^T = X^T * W^T, which reads every row-major operand in place.
  * Elementwise kernels use grid-stride loops; reductions (softmax) one block
@@ -18,6 +19,7 @@
 
 #ifndef MXLITE_NO_CUDA
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 
@@ -524,13 +526,8 @@ Status MakeSoftmax(const CudaNode& node, std::unique_ptr<CudaKernel>* out,
     } else if (!preserve_shape) {
       split = 1;
     }
-  } else {  // SoftmaxActivation
-    const int mode = attrs.Enum("mode", {"instance", "channel"}, 0);
-    if (mode == 1) {
-      axis = 1;
-    } else {
-      split = 1;
-    }
+  } else {  // SoftmaxActivation: instance mode is over the last axis
+    if (attrs.Enum("mode", {"instance", "channel"}, 0) == 1) axis = 1;
   }
   if (axis < 0) axis += shape.ndim();
   int64_t outer = 1, length = 1, inner = 1;
@@ -608,21 +605,22 @@ struct ConvGeometry {
   int64_t kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, dilate_h, dilate_w, groups;
 };
 
-// One image's columns: row (c, i, j), column (oh, ow), zero where the
-// window reads padding.
-__global__ void Im2ColKernel(ConvGeometry g, const float* image, float* columns) {
+// Columns of `images` consecutive images: per image, row (c, i, j) and
+// column (oh, ow), zero where the window reads padding.
+__global__ void Im2ColKernel(ConvGeometry g, const float* x, int64_t images, float* columns) {
   const int64_t plane = g.out_h * g.out_w;
-  const int64_t count = g.channels * g.kernel_h * g.kernel_w * plane;
-  MXL_GRID_STRIDE(i, count) {
+  const int64_t per_image = g.channels * g.kernel_h * g.kernel_w * plane;
+  MXL_GRID_STRIDE(i, images * per_image) {
+    const int64_t image = i / per_image;
     const int64_t p = i % plane;
-    const int64_t row = i / plane;
+    const int64_t row = (i % per_image) / plane;
     const int64_t j = row % g.kernel_w;
     const int64_t ki = (row / g.kernel_w) % g.kernel_h;
     const int64_t c = row / (g.kernel_w * g.kernel_h);
     const int64_t h = (p / g.out_w) * g.stride_h - g.pad_h + ki * g.dilate_h;
     const int64_t w = (p % g.out_w) * g.stride_w - g.pad_w + j * g.dilate_w;
     columns[i] = h >= 0 && h < g.in_h && w >= 0 && w < g.in_w
-                     ? image[(c * g.in_h + h) * g.in_w + w]
+                     ? x[((image * g.channels + c) * g.in_h + h) * g.in_w + w]
                      : 0.f;
   }
 }
@@ -657,10 +655,19 @@ class ConvolutionOp : public CudaKernel {
   enum Form { kDepthwise, kPointwise, kIm2col };
   ConvolutionOp(const ConvGeometry& g, bool bias, Form form) : g_(g), bias_(bias), form_(form) {}
 
+  // im2col works on as many images at once as kIm2colBytes of columns
+  // hold (at least one): one GEMM per group then covers them all.
+  static constexpr int64_t kIm2colBytes = int64_t{256} << 20;
+  int64_t ColumnBytes() const {
+    return g_.channels * g_.kernel_h * g_.kernel_w * g_.out_h * g_.out_w *
+           static_cast<int64_t>(sizeof(float));
+  }
+  int64_t ImagesPerChunk() const {
+    const int64_t fit = kIm2colBytes / std::max<int64_t>(ColumnBytes(), 1);
+    return std::max<int64_t>(1, std::min(g_.batch, fit));
+  }
   size_t WorkspaceBytes() const override {
-    if (form_ != kIm2col) return 0;
-    return static_cast<size_t>(g_.channels * g_.kernel_h * g_.kernel_w * g_.out_h * g_.out_w) *
-           sizeof(float);
+    return form_ == kIm2col ? static_cast<size_t>(ImagesPerChunk() * ColumnBytes()) : 0;
   }
   const char* Name() const override {
     return form_ == kDepthwise ? "depthwise" : form_ == kPointwise ? "1x1 GEMM" : "im2col GEMM";
@@ -694,18 +701,23 @@ class ConvolutionOp : public CudaKernel {
       }
     } else {
       float* columns = static_cast<float*>(l.workspace);
-      const int64_t column_count = g.channels * g.kernel_h * g.kernel_w * plane;
-      for (int64_t n = 0; n < g.batch; ++n) {
-        Im2ColKernel<<<GridFor(column_count), kThreads, 0, l.stream>>>(
-            g, x + n * g.channels * g.in_h * g.in_w, columns);
+      const int64_t rows = g.channels * g.kernel_h * g.kernel_w;  // columns rows per image
+      const int64_t chunk = ImagesPerChunk();
+      for (int64_t first = 0; first < g.batch; first += chunk) {
+        const int64_t images = std::min(chunk, g.batch - first);
+        Im2ColKernel<<<GridFor(images * rows * plane), kThreads, 0, l.stream>>>(
+            g, x + first * g.channels * g.in_h * g.in_w, images, columns);
         MXL_RETURN_IF_ERROR(LaunchStatus("im2col"));
-        // Over the groups: Y_n[g] = W[g] * columns[g].
-        MXL_CUBLAS_RETURN_IF_ERROR(cublasSgemmStridedBatched(
-            l.blas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(plane),
-            static_cast<int>(out_group), static_cast<int>(depth), &one, columns,
-            static_cast<int>(plane), depth * plane, w, static_cast<int>(depth),
-            out_group * depth, &zero, y + n * g.filters * plane, static_cast<int>(plane),
-            out_group * plane, static_cast<int>(g.groups)));
+        // Per group, over the images: Y_n[g] = W[g] * columns_n[g].
+        for (int64_t group = 0; group < g.groups; ++group) {
+          MXL_CUBLAS_RETURN_IF_ERROR(cublasSgemmStridedBatched(
+              l.blas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(plane),
+              static_cast<int>(out_group), static_cast<int>(depth), &one,
+              columns + group * depth * plane, static_cast<int>(plane), rows * plane,
+              w + group * out_group * depth, static_cast<int>(depth), 0, &zero,
+              y + (first * g.filters + group * out_group) * plane, static_cast<int>(plane),
+              g.filters * plane, static_cast<int>(images)));
+        }
       }
     }
     if (bias_) return AddBias(l, b, g.filters, plane, g.batch * g.filters * plane);

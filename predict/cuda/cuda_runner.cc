@@ -6,12 +6,13 @@
  * holding graph outputs get device buffers of their own (as on the host);
  * inputs get a device buffer each; parameters are uploaded once per model
  * and device and shared by every predictor of it through the model's cache
- * of prepared weights. Inputs and outputs travel through one pinned host
- * staging buffer, so the copies are asynchronous and can be captured.
+ * of prepared weights. Inputs are copied from their host arrays before each
+ * pass and graph outputs back to theirs after it (outside the captured
+ * graph: a caller's input may be lent memory that changes every pass).
  *
  * Execution: one stream and one cuBLAS handle per runner. When every node
- * has a GPU kernel, the first pass is captured in a CUDA graph and each pass
- * replays it (one launch for the whole network). Otherwise the nodes run in
+ * has a GPU kernel, the second pass is captured in a CUDA graph and each
+ * later pass replays it (one launch for the whole network). Otherwise the nodes run in
  * order on the stream; a node without a GPU kernel waits for the stream,
  * has its inputs copied to its host arrays, runs on the CPU operator, and
  * has its outputs copied back. Monitoring and PartialForward also run node
@@ -110,9 +111,7 @@ class CudaRunner : public DeviceRunner {
   // nodes and the parameters on the device, again after a parameter changed.
   Status EnsurePrepared();
   Status UploadConstants();
-  void StageInputs();
-  void UnstageOutputs();
-  // Enqueues a whole pass: inputs in, every node, outputs out.
+  // Enqueues every node of a pass (no input or output copies).
   Status EnqueuePass();
   Status EnqueueInputs();
   Status EnqueueOutputs();
@@ -135,12 +134,7 @@ class CudaRunner : public DeviceRunner {
   std::vector<std::unique_ptr<CudaKernel>> kernels_;  // per node; null: variable or host
   std::vector<std::string> host_reasons_;              // per node run on the host
   std::vector<int> inputs_;                            // the input variables' nodes
-  struct Staged {
-    int node, index;  // the entry
-    size_t offset, bytes;
-  };
-  std::vector<Staged> staged_inputs_, staged_outputs_;
-  void* staging_ = nullptr;  // pinned host memory
+  std::vector<NodeEntry> copied_outputs_;  // graph outputs made by operators
   size_t device_bytes_ = 0;
   bool all_on_device_ = true;
   bool uploaded_ = false;
@@ -156,7 +150,6 @@ CudaRunner::~CudaRunner() {
   if (graph_) cudaGraphExecDestroy(graph_);
   if (blas_) cublasDestroy(blas_);
   if (stream_) cudaStreamDestroy(stream_);
-  if (staging_) cudaFreeHost(staging_);
 }
 
 Status CudaRunner::Init() {
@@ -255,18 +248,9 @@ Status CudaRunner::Init() {
   }
   MXL_RETURN_IF_ERROR(UploadConstants());
 
-  // Pinned staging: every input, then every graph output.
-  size_t staging_bytes = 0;
-  auto stage = [&](int node, int index, std::vector<Staged>* list) {
-    const size_t bytes = ex_->entries_[node][index].bytes();
-    list->push_back(Staged{node, index, staging_bytes, bytes});
-    staging_bytes += (bytes + 255) / 256 * 256;
-  };
-  for (int n : inputs_) stage(n, 0, &staged_inputs_);
   for (const NodeEntry& output : graph.outputs) {
-    if (!graph.nodes[output.node].is_variable()) stage(output.node, output.index, &staged_outputs_);
+    if (!graph.nodes[output.node].is_variable()) copied_outputs_.push_back(output);
   }
-  if (staging_bytes != 0) MXL_CUDA_RETURN_IF_ERROR(cudaMallocHost(&staging_, staging_bytes));
   // Profiling also says where each node runs.
   if (ex_->options_.profile != 0) std::fprintf(stderr, "mxlite %s\n", Describe().c_str());
   return Status();
@@ -324,36 +308,22 @@ Status CudaRunner::EnsurePrepared() {
   return Status();
 }
 
-void CudaRunner::StageInputs() {
-  for (const Staged& s : staged_inputs_) {
-    std::memcpy(static_cast<char*>(staging_) + s.offset, ex_->entries_[s.node][s.index].data(),
-                s.bytes);
-  }
-}
-
-void CudaRunner::UnstageOutputs() {
-  for (const Staged& s : staged_outputs_) {
-    std::memcpy(ex_->entries_[s.node][s.index].data(), static_cast<char*>(staging_) + s.offset,
-                s.bytes);
-  }
-}
-
 Status CudaRunner::EnqueueInputs() {
-  for (const Staged& s : staged_inputs_) {
-    if (s.bytes == 0) continue;
-    MXL_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(entries_[s.node][s.index],
-                                             static_cast<char*>(staging_) + s.offset, s.bytes,
+  for (int n : inputs_) {
+    const NDArray& host = ex_->entries_[n][0];
+    if (host.bytes() == 0) continue;
+    MXL_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(entries_[n][0], host.data(), host.bytes(),
                                              cudaMemcpyHostToDevice, stream_));
   }
   return Status();
 }
 
 Status CudaRunner::EnqueueOutputs() {
-  for (const Staged& s : staged_outputs_) {
-    if (s.bytes == 0) continue;
-    MXL_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(static_cast<char*>(staging_) + s.offset,
-                                             entries_[s.node][s.index], s.bytes,
-                                             cudaMemcpyDeviceToHost, stream_));
+  for (const NodeEntry& output : copied_outputs_) {
+    const NDArray& host = ex_->entries_[output.node][output.index];
+    if (host.bytes() == 0) continue;
+    MXL_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host.data(), entries_[output.node][output.index],
+                                             host.bytes(), cudaMemcpyDeviceToHost, stream_));
   }
   return Status();
 }
@@ -428,9 +398,8 @@ Status CudaRunner::CopyOutputsToHost(int n) {
 }
 
 Status CudaRunner::EnqueuePass() {
-  MXL_RETURN_IF_ERROR(EnqueueInputs());
   for (size_t n = 0; n < kernels_.size(); ++n) MXL_RETURN_IF_ERROR(RunNode(static_cast<int>(n)));
-  return EnqueueOutputs();
+  return Status();
 }
 
 Status CudaRunner::CapturePass() {
@@ -457,7 +426,7 @@ Status CudaRunner::CapturePass() {
 
 Status CudaRunner::Forward() {
   MXL_RETURN_IF_ERROR(EnsurePrepared());
-  StageInputs();
+  MXL_RETURN_IF_ERROR(EnqueueInputs());
   // The first pass runs directly (cuBLAS and lazily loaded kernels set
   // themselves up); the second is captured, and later ones replay it.
   const bool replay = all_on_device_ && !graph_failed_ && !ex_->monitor_ && passes_ > 0;
@@ -468,17 +437,13 @@ Status CudaRunner::Forward() {
   } else {
     MXL_RETURN_IF_ERROR(EnqueuePass());
   }
-  MXL_RETURN_IF_ERROR(Synchronize("the forward pass"));
-  UnstageOutputs();
-  return Status();
+  MXL_RETURN_IF_ERROR(EnqueueOutputs());
+  return Synchronize("the forward pass");
 }
 
 Status CudaRunner::RunStep(int n) {
   MXL_RETURN_IF_ERROR(EnsurePrepared());
-  if (n == 0) {
-    StageInputs();
-    MXL_RETURN_IF_ERROR(EnqueueInputs());
-  }
+  if (n == 0) MXL_RETURN_IF_ERROR(EnqueueInputs());
   MXL_RETURN_IF_ERROR(RunNode(n));
   return CopyOutputsToHost(n);
 }
