@@ -247,6 +247,8 @@ def describe(api, args, model, params, shapes):
             handles = api.create_with_options(symbol_of(args, model), params, shapes,
                                               {'device': 'gpu:0', 'profile': '1'})
             api.free(handles[0])
+        except CAPIError as e:
+            return f'(no description: {e})'
         finally:
             os.dup2(saved, 2)
             os.close(saved)
@@ -336,7 +338,43 @@ def stage_sanitize(api, args):
     return {'mismatches': problems}
 
 
-STAGES = {'ops': stage_ops, 'zoo': stage_zoo, 'random': stage_random, 'bench': stage_bench,
+def stage_probe(api, args):
+    """One model (--model) node by node on the GPU, printing each step
+    before it runs: where a pass hangs or fails, and the runner's account."""
+    with open(os.path.join(HERE, 'zoo_shapes.json'), encoding='utf-8') as f:
+        spec = json.load(f)['models'][args.model]
+    symbol = symbol_of(args, args.model)
+    params = random_params(spec, seed=len(args.model))
+    shapes = {k: tuple(v) for k, v in spec['inputs'].items()}
+    inputs = {k: np.random.default_rng(5).standard_normal(v).astype(np.float32)
+              for k, v in shapes.items()}
+    print('describe:', describe(api, args, args.model, params, shapes), flush=True)
+    started = time.perf_counter()
+    expected = api.predict(symbol, params, inputs, dev_type=CPU)[0]
+    print(f'cpu pass: {time.perf_counter() - started:.2f} s', flush=True)
+    nodes = [n for n in json.loads(symbol)['nodes']]
+    handle = api.create(symbol, params, shapes, dev_type=GPU)
+    for key, value in inputs.items():
+        api.set_input(handle, key, value)
+    step = 0
+    while True:
+        node = nodes[step] if step < len(nodes) else {}
+        print(f"step {step} {node.get('op')} {node.get('name')}", flush=True)
+        if api.partial_forward(handle, step) <= 0:
+            break
+        step += 1
+    error = relative_error(api.output(handle, 0), expected)
+    print(f'gpu node by node: relative error {error:.2g}', flush=True)
+    started = time.perf_counter()
+    api.forward(handle)
+    api.forward(handle)
+    print(f'gpu two passes: {time.perf_counter() - started:.3f} s, relative error '
+          f'{relative_error(api.output(handle, 0), expected):.2g}', flush=True)
+    api.free(handle)
+    return {'error': error}
+
+
+STAGES = {'ops': stage_ops, 'probe': stage_probe, 'zoo': stage_zoo, 'random': stage_random, 'bench': stage_bench,
           'sanitize': stage_sanitize}
 
 
@@ -348,6 +386,7 @@ def main():
     parser.add_argument('--library', default=os.path.join(ROOT, 'build', 'libmxlite-cuda.so'))
     parser.add_argument('--zoo-dir', default=os.path.join(ROOT, 'build', 'gpu_carry'))
     parser.add_argument('--out', default=os.path.join(ROOT, 'build', 'gpu_check'))
+    parser.add_argument('--model', default='inceptionv3', help='the probe stage\'s model')
     parser.add_argument('--dev-type', type=int, default=GPU,
                         help='1 checks the script itself on the CPU')
     args = parser.parse_args()

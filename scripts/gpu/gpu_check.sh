@@ -47,13 +47,14 @@ run_stage() {  # name timeout [command prefix...]
   grep '^  FAIL' "$work/$stage.txt" | head -30 | tee -a "$work/summary.txt"
 }
 # Each stage's time limit in seconds (LIMIT_<STAGE>); 0 leaves a stage out.
-for stage in ops random zoo bench sanitize; do
+for stage in ops random zoo bench probe sanitize; do
   limit_var="LIMIT_${stage^^}"
   limit=${!limit_var:-180}
+  [ $stage = probe ] && limit=${!limit_var:-0}  # a diagnosis, asked for by LIMIT_PROBE
   [ "$limit" = 0 ] && continue
   if [ $stage = sanitize ]; then
     command -v compute-sanitizer > /dev/null || { echo "== no compute-sanitizer"; continue; }
-    run_stage sanitize "$limit" compute-sanitizer --tool memcheck --leak-check none --error-exitcode 9
+    run_stage sanitize "$limit" compute-sanitizer --tool memcheck --error-exitcode 9
   else
     run_stage $stage "$limit"
   fi
