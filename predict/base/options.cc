@@ -39,8 +39,8 @@ const RuntimeOptionInfo kRuntimeOptionList[] = {
      "outputs, prepared weights, scratch); default: the machine's physical memory or the process's "
      "address-space limit, whichever is lower"},
     {"device", "MXLITE_DEVICE", "cpu, gpu or gpu:N",
-     "where a predictor runs: the CPU, or CUDA GPU N (gpu is gpu:0; needs a CUDA build, "
-     "see docs/cuda.md). MXPredCreate's dev_type 2 and Python's ctx=mx.gpu(N) set it"},
+     "where a predictor runs: the CPU, or CUDA GPU N (gpu is gpu:0); needs the library "
+     "built by make cuda (docs/cuda.md). MXPredCreate's dev_type 2 sets it"},
 };
 const int kRuntimeOptionCount =
     static_cast<int>(sizeof(kRuntimeOptionList) / sizeof(kRuntimeOptionList[0]));
