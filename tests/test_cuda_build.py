@@ -263,3 +263,20 @@ def test_plain_build_device_from_the_environment(api, monkeypatch):
     outputs, expected = predict_with_options(api, case, {})
     for ours, theirs in zip(outputs, expected):
         assert_close(ours, theirs, case.rtol, case.name)
+
+
+def test_cuda_docs_list_every_gpu_kernel():
+    """docs/cuda.md's table is generated from predict/cuda/cuda_op_list.inc."""
+    result = subprocess.run(['python3', os.path.join(ROOT, 'scripts', 'gen_cuda_docs.py'),
+                             '--check'], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_gpu_kernels_name_registered_operators():
+    """Every operator with a GPU kernel is one the CPU registry knows by that
+    canonical name (the runner looks kernels up by it)."""
+    with open(os.path.join(ROOT, 'predict', 'cuda', 'cuda_op_list.inc'), encoding='utf-8') as f:
+        gpu = re.findall(r'^MXL_CUDA_OP\("([^"]+)"', f.read(), re.M)
+    with open(os.path.join(ROOT, 'predict', 'operators', 'op_list.inc'), encoding='utf-8') as f:
+        cpu = set(re.findall(r'^MXL_OPERATOR\("([^"]+)"', f.read(), re.M))
+    assert gpu and set(gpu) <= cpu, sorted(set(gpu) - cpu)
