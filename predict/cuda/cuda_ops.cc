@@ -339,6 +339,14 @@ Status MakeBatchNorm(const CudaNode& node, std::unique_ptr<CudaKernel>* out, std
   return Status();
 }
 
+// A window attribute (kernel, stride, dilate, pad) along height (d = 0) or
+// width (d = 1), `fallback` where it is not given. 1-D operators run as 2-D
+// ones of height 1: their one value is the width's.
+int64_t WindowAxis(const std::vector<int64_t>& values, bool one_d, int d, int64_t fallback) {
+  if (one_d) return d == 0 || values.empty() ? fallback : values[0];
+  return values.size() == 2 ? values[d] : fallback;
+}
+
 // --- pooling ---------------------------------------------------------------------
 
 struct Pool2d {
@@ -423,9 +431,8 @@ Status MakePooling(const CudaNode& node, std::unique_ptr<CudaKernel>* out,
   g.in_w = in[in.ndim() - 1];
   g.out_h = one_d ? 1 : shape_out[2];
   g.out_w = shape_out[shape_out.ndim() - 1];
-  auto axis = [&](const std::vector<int64_t>& values, int d, int64_t fallback) {
-    if (one_d) return d == 0 ? int64_t{1} : (values.empty() ? fallback : values[0]);
-    return values.size() == 2 ? values[d] : fallback;
+  auto axis = [one_d](const std::vector<int64_t>& values, int d, int64_t fallback) {
+    return WindowAxis(values, one_d, d, fallback);
   };
   if (global) {
     g.kernel_h = g.in_h;
@@ -748,9 +755,8 @@ Status MakeConvolution(const CudaNode& node, std::unique_ptr<CudaKernel>* out,
     return Status();
   }
   const bool one_d = kernel.size() == 1;
-  auto axis = [&](const std::vector<int64_t>& values, int d, int64_t fallback) {
-    if (one_d) return d == 0 ? fallback : (values.empty() ? fallback : values[0]);
-    return values.size() == 2 ? values[d] : fallback;
+  auto axis = [one_d](const std::vector<int64_t>& values, int d, int64_t fallback) {
+    return WindowAxis(values, one_d, d, fallback);
   };
   ConvGeometry g;
   g.batch = in[0];
