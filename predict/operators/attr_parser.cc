@@ -394,4 +394,31 @@ Status AttrParser::Finish() const {
   return Status();
 }
 
+std::string TupleText(const std::vector<int64_t>& values) {
+  std::string text = "(";
+  for (size_t i = 0; i < values.size(); ++i) text += (i ? ", " : "") + std::to_string(values[i]);
+  return text + ")";
+}
+
+bool CheckWindowAttrs(AttrParser* attrs, const std::vector<WindowAttr>& windows, size_t rank,
+                      const std::string& kernel_text, bool extra_allowed) {
+  for (const WindowAttr& window : windows) {
+    std::vector<int64_t>& values = *window.values;
+    if (values.empty()) values.assign(rank, window.fill);
+    if (extra_allowed ? values.size() < rank : values.size() != rank) {
+      attrs->Fail(window.key, StrCat(TupleText(values), " has ", values.size(), " entries but ",
+                                     kernel_text));
+      return false;
+    }
+    for (int64_t value : values) {
+      if (value < window.minimum) {
+        attrs->Fail(window.key,
+                    StrCat(TupleText(values), ": entries must be >= ", window.minimum));
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 }  // namespace mxlite

@@ -115,6 +115,28 @@ class AttrParser {
 // force_mirroring, mirror_stage), also in their "<input>_<key>" form.
 bool IsHiddenAttr(const std::string& key);
 
+// "(1, 2, 3)": a tuple as messages print it.
+std::string TupleText(const std::vector<int64_t>& values);
+
+// One window attribute of a convolution or pooling operator (kernel,
+// stride, dilate, pad, ...): what each dimension of an empty tuple becomes,
+// and the least value an entry may have.
+struct WindowAttr {
+  const char* key;
+  std::vector<int64_t>* values;
+  int64_t fill;
+  int64_t minimum;
+};
+
+// Fills each empty tuple of `windows` with `rank` copies of its fill, then
+// checks, in order, that each has `rank` entries (at least `rank` with
+// `extra_allowed`: MXNet's pooling ignores the rest) and none below its
+// minimum. The first problem is recorded on `attrs` ("(1, 1) has 2 entries
+// but " + `kernel_text`, "(0, -1): entries must be >= 0") and false
+// returned; the caller then returns attrs->Finish().
+bool CheckWindowAttrs(AttrParser* attrs, const std::vector<WindowAttr>& windows, size_t rank,
+                      const std::string& kernel_text, bool extra_allowed = false);
+
 }  // namespace mxlite
 
 #endif  // MXLITE_OPERATORS_ATTR_PARSER_H_

@@ -25,12 +25,6 @@
 namespace mxlite {
 namespace convolution_op {
 
-std::string TupleString(const std::vector<int64_t>& values) {
-  std::string text = "(";
-  for (size_t i = 0; i < values.size(); ++i) text += (i ? ", " : "") + std::to_string(values[i]);
-  return text + ")";
-}
-
 // What the graph optimizer folded into this convolution (the internal
 // operator _FusedConvolution): a following BatchNorm (its statistics are
 // folded into the weights and bias at Prepare), a residual input added to
@@ -358,33 +352,15 @@ Status CreateConvolution(AttrParser* attrs, std::unique_ptr<Operator>* out) {
 
   const size_t nk = kernel.size();
   if (nk < 1 || nk > 3) {
-    attrs->Fail("kernel", StrCat(TupleString(kernel), ": only 1-D, 2-D and 3-D kernels exist"));
+    attrs->Fail("kernel", StrCat(TupleText(kernel), ": only 1-D, 2-D and 3-D kernels exist"));
     return attrs->Finish();
   }
   // Unset tuples default to 1 (stride, dilate) and 0 (pad) per dim.
-  if (stride.empty()) stride.assign(nk, 1);
-  if (dilate.empty()) dilate.assign(nk, 1);
-  if (pad.empty()) pad.assign(nk, 0);
-  struct Check {
-    const char* key;
-    const std::vector<int64_t>* values;
-    int64_t minimum;
-  };
-  const Check checks[] = {{"kernel", &kernel, 1}, {"stride", &stride, 1},
-                          {"dilate", &dilate, 1}, {"pad", &pad, 0}};
-  for (const Check& check : checks) {
-    if (check.values->size() != nk) {
-      attrs->Fail(check.key, StrCat(TupleString(*check.values), " has ", check.values->size(),
-                                    " entries but kernel ", TupleString(kernel), " has ", nk));
-      return attrs->Finish();
-    }
-    for (int64_t value : *check.values) {
-      if (value < check.minimum) {
-        attrs->Fail(check.key, StrCat(TupleString(*check.values), ": entries must be >= ",
-                                      check.minimum));
-        return attrs->Finish();
-      }
-    }
+  if (!CheckWindowAttrs(attrs,
+                        {{"kernel", &kernel, 1, 1}, {"stride", &stride, 1, 1},
+                         {"dilate", &dilate, 1, 1}, {"pad", &pad, 0, 0}},
+                        nk, StrCat("kernel ", TupleText(kernel), " has ", nk))) {
+    return attrs->Finish();
   }
   if (num_filter < 1) {
     attrs->Fail("num_filter", StrCat(num_filter, " must be at least 1"));

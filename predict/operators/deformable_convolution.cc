@@ -268,29 +268,11 @@ Status CreateDeformable(AttrParser* attrs, bool modulated, std::unique_ptr<Opera
                                  "deformable convolution"));
     return attrs->Finish();
   }
-  struct Window {
-    const char* key;
-    std::vector<int64_t>* values;
-    int64_t fill, minimum;
-  };
-  const Window windows[] = {{"kernel", &p.kernel, 1, 1},
-                            {"stride", &p.stride, 1, 1},
-                            {"dilate", &p.dilate, 1, 1},
-                            {"pad", &p.pad, 0, 0}};
-  for (const Window& window : windows) {
-    if (window.values->empty()) window.values->assign(2, window.fill);
-    if (window.values->size() != 2) {
-      attrs->Fail(window.key, StrCat(TupleText(*window.values), " has ", window.values->size(),
-                                     " entries but the kernel has 2"));
-      return attrs->Finish();
-    }
-    for (int64_t value : *window.values) {
-      if (value < window.minimum) {
-        attrs->Fail(window.key, StrCat(TupleText(*window.values), ": entries must be >= ",
-                                       window.minimum));
-        return attrs->Finish();
-      }
-    }
+  if (!CheckWindowAttrs(attrs,
+                        {{"kernel", &p.kernel, 1, 1}, {"stride", &p.stride, 1, 1},
+                         {"dilate", &p.dilate, 1, 1}, {"pad", &p.pad, 0, 0}},
+                        2, "the kernel has 2")) {
+    return attrs->Finish();
   }
   if (p.num_filter < 1) attrs->Fail("num_filter", StrCat(p.num_filter, " must be at least 1"));
   if (p.num_group < 1 || p.num_filter % p.num_group != 0) {

@@ -24,12 +24,6 @@ namespace pooling_op {
 
 enum Convention { kValid, kFull, kSame };
 
-std::string TupleString(const std::vector<int64_t>& values) {
-  std::string text = "(";
-  for (size_t i = 0; i < values.size(); ++i) text += (i ? ", " : "") + std::to_string(values[i]);
-  return text + ")";
-}
-
 class Pooling : public Operator {
  public:
   Pooling(PoolType type, Convention convention, bool global, std::vector<int64_t> kernel,
@@ -173,36 +167,21 @@ Status CreatePooling(AttrParser* attrs, std::unique_ptr<Operator>* out) {
   if (!global) {
     const size_t nk = kernel.size();
     if (nk < 1 || nk > 3) {
-      attrs->Fail("kernel", StrCat(TupleString(kernel), ": pooling needs a 1-D, 2-D or 3-D kernel",
+      attrs->Fail("kernel", StrCat(TupleText(kernel), ": pooling needs a 1-D, 2-D or 3-D kernel",
                                    " unless global_pool is set"));
       return attrs->Finish();
     }
-    if (stride.empty()) stride.assign(nk, 1);
-    if (pad.empty()) pad.assign(nk, 0);
-    struct Check {
-      const char* key;
-      const std::vector<int64_t>* values;
-      int64_t minimum;
-    };
-    const Check checks[] = {{"kernel", &kernel, 1}, {"stride", &stride, 1}, {"pad", &pad, 0}};
-    for (const Check& check : checks) {
-      // Like MXNet, entries past the kernel's rank are not used.
-      if (check.values->size() < nk) {
-        attrs->Fail(check.key, StrCat(TupleString(*check.values), " has ", check.values->size(),
-                                      " entries but kernel ", TupleString(kernel), " has ", nk));
-        return attrs->Finish();
-      }
-      for (int64_t value : *check.values) {
-        if (value < check.minimum) {
-          attrs->Fail(check.key, StrCat(TupleString(*check.values), ": entries must be >= ",
-                                        check.minimum));
-          return attrs->Finish();
-        }
-      }
+    // Unset tuples default to 1 (stride) and 0 (pad) per dim; like MXNet,
+    // entries past the kernel's rank are not used.
+    if (!CheckWindowAttrs(attrs, {{"kernel", &kernel, 1, 1}, {"stride", &stride, 1, 1},
+                                  {"pad", &pad, 0, 0}},
+                          nk, StrCat("kernel ", TupleText(kernel), " has ", nk),
+                          /*extra_allowed=*/true)) {
+      return attrs->Finish();
     }
     if (layout_rank != 0 && layout_rank != static_cast<int>(nk)) {
       attrs->Fail("layout", StrCat("layout ", kLayoutNames[layout], " does not match the ", nk,
-                                   "-D kernel ", TupleString(kernel)));
+                                   "-D kernel ", TupleText(kernel)));
       return attrs->Finish();
     }
     if (convention == kSame) {

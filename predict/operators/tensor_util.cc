@@ -29,12 +29,6 @@ std::vector<int64_t> RowMajorStrides(const Shape& shape) {
   return strides;
 }
 
-std::string TupleText(const std::vector<int64_t>& values) {
-  std::string text = "(";
-  for (size_t i = 0; i < values.size(); ++i) text += (i ? ", " : "") + std::to_string(values[i]);
-  return text + ")";
-}
-
 Status BroadcastShapes(const Shape& lhs, const Shape& rhs, Shape* out) {
   if (!lhs.is_complete() || !rhs.is_complete()) return Status();
   const int ndim = std::max(lhs.ndim(), rhs.ndim());

@@ -21,6 +21,7 @@
 
 #include "../base/shape.h"
 #include "../base/status.h"
+#include "attr_parser.h"  // TupleText
 
 namespace mxlite {
 
@@ -32,9 +33,6 @@ Status CheckAxis(int64_t axis, const Shape& shape, const char* attr, int* out);
 
 // Row-major strides, in elements.
 std::vector<int64_t> RowMajorStrides(const Shape& shape);
-
-// "(1, 2, 3)" for messages.
-std::string TupleText(const std::vector<int64_t>& values);
 
 // numpy broadcasting of two shapes, aligned from the last dim: equal dims,
 // or a 1 on either side. Leaves *out unknown while an input is incomplete.
