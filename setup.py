@@ -1,22 +1,33 @@
 """Builds mxlite's native parts from the amalgamated source.
 
-amalgamation/amalgamate.py merges the C++ core into build/mxlite-all.cc. One
-build compiles that file once, into an object, and links the object twice:
+amalgamation/amalgamate.py merges the C++ core into build/mxlite-all.cc. The
+core compiles once, into one object, and links once, into one library:
 
-  libmxlite.so   the C predict API; -fvisibility=hidden leaves exactly its 17
-                 functions exported. The ctypes client and C programs load it
-                 (mxlite.lib_path()).
-  mxlite._core   the nanobind extension: the same object, the binding
-                 (bindings/python/src/core.cc and convert.h, over the core's
-                 C++ API)
-                 and nanobind's own sources (src/nb_combined.cpp from the
-                 installed nanobind package).
+  libmxlite.so   the core. It exports the C predict API (the functions of
+                 c_predict_api.h and mxlite.h) for the ctypes client and C
+                 programs (mxlite.lib_path()), and the C++ API in namespace
+                 mxlite for the extension below. A linker version script
+                 (bindings/python/libmxlite.map) keeps everything else (the
+                 C++ standard library's instantiations, helpers outside the
+                 namespace) local.
+  mxlite._core   the nanobind extension: the binding (bindings/python/src/
+                 core.cc and convert.h, over the core's C++ API) and
+                 nanobind's own sources (src/nb_combined.cpp from the
+                 installed nanobind package), linked against libmxlite.so
+                 beside it (rpath $ORIGIN).
+
+On CPython 3.12 and newer (not free-threaded) the extension is built for the
+stable ABI (Py_LIMITED_API=0x030C0000, nanobind's STABLE_ABI), named
+_core.abi3.so, and the wheel is tagged cp312-abi3: one wheel serves 3.12+.
+Older Pythons get a per-version extension and wheel. The core object does not
+include Python headers, so its cache entry serves every Python version.
 
 Objects are cached in build/python/ under a hash of everything that goes into
-them (sources, headers, flags, compiler, Python and nanobind versions), so a
-reinstall of an unchanged tree compiles nothing. The three objects compile
-in parallel (MXLITE_BUILD_JOBS, default: up to 3, one per core). CXX picks
-the compiler. Every compiler command is printed.
+them (sources, headers, flags, compiler, and for the Python-facing objects the
+Python and nanobind versions), so a reinstall of an unchanged tree compiles
+nothing. The three objects compile in parallel (MXLITE_BUILD_JOBS, default: up
+to 3, one per core). CXX picks the compiler. Every compiler command is printed.
+See docs/packaging.md for the choices.
 """
 import concurrent.futures
 import glob
@@ -37,10 +48,20 @@ CACHE = os.path.join(BUILD, 'python')
 LIB_NAME = 'libmxlite.dylib' if sys.platform == 'darwin' else 'libmxlite.so'
 BINDING_SOURCE = os.path.join(ROOT, 'bindings', 'python', 'src', 'core.cc')
 BINDING_HEADERS = [os.path.join(ROOT, 'bindings', 'python', 'src', 'convert.h')]
+VERSION_SCRIPT = os.path.join(ROOT, 'bindings', 'python', 'libmxlite.map')
+# The stable ABI: nanobind supports Py_LIMITED_API from CPython 3.12 on, and
+# not on free-threaded builds.
+STABLE_ABI = (sys.version_info >= (3, 12) and sys.implementation.name == 'cpython'
+              and not sysconfig.get_config_var('Py_GIL_DISABLED'))
+LIMITED_API = ['-DPy_LIMITED_API=0x030C0000'] if STABLE_ABI else []
 
-# The core's flags are the Makefile's (LIB_FLAGS), less the link flags.
-CORE_FLAGS = ['-std=c++17', '-O2', '-Wall', '-Wextra', '-fPIC', '-fvisibility=hidden',
-              '-ffunction-sections', '-fdata-sections']
+# The core's flags are the Makefile's (LIB_FLAGS), less the link flags, with
+# default visibility so that the version script can export namespace mxlite to
+# the extension; inline functions stay hidden (each user has its own copy),
+# and -fno-semantic-interposition keeps calls inside the library direct and
+# inlinable although their targets are exported.
+CORE_FLAGS = ['-std=c++17', '-O2', '-Wall', '-Wextra', '-fPIC', '-fvisibility-inlines-hidden',
+              '-fno-semantic-interposition', '-ffunction-sections', '-fdata-sections']
 # nanobind's recommended release flags (see the top of src/nb_combined.cpp).
 NANOBIND_FLAGS = ['-std=c++17', '-O2', '-fPIC', '-fvisibility=hidden', '-DNDEBUG',
                   '-DNB_COMPACT_ASSERTIONS', '-fno-strict-aliasing', '-ffunction-sections',
@@ -73,10 +94,11 @@ def digest(parts, files):
 class ObjectJob:
     """One compiler command producing one cached object file."""
 
-    def __init__(self, name, source, flags, depends=()):
+    def __init__(self, name, source, flags, depends=(), python=True):
         self.name = name
         self.command_base = compiler() + flags + ['-c', source]
-        key = digest(self.command_base + [sys.version], [source, *depends])
+        # An object that includes no Python header serves every Python.
+        key = digest(self.command_base + ([sys.version] if python else []), [source, *depends])
         self.output = os.path.join(CACHE, f'{name}-{key}.o')
 
     def run(self):
@@ -114,11 +136,14 @@ def build_native(package_dir, extension_path):
     predict_headers = sorted(glob.glob(os.path.join(ROOT, 'predict', '**', '*.h'), recursive=True)
                              + glob.glob(os.path.join(ROOT, 'predict', '**', '*.inc'),
                                          recursive=True))
-    core = ObjectJob('mxlite-all', os.path.join(BUILD, 'mxlite-all.cc'), CORE_FLAGS)
+    core = ObjectJob('mxlite-all', os.path.join(BUILD, 'mxlite-all.cc'), CORE_FLAGS,
+                     python=False)
     nanobind = ObjectJob(f'nanobind-{nb_version}', os.path.join(nb_source, 'nb_combined.cpp'),
-                         NANOBIND_FLAGS + system_includes + ['-isystem', robin_map])
+                         NANOBIND_FLAGS + LIMITED_API + system_includes
+                         + ['-isystem', robin_map])
     binding = ObjectJob('core', BINDING_SOURCE,
-                        BINDING_FLAGS + system_includes + ['-I', os.path.join(ROOT, 'predict')],
+                        BINDING_FLAGS + LIMITED_API + system_includes
+                        + ['-I', os.path.join(ROOT, 'predict')],
                         depends=predict_headers + BINDING_HEADERS
                         + [os.path.join(nb_include, 'nanobind', 'nanobind.h')])
     jobs = int(os.environ.get('MXLITE_BUILD_JOBS', min(3, os.cpu_count() or 1)))
@@ -128,15 +153,19 @@ def build_native(package_dir, extension_path):
 
     os.makedirs(package_dir, exist_ok=True)
     library = os.path.join(package_dir, LIB_NAME)
-    gc_sections = [] if sys.platform == 'darwin' else ['-Wl,--gc-sections']
-    run(compiler() + ['-shared', *gc_sections, core_object, '-o', library, '-lpthread'])
-    link = compiler() + ['-shared', binding_object, nanobind_object, core_object, '-o',
-                         extension_path, '-lpthread']
     if sys.platform == 'darwin':
-        link += ['-undefined', 'dynamic_lookup']
+        library_link = ['-Wl,-install_name,@rpath/' + LIB_NAME]
+        extension_link = ['-undefined', 'dynamic_lookup', '-Wl,-rpath,@loader_path']
     else:
-        link += ['-Wl,--gc-sections', '-Wl,-s']
-    run(link)
+        # -Bsymbolic-functions: the library's own calls never go to another
+        # definition of an exported function. -s drops the local symbol table,
+        # as for the extension; the exported (dynamic) symbols stay.
+        library_link = ['-Wl,--gc-sections', '-Wl,-Bsymbolic-functions', '-Wl,-s',
+                        f'-Wl,--version-script={VERSION_SCRIPT}']
+        extension_link = ['-Wl,--gc-sections', '-Wl,-s', '-Wl,-rpath,$ORIGIN']
+    run(compiler() + ['-shared', core_object, '-o', library, *library_link, '-lpthread'])
+    run(compiler() + ['-shared', binding_object, nanobind_object, '-o', extension_path,
+                      '-L', package_dir, '-lmxlite', *extension_link, '-lpthread'])
 
 
 class BuildNative(build_ext):
@@ -147,5 +176,8 @@ class BuildNative(build_ext):
         build_native(os.path.dirname(extension_path), extension_path)
 
 
-setup(ext_modules=[Extension('mxlite._core', sources=[])],
-      cmdclass={'build_ext': BuildNative})
+# py_limited_api names the extension _core.abi3.so; bdist_wheel's option tags
+# the wheel cp312-abi3.
+setup(ext_modules=[Extension('mxlite._core', sources=[], py_limited_api=STABLE_ABI)],
+      cmdclass={'build_ext': BuildNative},
+      options={'bdist_wheel': {'py_limited_api': 'cp312'}} if STABLE_ABI else {})

