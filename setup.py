@@ -37,6 +37,7 @@ import shlex
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import time
 
 from setuptools import Extension, setup
@@ -73,6 +74,17 @@ BINDING_FLAGS = ['-std=c++17', '-O2', '-Wall', '-Wextra', '-fPIC', '-fvisibility
 
 def compiler():
     return shlex.split(os.environ.get('CXX', 'c++'))
+
+
+def compiler_accepts(flag):
+    """Whether the C++ compiler takes `flag` (it compiles a one-line file)."""
+    with tempfile.TemporaryDirectory() as directory:
+        source = os.path.join(directory, 'probe.cc')
+        with open(source, 'w', encoding='utf-8') as f:
+            f.write('int probe;\n')
+        result = subprocess.run(compiler() + [flag, '-c', source, '-o', source + '.o'],
+                                capture_output=True)
+        return result.returncode == 0
 
 
 def run(command):
@@ -136,7 +148,14 @@ def build_native(package_dir, extension_path):
     predict_headers = sorted(glob.glob(os.path.join(ROOT, 'predict', '**', '*.h'), recursive=True)
                              + glob.glob(os.path.join(ROOT, 'predict', '**', '*.inc'),
                                          recursive=True))
-    core = ObjectJob('mxlite-all', os.path.join(BUILD, 'mxlite-all.cc'), CORE_FLAGS,
+    # GCC gives the static variables of template functions (kernels'
+    # thread-local scratch) STB_GNU_UNIQUE binding, which the dynamic linker
+    # shares between every library in the process that defines them, even
+    # when loaded RTLD_LOCAL: with a second copy of libmxlite loaded through
+    # ctypes, both copies then used one scratch (wrong outputs) and both
+    # destroyed it (a double free at exit). Clang emits no unique symbols.
+    unique = ['-fno-gnu-unique'] if compiler_accepts('-fno-gnu-unique') else []
+    core = ObjectJob('mxlite-all', os.path.join(BUILD, 'mxlite-all.cc'), CORE_FLAGS + unique,
                      python=False)
     nanobind = ObjectJob(f'nanobind-{nb_version}', os.path.join(nb_source, 'nb_combined.cpp'),
                          NANOBIND_FLAGS + LIMITED_API + system_includes

@@ -192,3 +192,36 @@ def test_demo_checkpoint_through_ctypes():
     logits = predictor.get_output(0)
     assert int((logits.argmax(1) == test['labels']).sum()) == meta['mxnet_correct']
     assert np.array_equal(logits, mxlite.Predictor(symbol, params)(data=images))
+
+
+def test_two_copies_of_the_library_in_one_process_exit_cleanly(tmp_path):
+    """The extension's libmxlite and a copy loaded by ctypes each run the
+    same kernels (each has its own thread-local scratch), and the process
+    exits without a double free: the library exports no function-local
+    statics, which the dynamic linker would otherwise share between copies."""
+    copy = tmp_path / 'libmxlite-copy.so'
+    copy.write_bytes(open(mxlite.lib_path(), 'rb').read())
+    case = OP_CASES['composite_net']
+    inputs, _ = case.io()
+    np.save(tmp_path / 'data.npy', inputs['data'])
+    (tmp_path / 'sym.json').write_text(case.symbol_json)
+    (tmp_path / 'model.params').write_bytes(case.params)
+    script = f'''
+import numpy as np, mxlite
+from mxlite.ctypes_predict import Predictor
+data = np.load('data.npy')
+symbol, params = open('sym.json').read(), open('model.params', 'rb').read()
+outputs = []
+for library in ({str(copy)!r}, None):
+    pred = Predictor(symbol, params, {{'data': data.shape}}, library=library)
+    pred.forward(data=data)
+    outputs.append(pred.get_output(0))
+native = mxlite.Predictor(symbol, params, {{'data': data.shape}})
+outputs.append(np.asarray(native.predict(data=data)))
+scale = np.abs(outputs[0]).max()
+assert all(np.abs(outputs[0] - o).max() <= 1e-5 * scale for o in outputs[1:]), 'copies disagree'
+print('done')
+'''
+    result = subprocess.run([sys.executable, '-c', script], capture_output=True, text=True,
+                            cwd=tmp_path)
+    assert result.returncode == 0 and result.stdout == 'done\n', result.stderr[-2000:]
