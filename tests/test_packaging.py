@@ -253,12 +253,15 @@ def test_auditwheel_repair_gives_a_manylinux_wheel(wheel, tmp_path):
     venv = tmp_path / 'venv'
     run([sys.executable, '-m', 'venv', str(venv)])
     python = str(venv / 'bin' / 'python')
+    # Nothing from this process's environment: a PYTHONPATH holding mxlite
+    # would satisfy pip's requirement without installing the wheel.
+    env = {k: v for k, v in os.environ.items() if k not in ('MXLITE_LIBRARY', 'PYTHONPATH')}
     run([python, '-m', 'pip', 'install', '-q', '--no-index', '--find-links', str(wheels),
-         str(wheels / repaired.name), 'numpy'], cwd=tmp_path)
-    site = run([python, '-c', 'import sysconfig; print(sysconfig.get_paths()["purelib"])']).stdout
+         str(wheels / repaired.name), 'numpy'], cwd=tmp_path, env=env)
+    site = run([python, '-c', 'import sysconfig; print(sysconfig.get_paths()["purelib"])'],
+               env=env).stdout
     batch, expected, labels = demo_batch_and_expected()
     np.save(tmp_path / 'batch.npy', batch)
-    env = {k: v for k, v in os.environ.items() if k not in ('MXLITE_LIBRARY', 'PYTHONPATH')}
     run([python, '-c', PREDICT, site.strip(), str(tmp_path / 'batch.npy'),
          str(tmp_path / 'out.npy')], env=env, cwd=tmp_path)
     out = np.load(tmp_path / 'out.npy')
