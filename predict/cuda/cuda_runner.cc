@@ -30,8 +30,6 @@ namespace mxlite {
 
 #ifdef MXLITE_NO_CUDA
 
-bool CudaCompiledIn() { return false; }
-
 Status CheckCudaDevice(int device_id) {
   return Status::Error(StrCat("GPU ", device_id,
                               " is not available: this build of mxlite has no CUDA backend "
@@ -43,8 +41,6 @@ Status CreateCudaRunner(Executor*, int device_id, std::unique_ptr<DeviceRunner>*
 }
 
 #else  // CUDA
-
-bool CudaCompiledIn() { return true; }
 
 Status CheckCudaDevice(int device_id) {
   int count = 0;
@@ -103,7 +99,6 @@ class CudaRunner : public DeviceRunner {
   }
   Status Forward() override;
   Status RunStep(int n) override;
-  size_t DeviceBytes() const override { return device_bytes_; }
   std::string Describe() const override;
 
  private:

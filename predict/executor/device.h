@@ -39,14 +39,10 @@ class DeviceRunner {
   // MXPredPartialForward's step `n` (inputs uploaded at step 0; the node's
   // outputs copied back to the host after it).
   virtual Status RunStep(int n) = 0;
-  // Device memory this executor holds besides the shared parameters.
-  virtual size_t DeviceBytes() const = 0;
   // "GPU 0 (NVIDIA H100): 52 of 54 nodes on the GPU; on the host: ...".
   virtual std::string Describe() const = 0;
 };
 
-// Whether this build has a CUDA backend.
-bool CudaCompiledIn();
 // Checks that CUDA device `device_id` exists and can be used; the error
 // names the device and CUDA's own reason ("CUDA driver version is
 // insufficient for CUDA runtime version" on a machine without a GPU), or
