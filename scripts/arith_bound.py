@@ -44,7 +44,6 @@ SECTION = 'Arithmetic bound'
 GOAL = 0.85
 # One level of Strassen's algorithm: 7 half-size products where the plain one has 8.
 STRASSEN_LEVEL = 7 / 8
-PEAK_SOURCE = os.path.join(ROOT, 'scripts', 'bench', 'fma_peak.cc')
 
 # Runs in the oracle venv: MACs per class for each model of the zoo.
 COUNT_SNIPPET = r'''
@@ -103,17 +102,6 @@ def count_macs(oracle_python, zoo, models):
     if result.returncode != 0:
         raise SystemExit('counting MACs failed:\n' + result.stderr[-3000:])
     return json.loads(result.stdout.strip().splitlines()[-1])
-
-
-def fma_peak(work_dir):
-    """GFLOP/s of one core, measured now."""
-    os.makedirs(work_dir, exist_ok=True)
-    exe = os.path.join(work_dir, 'fma_peak')
-    subprocess.run(['g++', '-std=c++17', '-O2', PEAK_SOURCE, '-o', exe, '-lpthread'],
-                   check=True)
-    report = json.loads(subprocess.run([exe, '1'], capture_output=True, text=True,
-                                       check=True).stdout)
-    return report
 
 
 def best_peer_ms(results, model, threads='1'):
@@ -179,7 +167,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     models = args.models.split(',')
     counts = count_macs(args.oracle_python, args.zoo, models)
-    peak = fma_peak(os.path.join(bench.WORK_DIR, 'tools'))
+    peak = bench.fma_peak(os.path.join(bench.WORK_DIR, 'tools'))
     if peak.get('isa') is None:
         raise SystemExit('this CPU has neither AVX-512 nor AVX2+FMA; no peak to report')
     results = {}

@@ -6,6 +6,8 @@
     python3 scripts/bench.py --quick              # a rough look in about a minute
     python3 scripts/bench.py --baseline-commit main --runtimes mxlite --no-write
                                                   # this change against main, in one run
+    python3 scripts/bench.py --batch 1,8,64 --batch-models resnet18_v1,mobilenetv2_1.0 \
+        --section "CPU performance on Intel Xeon"  # latency and throughput, one machine's table
 
 For every zoo model (batch 1, float32, the checkpoints in build/fixtures/zoo
 that scripts/make_fixtures.py writes) and every thread count it measures
@@ -19,7 +21,14 @@ that scripts/make_fixtures.py writes) and every thread count it measures
   inter-op thread, all graph optimizations, sequential execution;
 
 and, for the dot case (a 2048x2048 by 2048x2048 product, FullyConnected with
-no bias), mxlite, MXNet and numpy.matmul.
+no bias), mxlite, MXNet and numpy.matmul. With --batch 1,8,64 the models of
+--batch-models are measured again at each larger batch (the fixture's image
+repeated; ONNX Runtime gets a model exported at that batch) and reported as
+images per second. Each run also records the machine: the CPU model and ISA,
+the FMA peak of one core (scripts/bench/fma_peak.cc) and, beside every
+multi-thread row, where the host placed the CPUs (the cache-line round trip
+of scripts/bench/core_latency.cc before and after the row). BENCHMARKS.md
+keeps one section per machine: --section names it.
 
 A baseline: --baseline-library PATH (a libmxlite.so) or --baseline-commit
 COMMIT (built like --commit, from a clean git archive of that commit under
@@ -88,6 +97,14 @@ def parse_args(argv):
     parser.add_argument('--models', default=','.join(DEFAULT_MODELS),
                         help='comma-separated zoo models (default: %(default)s)')
     parser.add_argument('--threads', default='1,2', help='thread counts (default: %(default)s)')
+    parser.add_argument('--batch', default='1',
+                        help='batch sizes (default: %(default)s); batch 1 gives the latency '
+                             'tables, larger ones a throughput table')
+    parser.add_argument('--batch-models', metavar='MODELS',
+                        help='the models measured at the batches above 1 (default: --models)')
+    parser.add_argument('--section', default=SECTION,
+                        help='the BENCHMARKS.md section to write (default: "%(default)s"); one '
+                             'per machine, e.g. "CPU performance on Intel Xeon"')
     parser.add_argument('--runtimes', default=','.join(RUNTIMES),
                         help='subset of %s, mxlite first (default: all)' % ','.join(RUNTIMES))
     parser.add_argument('--iters', type=int, default=0,
@@ -144,6 +161,17 @@ def parse_args(argv):
         args.warmup, args.budget_s, args.min_iters, args.max_iters = 1, 1.0, 3, 20
     args.model_list = [m for m in args.models.split(',') if m]
     args.thread_list = [int(t) for t in args.threads.split(',') if t]
+    try:
+        args.batch_list = [int(b) for b in args.batch.split(',') if b]
+    except ValueError:
+        parser.error('--batch: positive integers')
+    if not args.batch_list or min(args.batch_list) < 1:
+        parser.error('--batch: positive integers')
+    args.batch_model_list = ([m for m in args.batch_models.split(',') if m]
+                             if args.batch_models else list(args.model_list))
+    unknown_models = [m for m in args.batch_model_list if m not in args.model_list]
+    if unknown_models:
+        parser.error('--batch-models: %s not in --models' % ','.join(unknown_models))
     args.runtime_list = [r for r in args.runtimes.split(',') if r]
     unknown = [r for r in args.runtime_list if r not in RUNTIMES]
     if unknown or not args.runtime_list or args.runtime_list[0] != 'mxlite':
@@ -164,11 +192,14 @@ def rerender(args):
         report = json.load(f)
     if args.note:  # a note written after the run replaces the run's own
         report.setdefault('args', {})['note'] = args.note
+    if args.section != SECTION:  # a section named now replaces the run's own
+        report['section'] = args.section
     body = render(report)
     print(body)
     if not args.no_write:
-        write_benchmarks(args.benchmarks_file, body)
-        print('wrote the "%s" section of %s' % (SECTION, args.benchmarks_file))
+        write_benchmarks(args.benchmarks_file, body, report.get('section', SECTION))
+        print('wrote the "%s" section of %s' % (report.get('section', SECTION),
+                                                args.benchmarks_file))
     return 0
 
 
@@ -197,8 +228,16 @@ def main(argv=None):
     if 'mxnet' in args.runtime_list or args.dot:
         setup['mxnet_lib'] = mxnet_library(args.oracle_python)
     cases = ensure_zoo(args, args.model_list) if args.model_list else {}
-    if need_ort and cases:
+    if need_ort and cases and 1 in args.batch_list:
         ensure_onnx_models(args, cases)
+    batched = {}  # batch -> {model: case}
+    for batch in [b for b in args.batch_list if b != 1]:
+        batched[batch] = batch_cases({m: cases[m] for m in args.batch_model_list}, batch)
+        if need_ort:
+            ensure_onnx_models(args, batched[batch], batch)
+    tools_dir = os.path.join(WORK_DIR, 'tools')
+    if max(args.thread_list) > 1:
+        setup['round_trip_probe'] = build_tool(ROUND_TRIP_SOURCE, tools_dir)
     dot_case = ensure_dot_case(args) if args.dot else None
 
     plan = {'warmup': args.warmup, 'iters': args.iters, 'budget_s': args.budget_s,
@@ -212,21 +251,34 @@ def main(argv=None):
         'args': {'warmup': args.warmup, 'note': args.note, 'nice': args.nice,
                  'turn': args.turn},
         'results': {}, 'background': {}, 'warnings': [],
-        'load_warnings': [], 'results_json': args.results_json}
+        'load_warnings': [], 'results_json': args.results_json, 'section': args.section,
+        'batches': args.batch_list, 'batch_models': args.batch_model_list,
+        'batch_results': {}, 'batch_background': {},
+        'fma_peaks': fma_peaks(tools_dir)}
     if setup['baseline_lib']:
         report['baseline_lib'] = setup['baseline_lib']
     rounds_seen = []
-    for model in args.model_list:
+    runs = [(model, 1, cases[model]) for model in args.model_list if 1 in args.batch_list]
+    runs += [(model, batch, batched[batch][model]) for batch in sorted(batched)
+             for model in args.batch_model_list]
+    for model, batch, case in runs:
+        label = model if batch == 1 else '%s at batch %d' % (model, batch)
+        into, load_into = (report['results'].setdefault(model, {}),
+                           report['background'].setdefault(model, {}))
+        if batch != 1:
+            into = report['batch_results'].setdefault(model, {}).setdefault(str(batch), {})
+            load_into = report['batch_background'].setdefault(model, {}).setdefault(
+                str(batch), {})
         for threads in args.thread_list:
-            print('== %s, %d thread%s' % (model, threads, '' if threads == 1 else 's'),
+            print('== %s, %d thread%s' % (label, threads, '' if threads == 1 else 's'),
                   flush=True)
-            results, load = measure_case(cases[model], args.runtime_list, threads, plan, setup)
-            report['results'].setdefault(model, {})[str(threads)] = results
-            report['background'].setdefault(model, {})[str(threads)] = load
-            report['load_warnings'] += load_warnings(model, threads, results, load)
-            report['warnings'] += output_warnings(cases[model], results)
+            results, load = measure_case(case, args.runtime_list, threads, plan, setup)
+            into[str(threads)] = results
+            load_into[str(threads)] = load
+            report['load_warnings'] += load_warnings(label, threads, results, load)
+            report['warnings'] += output_warnings(case, results)
             report['warnings'] += ['%s on %s at %d thread%s failed: %s' % (
-                LABELS[r], model, threads, '' if threads == 1 else 's', res['error'])
+                LABELS[r], label, threads, '' if threads == 1 else 's', res['error'])
                 for r, res in results.items() if res['error']]
             rounds_seen += [len(res['times']) for res in results.values() if res['times']]
             print('   ' + '  '.join('%s %s ms' % (LABELS[r], cell(res))
@@ -264,8 +316,8 @@ def main(argv=None):
     with open(args.results_json, 'w', encoding='utf-8') as f:
         json.dump(report, f, indent=1)
     if not args.no_write:
-        write_benchmarks(args.benchmarks_file, body)
-        print('wrote the "%s" section of %s' % (SECTION, args.benchmarks_file))
+        write_benchmarks(args.benchmarks_file, body, args.section)
+        print('wrote the "%s" section of %s' % (args.section, args.benchmarks_file))
     return 0
 
 

@@ -53,7 +53,8 @@ def test_bench_runs_every_runtime_on_a_small_model(tmp_path):
     benchmarks = tmp_path / 'BENCHMARKS.md'
     benchmarks.write_text('# Benchmarks\n\nintro\n\n## Memory\n\nkept as it is\n')
     results_json = tmp_path / 'results.json'
-    command = [sys.executable, BENCH, '--models', 'squeezenet1.1', '--threads', '1',
+    command = [sys.executable, BENCH, '--models', 'squeezenet1.1', '--threads', '1,2',
+               '--batch', '1,3', '--section', 'CPU performance on a test machine',
                '--iters', '2', '--turn', '2', '--warmup', '1', '--dot', '0',
                '--quiet-wait-s', '0',
                '--gap-ms', '0', '--library', library_under_test(), '--zoo', ZOO_DIR,
@@ -75,12 +76,30 @@ def test_bench_runs_every_runtime_on_a_small_model(tmp_path):
         assert result['maxrss_kb'] > 0 and result['load_s'] > 0, runtime
     assert results['mxlite']['rel_err'] <= 1e-4
     assert results['mxnet']['rel_err'] <= 1e-3 and results['ort']['rel_err'] <= 1e-3
+    # Batch 3: the image repeated, every runtime (ORT from a batch-3 export) checked per row.
+    for threads in ('1', '2'):
+        batched = report['batch_results']['squeezenet1.1']['3'][threads]
+        assert set(batched) == {'mxlite', 'mxnet', 'ort'}
+        for runtime, result in batched.items():
+            assert result['error'] is None, (runtime, result['error'])
+            assert result['rel_err'] <= (1e-4 if runtime == 'mxlite' else 1e-3), runtime
+    # The machine: the FMA peak, and the CPUs' round trip beside the two-thread rows.
+    assert report['fma_peaks'] and min(report['fma_peaks'].values()) > 0
+    trips = report['background']['squeezenet1.1']['2']['round_trip_ns']
+    assert len(trips) == 2 and min(trips) > 0
+    assert report['background']['squeezenet1.1']['1']['round_trip_ns'] is None
     # Warnings about other processes on the machine are about timing, not checked here.
     assert [w for w in report['warnings'] if 'other processes' not in w] == []
 
     text = benchmarks.read_text()
     assert text.startswith('# Benchmarks\n\nintro\n\n## Memory\n\nkept as it is\n')
     assert text.count('## CPU performance') == 1
+    assert '## CPU performance on a test machine' in text
+    assert 'GFLOP/s' in text
+    batch_row = next(line for line in text.splitlines()
+                     if line.startswith('| squeezenet1.1 | 3 |'))
+    for value in [c.strip() for c in batch_row.strip('|').split('|')][2:5]:
+        assert float(value) > 0  # images per second, each runtime
     assert 'Command: `python3 scripts/bench.py --models squeezenet1.1' in text
     row = next(line for line in text.splitlines() if line.startswith('| squeezenet1.1 |'))
     cells = [c.strip() for c in row.strip('|').split('|')]

@@ -259,9 +259,15 @@ class CaseMeasurement:
         others = cpu_busy_seconds() - busy0 - (workers1 - workers0) - (own_cpu_seconds() - own0)
         return max(0.0, others / wall)
 
+    def round_trip(self):
+        """Where the host has the CPUs now (multi-thread cases only): the round trip in ns."""
+        probe = self.setup.get('round_trip_probe')
+        return round_trip_ns(probe) if probe and self.threads > 1 else None
+
     def run(self):
         plan = self.plan
         waited = wait_for_quiet(plan['quiet_wait_s']) if plan['quiet_wait_s'] > 0 else 0.0
+        trips = [self.round_trip()]
         # A machine that stayed busy through the wait will not be quiet a few
         # seconds later either: then measure the planned rounds only.
         extend_s = plan['quiet_wait_s'] if waited < plan['quiet_wait_s'] else 0.0
@@ -290,12 +296,14 @@ class CaseMeasurement:
         finally:
             for worker in self.workers.values():
                 worker.close()
+        trips.append(self.round_trip())
         for result in self.results.values():
             if result['times'] and result['error'] is None:
                 result['median_ms'] = 1000.0 * statistics.median(result['times'])
                 result['min_ms'] = 1000.0 * min(result['times'])
                 result['cpu_median_ms'] = 1000.0 * statistics.median(result['cpu_times'])
-        return self.results, {'others_cores': background, 'waited_s': waited}
+        return self.results, {'others_cores': background, 'waited_s': waited,
+                              'round_trip_ns': [t for t in trips if t is not None] or None}
 
 
 def measure_case(case, runtimes, threads, plan, setup):

@@ -49,12 +49,13 @@ def baseline_cell(results):
     return '%.3f' % (mine / base)
 
 
-def goal_summary(report, models):
-    """How many (model, threads) rows meet the issue's goal of <= 0.85x the best peer."""
+def goal_counts(report, per_model):
+    """(met, total): the (model, threads) rows of per_model ({model: {threads: results}})
+    where mxlite is at most 0.85x the faster peer."""
     met, total = 0, 0
-    for model in models:
+    for per_threads in per_model.values():
         for t in report['threads']:
-            results = report['results'][model].get(str(t), {})
+            results = per_threads.get(str(t), {})
             mine = results.get('mxlite', {}).get('median_ms')
             peers = [res['median_ms'] for r, res in results.items()
                      if r not in MXLITE_RUNTIMES and res.get('median_ms') is not None]
@@ -62,8 +63,32 @@ def goal_summary(report, models):
                 continue
             total += 1
             met += mine <= 0.85 * min(peers)
+    return met, total
+
+
+def goal_summary(report, models):
+    """How many (model, threads) rows meet the issue's goal of <= 0.85x the best peer."""
+    met, total = goal_counts(report, {m: report['results'][m] for m in models})
     return 'Goal met (mxlite ≤ 0.85 × the faster peer) in %d of %d model and thread rows.' % (
         met, total)
+
+
+def placement(load):
+    """The CPUs' round trip before and after a multi-thread case, 'far' past the threshold."""
+    trips = (load or {}).get('round_trip_ns')
+    if not trips:
+        return '–'
+    text = '/'.join('%.0f' % t for t in trips)
+    return text + (' far' if max(trips) > FAR_ROUND_TRIP_NS else '')
+
+
+def throughput_cell(result, batch):
+    if result is None:
+        return '–'
+    if result.get('error'):
+        return 'failed'
+    median = result.get('median_ms')
+    return '–' if not median else '%.1f' % (1000.0 * batch / median)
 
 
 def table(header, rows):
@@ -124,13 +149,23 @@ def git_description(args):
 def render(report):
     args = report['args']
     threads = report['threads']
-    lines = ['## ' + SECTION, '']
+    multi = [t for t in threads if t > 1]
+    peaks = report.get('fma_peaks')
+    batches = [b for b in report.get('batches', [1]) if b != 1]
+    lines = ['## ' + report.get('section', SECTION), '']
     if args['note']:
         lines += [args['note'], '']
     lines += [
         'Command: `%s`' % report['command'],
         '',
         '- date: %s; machine: %s' % (report['date'], report['machine']),
+        '- FMA peak of one core, measured at the start (scripts/bench/fma_peak.cc): %s' % (
+            ', '.join('%s %.0f GFLOP/s' % (isa, gflops) for isa, gflops in peaks.items()))
+        if peaks else None,
+        '- CPU placement: "round trip" is the time a cache line takes from CPU 0 to CPU 1 and '
+        'back (scripts/bench/core_latency.cc), probed before and after each multi-thread row; '
+        '"far" (over %.0f ns) means the host placed the two CPUs apart, which slows two-thread '
+        'rows (scripts/bench/placement_check.py)' % FAR_ROUND_TRIP_NS if multi else None,
         '- mxlite: commit %s, library sha256 %s…; threads: MXLITE_NUM_THREADS' % (
             report['commit'], report['mxlite_lib']['sha256']),
         '- mxlite (baseline): %s, library sha256 %s…, measured as one more runtime taking '
@@ -146,10 +181,12 @@ def render(report):
         'intra_op_num_threads = threads, inter_op 1, ORT_ENABLE_ALL, sequential' % (
             report['versions'].get('onnxruntime'), report['versions'].get('onnx')),
         '- workers at niceness %d' % args['nice'] if args['nice'] else None,
-        '- batch 1, float32; one inference = set input + forward + copy output; the runtimes '
+        '- batch 1%s, float32; one inference = set input + forward + copy output; the runtimes '
         'take turns of %d consecutive inferences, after %d warm-up rounds; the median is over %s '
         'inferences per runtime, leaving out those that another process preempted when '
         'enough others remain; thread counts %s' % (
+            ', and batch %s (one image repeated) for the throughput table' % ', '.join(
+                map(str, batches)) if batches else '',
             args.get('turn', 1), args['warmup'], report['rounds_text'],
             ', '.join(map(str, threads))),
         '']
@@ -163,6 +200,7 @@ def render(report):
             header += ['mxlite / best %dt' % t]
             header += ['mxlite / baseline %dt' % t] if baseline else []
             header += ['others %dt' % t]
+            header += ['round trip ns %dt' % t] if t > 1 else []
         rows = []
         for model in models:
             row = [model]
@@ -171,7 +209,9 @@ def render(report):
                 row += [cell(results.get(r)) for r in report['runtimes']]
                 row += [ratio_cell(results, peers(report['runtimes']))]
                 row += [baseline_cell(results)] if baseline else []
-                row += [cores(report['background'].get(model, {}).get(str(t)))]
+                load = report['background'].get(model, {}).get(str(t))
+                row += [cores(load)]
+                row += [placement(load)] if t > 1 else []
             rows.append(row)
         lines += ['Median latency (ms), mxlite / the faster peer (≤ 0.85 is the goal), and '
                   '"others": the cores other processes on the machine kept busy meanwhile '
@@ -222,6 +262,40 @@ def render(report):
                   'before loading (interpreter, numpy and the runtime\'s library):' % (
                       first, '' if first == '1' else 's'), '',
                   table(header, rows), '']
+    batch_results = report.get('batch_results') or {}
+    if batch_results:
+        header = ['model', 'batch']
+        for t in threads:
+            header += ['%s %dt' % (LABELS[r], t) for r in report['runtimes']]
+            header += ['mxlite / best %dt' % t]
+            header += ['mxlite / baseline %dt' % t] if baseline else []
+            header += ['others %dt' % t]
+            header += ['round trip ns %dt' % t] if t > 1 else []
+        rows = []
+        counted = {}
+        for model in report.get('batch_models') or list(batch_results):
+            for batch in batches:
+                per_threads = batch_results.get(model, {}).get(str(batch))
+                if per_threads is None:
+                    continue
+                counted['%s@%d' % (model, batch)] = per_threads
+                row = [model, str(batch)]
+                for t in threads:
+                    results = per_threads.get(str(t), {})
+                    row += [throughput_cell(results.get(r), batch) for r in report['runtimes']]
+                    row += [ratio_cell(results, peers(report['runtimes']))]
+                    row += [baseline_cell(results)] if baseline else []
+                    load = report['batch_background'].get(model, {}).get(str(batch), {}).get(
+                        str(t))
+                    row += [cores(load)]
+                    row += [placement(load)] if t > 1 else []
+                rows.append(row)
+        lines += ['Throughput at larger batches (images per second, higher is better; the ratio '
+                  'is still mxlite\'s time over the faster peer\'s, ≤ 0.85 the goal):', '',
+                  table(header, rows), '']
+        if peers(report['runtimes']):
+            met, total = goal_counts(report, counted)
+            lines += ['Goal met in %d of %d model, batch and thread rows.' % (met, total), '']
     if report.get('dot'):
         dot = report['dot']
         dot_baseline = 'baseline' in dot['runtimes']
@@ -277,12 +351,12 @@ def replace_section(text, title, body):
     return '\n'.join(merged).rstrip('\n') + '\n'
 
 
-def write_benchmarks(path, body):
+def write_benchmarks(path, body, section=SECTION):
     text = BENCHMARKS_INTRO
     if os.path.exists(path):  # read right before writing: others own other sections
         with open(path, encoding='utf-8') as f:
             text = f.read()
-    updated = replace_section(text, SECTION, body)
+    updated = replace_section(text, section, body)
     with open(path + '.tmp', 'w', encoding='utf-8') as f:
         f.write(updated)
     os.replace(path + '.tmp', path)

@@ -13,6 +13,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BENCH_TOOLS = os.path.join(ROOT, 'scripts', 'bench')
 WORKER = os.path.join(BENCH_TOOLS, 'worker.py')
 ORACLE_TOOLS = os.path.join(BENCH_TOOLS, 'oracle_tools.py')
+FMA_PEAK_SOURCE = os.path.join(BENCH_TOOLS, 'fma_peak.cc')
+ROUND_TRIP_SOURCE = os.path.join(BENCH_TOOLS, 'core_latency.cc')
 BUILD = os.path.join(ROOT, 'build')
 WORK_DIR = os.path.join(BUILD, 'bench')
 
@@ -31,6 +33,9 @@ SECTION = 'CPU performance'
 PEER_RTOL = 1e-3
 # Other processes using more than this many cores during a measurement make it suspect.
 BACKGROUND_WARN_CORES = 0.2
+# A cache-line round trip between the two CPUs above this means the host placed
+# them apart (another core complex or socket; scripts/bench/core_latency.cc).
+FAR_ROUND_TRIP_NS = 150.0
 
 
 class BenchError(Exception):
@@ -239,26 +244,40 @@ def write_stamp(stamp_path, stamp):
         json.dump(stamp, f)
 
 
-def ensure_onnx_models(args, cases):
-    """Export (once per checkpoint and exporter version) the ONNX models."""
+def ensure_onnx_models(args, cases, batch=1):
+    """Export (once per checkpoint, batch and exporter version) the ONNX models."""
     out_dir = os.path.join(WORK_DIR, 'onnx')
     os.makedirs(out_dir, exist_ok=True)
     tools_sha = file_sha256(ORACLE_TOOLS)
+    suffix = '-b%d' % batch if batch != 1 else ''
     stale = []
     for name, case in cases.items():
         info = os.stat(case['params'])
         stamp = {'tools': tools_sha, 'params_size': info.st_size,
                  'params_mtime_ns': info.st_mtime_ns, 'symbol_sha': file_sha256(case['symbol'])}
-        case['onnx'] = os.path.join(out_dir, name + '.onnx')
+        case['onnx'] = os.path.join(out_dir, name + suffix + '.onnx')
         case['onnx_stamp'] = stamp
         if not (os.path.exists(case['onnx']) and stamp_matches(case['onnx'] + '.json', stamp)):
             stale.append(name)
     if stale:
-        print('== exporting to ONNX: %s' % ' '.join(stale), flush=True)
-        run_checked([args.oracle_python, ORACLE_TOOLS, 'export-onnx', args.zoo, out_dir] + stale,
+        print('== exporting to ONNX%s: %s' % (' at batch %d' % batch if batch != 1 else '',
+                                              ' '.join(stale)), flush=True)
+        run_checked([args.oracle_python, ORACLE_TOOLS, 'export-onnx', args.zoo, out_dir] +
+                    (['--batch', str(batch)] if batch != 1 else []) + stale,
                     'ONNX export', stdout=sys.stderr, stderr=subprocess.DEVNULL)
         for name in stale:
             write_stamp(cases[name]['onnx'] + '.json', cases[name]['onnx_stamp'])
+
+
+def batch_cases(cases, batch):
+    """The zoo cases at another batch: the same files, the input's first axis `batch`, and a
+    name of their own (for logs); the worker repeats the fixture's image to fill the batch."""
+    out = {}
+    for name, case in cases.items():
+        copy = dict(case, batch=batch, name='%s-b%d' % (name, batch))
+        copy['input_shape'] = [batch] + list(case['input_shape'][1:])
+        out[name] = copy
+    return out
 
 
 def ensure_dot_case(args):
@@ -280,3 +299,49 @@ def ensure_dot_case(args):
 # --------------------------------------------------------------------------
 # workers
 # --------------------------------------------------------------------------
+
+
+# --------------------------------------------------------------------------
+# the machine: FMA peak and CPU placement
+# --------------------------------------------------------------------------
+
+def build_tool(source, work_dir):
+    """Compile one of scripts/bench's single-file C++ probes; its path."""
+    os.makedirs(work_dir, exist_ok=True)
+    exe = os.path.join(work_dir, os.path.splitext(os.path.basename(source))[0])
+    run_checked(['g++', '-std=c++17', '-O2', source, '-o', exe, '-lpthread'],
+                'building ' + os.path.basename(source))
+    return exe
+
+
+def fma_peak(work_dir, threads=1, isa=''):
+    """{"isa", "threads", "gflops"}: the FMA rate of one core (or threads), measured now,
+    with the widest vectors the CPU has or the ISA named ("avx512", "avx2"; "isa": None
+    where the CPU lacks it)."""
+    exe = build_tool(FMA_PEAK_SOURCE, work_dir)
+    result = subprocess.run([exe, str(threads)] + ([isa] if isa else []), capture_output=True,
+                            text=True)
+    if result.returncode != 0:
+        raise BenchError('fma_peak failed: ' + result.stderr[-500:])
+    return json.loads(result.stdout)
+
+
+def fma_peaks(work_dir):
+    """The one-core FMA peak of each x86 vector width the CPU has: {isa: GFLOP/s}."""
+    peaks = {}
+    for isa in ('avx512', 'avx2'):
+        report = fma_peak(work_dir, 1, isa)
+        if report.get('isa'):
+            peaks[isa] = report['gflops']
+    return peaks
+
+
+def round_trip_ns(probe, seconds=0.3):
+    """The cache-line round trip between CPUs 0 and 1 now (ns), or None without two CPUs."""
+    if (os.cpu_count() or 1) < 2:
+        return None
+    result = subprocess.run([probe, str(seconds)], capture_output=True, text=True)
+    if result.returncode != 0:
+        return None
+    return json.loads(result.stdout)['round_trip_ns']
+

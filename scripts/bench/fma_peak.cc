@@ -1,16 +1,20 @@
 // fma_peak: the single-precision FMA rate one core (or N threads) reaches,
 // in GFLOP/s (an FMA counts as 2 FLOPs), for scripts/arith_bound.py.
 //
-//   fma_peak [threads]      prints {"isa": ..., "threads": N, "gflops": X}
+//   fma_peak [threads] [avx512|avx2]   prints {"isa": ..., "threads": N, "gflops": X}
 //
 // Twelve independent accumulators per thread (more than latency x pipes on
 // any current x86-64 core), the widest vector the CPU reports through CPUID:
-// AVX-512, else AVX2+FMA. The best of five runs of ~0.2 s each.
+// AVX-512, else AVX2+FMA, or the one named. The best of five runs of ~0.2 s
+// each. AVX-512 at twice AVX2's rate means two 512-bit FMA units per core
+// (Zen 5, Ice Lake/Sapphire Rapids Xeon Gold); the same rate means one, or
+// 512-bit operations split in two halves (Zen 4).
 #include <immintrin.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -52,9 +56,12 @@ __attribute__((target("avx2,fma"))) float RunAvx2(long iterations) {
 
 int main(int argc, char** argv) {
   const int threads = argc > 1 ? std::atoi(argv[1]) : 1;
+  const char* wanted = argc > 2 ? argv[2] : "";
   __builtin_cpu_init();
-  const bool avx512 = __builtin_cpu_supports("avx512f");
-  if (!avx512 && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) {
+  const bool has_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  bool avx512 = __builtin_cpu_supports("avx512f");
+  if (std::strcmp(wanted, "avx2") == 0) avx512 = false;
+  if ((!avx512 && !has_avx2) || (std::strcmp(wanted, "avx512") == 0 && !avx512)) {
     std::printf("{\"isa\": null}\n");
     return 0;
   }

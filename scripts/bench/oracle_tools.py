@@ -1,9 +1,10 @@
 """The benchmark's steps that need MXNet 1.9.1; runs in the oracle venv.
 
-    oracle_tools.py export-onnx ZOO_DIR OUT_DIR MODEL...
+    oracle_tools.py export-onnx ZOO_DIR OUT_DIR [--batch N] MODEL...
     oracle_tools.py make-dot-case OUT_DIR SIZE
 
-export-onnx writes OUT_DIR/MODEL.onnx for each zoo checkpoint with
+export-onnx writes OUT_DIR/MODEL.onnx (MODEL-bN.onnx with --batch N: the
+input's first axis N) for each zoo checkpoint with
 mx.onnx.export_model (onnx 1.14.1), then removes the initializers from the
 graph inputs: the exporter lists every weight as an input too, and ONNX Runtime
 cannot constant-fold (fuse BatchNorm into Conv, pre-pack weights) a tensor
@@ -61,7 +62,8 @@ def drop_initializer_inputs(model):
     return model
 
 
-def export_onnx(zoo_dir, out_dir, names):
+def export_onnx(zoo_dir, out_dir, names, batch=1):
+    """NAME.onnx per zoo model, or NAME-bBATCH.onnx with the batch as its input's first axis."""
     with open(os.path.join(zoo_dir, 'manifest.json'), encoding='utf-8') as f:
         cases = json.load(f)['cases']
     os.makedirs(out_dir, exist_ok=True)
@@ -77,7 +79,8 @@ def export_onnx(zoo_dir, out_dir, names):
         # export_model takes one dict of arg and aux params without prefixes.
         plain = {key.split(':', 1)[-1]: value for key, value in params.items()}
         (input_name, input_shape), = cases[name]['inputs'].items()
-        target = os.path.join(out_dir, name + '.onnx')
+        input_shape = [batch] + list(input_shape[1:]) if batch != 1 else input_shape
+        target = os.path.join(out_dir, name + ('-b%d' % batch if batch != 1 else '') + '.onnx')
         scratch = target + '.tmp'
         mx.onnx.export_model(symbol, plain, in_shapes=[tuple(input_shape)],
                              in_types=[np.float32], onnx_file_path=scratch)
@@ -109,7 +112,10 @@ def make_dot_case(out_dir, size):
 
 def main(argv):
     if len(argv) >= 3 and argv[0] == 'export-onnx':
-        export_onnx(argv[1], argv[2], argv[3:])
+        batch = 1
+        if argv[3:4] == ['--batch']:
+            batch, argv = int(argv[4]), argv[:3] + argv[5:]
+        export_onnx(argv[1], argv[2], argv[3:], batch)
     elif len(argv) == 3 and argv[0] == 'make-dot-case':
         make_dot_case(argv[1], int(argv[2]))
     else:

@@ -18,7 +18,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 
@@ -26,22 +25,10 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from worker import CPredictRuntime  # noqa: E402  (the benchmark's C predict API driver)
+from bench_setup import (FAR_ROUND_TRIP_NS, ROUND_TRIP_SOURCE, build_tool,  # noqa: E402
+                         round_trip_ns)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PROBE_SOURCE = os.path.join(ROOT, 'scripts', 'bench', 'core_latency.cc')
-
-
-def build_probe(work_dir):
-    os.makedirs(work_dir, exist_ok=True)
-    exe = os.path.join(work_dir, 'core_latency')
-    subprocess.run(['g++', '-std=c++17', '-O2', PROBE_SOURCE, '-o', exe, '-lpthread'],
-                   check=True)
-    return exe
-
-
-def round_trip_ns(probe, seconds):
-    out = subprocess.run([probe, str(seconds)], capture_output=True, text=True, check=True)
-    return json.loads(out.stdout)['round_trip_ns']
 
 
 def load_predictor(library, zoo, model):
@@ -71,14 +58,14 @@ def main(argv=None):
     parser.add_argument('--seconds', type=float, default=60.0)
     parser.add_argument('--window-s', type=float, default=1.0)
     parser.add_argument('--probe-s', type=float, default=0.5)
-    parser.add_argument('--far-ns', type=float, default=150.0,
+    parser.add_argument('--far-ns', type=float, default=FAR_ROUND_TRIP_NS,
                         help='round trips above this count as a far placement')
     parser.add_argument('--library', default=os.path.join(ROOT, 'build', 'libmxlite.so'))
     parser.add_argument('--zoo', default=os.path.join(ROOT, 'build', 'fixtures', 'zoo'))
     args = parser.parse_args(argv)
     os.environ.setdefault('MXLITE_NUM_THREADS', '2')
 
-    probe = build_probe(os.path.join(ROOT, 'build', 'bench', 'tools'))
+    probe = build_tool(ROUND_TRIP_SOURCE, os.path.join(ROOT, 'build', 'bench', 'tools'))
     predictor = load_predictor(args.library, args.zoo, args.model)
     for _ in range(3):
         predictor.infer()

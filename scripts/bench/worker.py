@@ -14,6 +14,8 @@ file descriptor that was stdout when the worker started. Stdout itself is
 pointed at stderr first, so a library that prints cannot corrupt the replies.
 
     {"cmd": "load", "model": {...}, "threads": T}
+        (model["batch"] > 1: the fixture's image repeated that many times, the
+        input shape and ONNX file made for that batch)
         -> {"load_s": seconds to build the predictor/session from the files,
             "rss_before_kb": peak RSS before loading}
     {"cmd": "run", "n": N}  -> {"times": [seconds per iteration],
@@ -177,8 +179,14 @@ class Worker:
         rss_before = peak_rss_kb()
         load_s = self.runtime.load(model, int(request.get('threads', 1)))
         io = np.load(model['io'])
-        self.runtime.prepare({model['input_name']: io['input:' + model['input_name']]})
-        self.expected = io['output:0']
+        # A batch case repeats the fixture's one image; every row must give MXNet's output.
+        batch = int(model.get('batch', 1))
+        data, expected = io['input:' + model['input_name']], io['output:0']
+        if batch != data.shape[0]:
+            data = np.repeat(data[:1], batch, axis=0)
+            expected = np.repeat(expected[:1], batch, axis=0)
+        self.runtime.prepare({model['input_name']: data})
+        self.expected = expected
         return {'load_s': load_s, 'rss_before_kb': rss_before}
 
     def run(self, request):
