@@ -32,6 +32,14 @@ const RuntimeOptionInfo kRuntimeOptionList[] = {
     {"compact_weights", "MXLITE_COMPACT_WEIGHTS", "switch",
      "keep the weights only as the params file holds them, with no packed, Winograd or "
      "BatchNorm-folded copies: about half the memory, slower convolutions (default off)"},
+    {"conv_tuning", "MXLITE_CONV_TUNING", "switch",
+     "time every convolution algorithm that applies to a layer when the predictor is created "
+     "and take the fastest, instead of the built-in heuristics (default off; see "
+     "docs/performance.md)"},
+    {"tuning_cache", "MXLITE_TUNING_CACHE", "a file path, or empty",
+     "where conv_tuning keeps its choices, per processor model and thread count, so later "
+     "predictors and processes reuse them instead of timing again (default: none, choices "
+     "kept in the process only)"},
     {"profile", "MXLITE_PROFILE", "0, 1 or 2",
      "print time per operator type (1) or per node (2) to stderr when a predictor is freed"},
     {"memory_budget", "MXLITE_MEMORY_BUDGET", "bytes, with K/M/G suffix; 0: default",
@@ -117,6 +125,13 @@ Status SetRuntimeOption(RuntimeOptions* options, const std::string& name,
     ok = ParseSwitch(value, &options->shifted_gemm);
   } else if (name == "compact_weights") {
     ok = ParseSwitch(value, &options->compact_weights);
+  } else if (name == "conv_tuning") {
+    ok = ParseSwitch(value, &options->conv_tuning);
+  } else if (name == "tuning_cache") {
+    // Any path; a NUL or newline cannot be part of one we write or read.
+    ok = value.size() <= 4096 && value.find('\0') == std::string::npos &&
+         value.find('\n') == std::string::npos;
+    if (ok) options->tuning_cache = value;
   } else if (name == "profile") {
     ok = ParseInt(value, 3, &options->profile) && options->profile <= 2;
   } else if (name == "memory_budget") {

@@ -47,6 +47,12 @@ struct RuntimeOptions {
   // 0: off; 1: time per operator type; 2: per node; printed to stderr when
   // the predictor is freed.
   int profile = 0;
+  // Time the convolution algorithms that apply to each layer when it is
+  // prepared and take the fastest (operators/conv_tuning.h), instead of the
+  // table's heuristics; choices are kept per processor model and thread
+  // count, in tuning_cache when that names a file.
+  bool conv_tuning = false;
+  std::string tuning_cache;
   // Bytes a predictor may allocate for its activations (inputs, planned
   // intermediate results, outputs, scratch), checked before allocating.
   // 0: DefaultMemoryBudget().

@@ -162,6 +162,7 @@ Status Executor::Bind(const std::map<std::string, int>& input_dtypes) {
     MXL_RETURN_IF_ERROR(
         CreateOperator(node.op_name, node.name, node.attrs, &ops_[n], OpSource::kInternal));
     ops_[n]->set_runtime_options(&options_);
+    ops_[n]->set_thread_pool(pool_.get());
     std::vector<int> input_dtypes;
     for (const NodeEntry& input : node.inputs) input_dtypes.push_back(dtypes[input.node][input.index]);
     ops_[n]->SetDTypes(input_dtypes, dtypes[n]);

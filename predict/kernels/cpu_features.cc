@@ -73,6 +73,42 @@ const CpuFeatures& GetCpuFeatures() {
   return features;
 }
 
+const std::string& CpuModelName() {
+  static const std::string name = [] {
+    std::string brand;
+#if defined(MXLITE_X86)
+    unsigned regs[4];
+    cpu_features_cc::Cpuid(0x80000000u, 0, regs);
+    if (regs[0] >= 0x80000004u) {
+      for (unsigned leaf = 0x80000002u; leaf <= 0x80000004u; ++leaf) {
+        cpu_features_cc::Cpuid(leaf, 0, regs);
+        for (unsigned reg : regs) {
+          for (int byte = 0; byte < 4; ++byte) brand += static_cast<char>((reg >> (8 * byte)) & 0xff);
+        }
+      }
+    }
+    brand = brand.substr(0, brand.find('\0'));
+#endif  // defined(MXLITE_X86)
+    // Trimmed, printable, one line (it goes into a text file).
+    std::string clean;
+    for (char c : brand) {
+      if (c >= 0x20 && c < 0x7f && !(c == ' ' && (clean.empty() || clean.back() == ' '))) clean += c;
+    }
+    while (!clean.empty() && clean.back() == ' ') clean.pop_back();
+    if (!clean.empty()) return clean;
+#if defined(__aarch64__)
+    return std::string("aarch64");
+#elif defined(__arm__)
+    return std::string("arm");
+#elif defined(__wasm__)
+    return std::string("wasm");
+#else
+    return std::string("unknown processor");
+#endif
+  }();
+  return name;
+}
+
 Isa SelectedIsa() {
   static const Isa isa = [] {
     const CpuFeatures& features = GetCpuFeatures();

@@ -9,6 +9,7 @@
 #define MXLITE_KERNELS_CPU_FEATURES_H_
 
 #include <cstddef>
+#include <string>
 
 namespace mxlite {
 
@@ -22,6 +23,10 @@ struct CpuFeatures {
 
 // Features of this processor (computed once, thread-safe).
 const CpuFeatures& GetCpuFeatures();
+// The processor's model as it names itself (x86: the CPUID brand string,
+// "Intel(R) Xeon(R) Processor @ 2.50GHz"), or the target's name where it has
+// no such string: what results measured on one processor are filed under.
+const std::string& CpuModelName();
 // The widest ISA that kernels may use: the processor's, capped by ProcessOptions::isa
 // (read at the first call).
 Isa SelectedIsa();

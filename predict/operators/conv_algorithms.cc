@@ -166,14 +166,37 @@ const std::vector<ConvAlgorithm>& ConvAlgorithmTable() {
   return table;
 }
 
+namespace conv_algorithms_cc {
+
+bool SwitchedOn(const ConvAlgorithm& algorithm, const ConvOptions& options) {
+  switch (algorithm.switch_) {
+    case ConvAlgorithm::kWinogradSwitch: return options.winograd;
+    case ConvAlgorithm::kShiftedSwitch: return options.shifted_gemm;
+    case ConvAlgorithm::kCompactOnly: return options.compact_weights;
+    case ConvAlgorithm::kAlways: return true;
+  }
+  return true;
+}
+
+}  // namespace conv_algorithms_cc
+
 const ConvAlgorithm* ChooseConvAlgorithm(const ConvGeometry& g, const ConvOptions& options) {
   for (const ConvAlgorithm& algorithm : ConvAlgorithmTable()) {
-    if (algorithm.switch_ == ConvAlgorithm::kWinogradSwitch && !options.winograd) continue;
-    if (algorithm.switch_ == ConvAlgorithm::kShiftedSwitch && !options.shifted_gemm) continue;
-    if (algorithm.switch_ == ConvAlgorithm::kCompactOnly && !options.compact_weights) continue;
+    if (!conv_algorithms_cc::SwitchedOn(algorithm, options)) continue;
     if (algorithm.applies(g) && algorithm.pays(g)) return &algorithm;
   }
   return nullptr;
+}
+
+std::vector<const ConvAlgorithm*> ApplicableConvAlgorithms(const ConvGeometry& g,
+                                                          const ConvOptions& options) {
+  std::vector<const ConvAlgorithm*> out;
+  for (const ConvAlgorithm& algorithm : ConvAlgorithmTable()) {
+    if (conv_algorithms_cc::SwitchedOn(algorithm, options) && algorithm.applies(g)) {
+      out.push_back(&algorithm);
+    }
+  }
+  return out;
 }
 
 const ConvAlgorithm* FindConvAlgorithm(const std::string& name) {

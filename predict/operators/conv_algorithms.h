@@ -156,6 +156,12 @@ const std::vector<ConvAlgorithm>& ConvAlgorithmTable();
 // layer that normalises its input and is not pointwise with one group.
 const ConvAlgorithm* ChooseConvAlgorithm(const ConvGeometry& g, const ConvOptions& options);
 
+// Every entry that computes this layer and is switched on, in table order
+// (what the tuner of conv_tuning.h times; kCompactOnly entries only under
+// compact_weights).
+std::vector<const ConvAlgorithm*> ApplicableConvAlgorithms(const ConvGeometry& g,
+                                                          const ConvOptions& options);
+
 // The entry of that name, or null.
 const ConvAlgorithm* FindConvAlgorithm(const std::string& name);
 

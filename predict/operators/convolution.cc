@@ -20,6 +20,7 @@
 
 #include "batch_norm_row.h"
 #include "conv_algorithms.h"
+#include "conv_tuning.h"
 #include "operator.h"
 
 namespace mxlite {
@@ -192,15 +193,34 @@ class Convolution : public Operator {
     for (int i = 1; i < static_cast<int>(in.size()); ++i) {
       if (!(fusion_.residual && i == ResidualIndex())) weight_inputs.push_back(i);
     }
+    // Weights the graph computes may change from run to run: Forward
+    // prepares those layers again on every call.
+    weights_constant_ = true;
+    for (int i : weight_inputs) weights_constant_ &= input_is_constant(i);
+    // Timed choice (conv_tuning.h): layers with constant weights, where the
+    // packed copies may be made (not under compact_weights).
+    if (runtime_options().conv_tuning && !switches.compact_weights && weights_constant_ &&
+        g.batch > 0 && g.OutSpatial() > 0) {
+      ConvTuningRequest request;
+      request.geometry = g;
+      request.fusion_form = FusionForm(fusion_);
+      request.has_residual = fusion_.residual;
+      request.candidates = ApplicableConvAlgorithms(g, switches);
+      request.heuristic = algorithm_;
+      request.pool = thread_pool();
+      request.cache_path = runtime_options().tuning_cache;
+      MXL_RETURN_IF_ERROR(TuneConvAlgorithm(
+          request,
+          [&](const ConvAlgorithm* candidate, std::unique_ptr<ConvKernel>* kernel) {
+            return MakeKernelWith(candidate, in, kernel);
+          },
+          &algorithm_));
+    }
     // Kernels take the batch size per call, so one serves every batch.
     ConvGeometry any_batch = g;
     any_batch.batch = 0;
     const std::string form =
         StrCat("conv ", algorithm_->name, "; ", any_batch.ToString(), "; ", FusionForm(fusion_));
-    // Weights the graph computes may change from run to run: Forward
-    // prepares those layers again on every call.
-    weights_constant_ = true;
-    for (int i : weight_inputs) weights_constant_ &= input_is_constant(i);
     kernel_impl_.reset();
     MXL_RETURN_IF_ERROR(SharedPrepared<ConvKernel>(
         weight_inputs, form,
@@ -234,12 +254,17 @@ class Convolution : public Operator {
   // The chosen algorithm's kernel for the current values of the inputs.
   Status MakeKernel(const std::vector<NDArray>& in, std::shared_ptr<const ConvKernel>* out) const {
     std::unique_ptr<ConvKernel> kernel;
-    const bool in_place = algorithm_->switch_ == ConvAlgorithm::kCompactOnly;
-    ConvWeights weights;
-    MXL_RETURN_IF_ERROR(FinalWeights(in, in_place, &weights));
-    MXL_RETURN_IF_ERROR(algorithm_->prepare(geometry_, std::move(weights), &kernel));
+    MXL_RETURN_IF_ERROR(MakeKernelWith(algorithm_, in, &kernel));
     *out = std::move(kernel);
     return Status();
+  }
+  // `algorithm`'s kernel for the current values of the inputs.
+  Status MakeKernelWith(const ConvAlgorithm* algorithm, const std::vector<NDArray>& in,
+                        std::unique_ptr<ConvKernel>* out) const {
+    const bool in_place = algorithm->switch_ == ConvAlgorithm::kCompactOnly;
+    ConvWeights weights;
+    MXL_RETURN_IF_ERROR(FinalWeights(in, in_place, &weights));
+    return algorithm->prepare(geometry_, std::move(weights), out);
   }
 
   // Inputs after data, weight and bias: the folded BatchNorm's four, then

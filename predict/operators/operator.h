@@ -159,6 +159,10 @@ class Operator {
   // defaults until then), for operators whose choice of kernel they switch.
   void set_runtime_options(const RuntimeOptions* options) { runtime_options_ = options; }
   const RuntimeOptions& runtime_options() const;
+  // The executor's thread pool (set before Prepare; null: none), for
+  // operators that time their kernels while preparing (conv_tuning.h).
+  void set_thread_pool(ThreadPool* pool) { thread_pool_ = pool; }
+  ThreadPool* thread_pool() const { return thread_pool_; }
 
   // Set by the executor before Prepare: its model's cache of prepared
   // weights (prepared_cache.h) and, per input, the identity of its constant
@@ -200,6 +204,7 @@ class Operator {
   DTypeRule dtype_rule_ = DTypeRule::kFloat;
   std::vector<bool> constant_inputs_;
   const RuntimeOptions* runtime_options_ = nullptr;
+  ThreadPool* thread_pool_ = nullptr;
   PreparedCache* prepared_cache_ = nullptr;
   std::vector<const void*> input_identities_;
 };
