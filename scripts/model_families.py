@@ -414,7 +414,7 @@ def nlp_standard_lstm_lm():
 def nlp_awd_lstm_lm():
     import gluonnlp as nlp
     return nlp.model.AWDRNN(mode="lstm", vocab_size=50, embed_size=16, hidden_size=24,
-                            num_layers=3, tie_weights=True, dropout=0.4, weight_drop=0.0,
+                            num_layers=3, tie_weights=True, dropout=0.4, weight_drop=0.5,
                             drop_h=0.2, drop_i=0.65, drop_e=0.1)
 
 
