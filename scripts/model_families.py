@@ -199,6 +199,240 @@ def tiny_bert():
                                use_decoder=False, use_classifier=False)
 
 
+def rcnn_head(roi_op: str):
+    """MXNet's example R-CNN (example/rcnn, symbol_vgg/resnet test symbols) in miniature: a
+    stride-8 conv trunk, the RPN (3x3 conv, 1x1 cls and bbox convs, channel softmax through
+    Reshape), _contrib_Proposal, ROIPooling or _contrib_ROIAlign on the rois, two FC layers and
+    the class / box heads. Inputs data and im_info; outputs the rois, class probabilities and
+    box deltas."""
+    def build():
+        num_anchors, num_classes = 6, 5
+        data, im_info = mx.sym.Variable("data"), mx.sym.Variable("im_info")
+        x = data
+        for i, filters in enumerate((16, 24, 32)):
+            x = mx.sym.Convolution(x, kernel=(3, 3), pad=(1, 1), num_filter=filters,
+                                   name="conv%d" % i)
+            x = mx.sym.Activation(x, act_type="relu", name="relu%d" % i)
+            x = mx.sym.Pooling(x, kernel=(2, 2), stride=(2, 2), pool_type="max", name="pool%d" % i)
+        rpn = mx.sym.Convolution(x, kernel=(3, 3), pad=(1, 1), num_filter=32, name="rpn_conv_3x3")
+        rpn = mx.sym.Activation(rpn, act_type="relu", name="rpn_relu")
+        cls_score = mx.sym.Convolution(rpn, kernel=(1, 1), num_filter=2 * num_anchors,
+                                       name="rpn_cls_score")
+        bbox_pred = mx.sym.Convolution(rpn, kernel=(1, 1), num_filter=4 * num_anchors,
+                                       name="rpn_bbox_pred")
+        cls_reshape = mx.sym.Reshape(cls_score, shape=(0, 2, -1, 0), name="rpn_cls_score_reshape")
+        cls_prob = mx.sym.SoftmaxActivation(cls_reshape, mode="channel", name="rpn_cls_prob")
+        cls_prob = mx.sym.Reshape(cls_prob, shape=(0, 2 * num_anchors, -1, 0),
+                                  name="rpn_cls_prob_reshape")
+        rois = mx.sym.contrib.Proposal(cls_prob, bbox_pred, im_info, feature_stride=8,
+                                       scales=(2, 4), ratios=(0.5, 1, 2), rpn_pre_nms_top_n=120,
+                                       rpn_post_nms_top_n=24, threshold=0.7, rpn_min_size=4,
+                                       name="rois")
+        if roi_op == "ROIPooling":
+            pool = mx.sym.ROIPooling(x, rois, pooled_size=(3, 3), spatial_scale=0.125,
+                                     name="roi_pool5")
+        else:
+            pool = mx.sym.contrib.ROIAlign(x, rois, pooled_size=(3, 3), spatial_scale=0.125,
+                                           sample_ratio=2, name="roi_align5")
+        h = mx.sym.Flatten(pool, name="flatten")
+        for i in (6, 7):
+            h = mx.sym.FullyConnected(h, num_hidden=48, name="fc%d" % i)
+            h = mx.sym.Activation(h, act_type="relu", name="relu%d" % i)
+        cls = mx.sym.FullyConnected(h, num_hidden=num_classes, name="cls_score")
+        cls = mx.sym.softmax(cls, name="cls_prob")
+        box = mx.sym.FullyConnected(h, num_hidden=4 * num_classes, name="bbox_pred")
+        return mx.sym.Group([rois, cls, box])
+    return build
+
+
+def ssd_symbol():
+    """MXNet's example SSD (example/ssd/symbol/common.py multibox_layer) in miniature: two conv
+    feature maps (4x4 and 2x2 on a 32x32 image), per map MultiBoxPrior and 3x3 loc / cls convs, transposed and
+    flattened, concatenated; class scores reshaped to (batch, classes + 1, anchors) through a
+    channel softmax, then MultiBoxDetection. MultiBoxDetection sorts the 84 scores and
+    suppresses by IoU: with export_symbol's weights the closest two scores are 6.6e-5 apart
+    (checked by perturbing the input by 1e-7..3e-6: no decision changes), so rounding cannot
+    reorder them."""
+    num_classes = 3
+    data = mx.sym.Variable("data")
+    x = data
+    for i, filters in enumerate((16, 24, 32)):
+        x = mx.sym.Convolution(x, kernel=(3, 3), pad=(1, 1), num_filter=filters, name="conv%d" % i)
+        x = mx.sym.Activation(x, act_type="relu", name="relu%d" % i)
+        x = mx.sym.Pooling(x, kernel=(2, 2), stride=(2, 2), pool_type="max", name="pool%d" % i)
+    f1 = x
+    f2 = mx.sym.Convolution(f1, kernel=(3, 3), stride=(2, 2), pad=(1, 1), num_filter=32,
+                            name="multi_feat_2_conv_3x3")
+    f2 = mx.sym.Activation(f2, act_type="relu", name="multi_feat_2_relu")
+    locs, clss, anchors = [], [], []
+    for k, (feat, sizes, ratios) in enumerate([(f1, (0.2, 0.272), (1, 2, 0.5)),
+                                               (f2, (0.37, 0.447), (1, 2, 0.5, 3))]):
+        n = len(sizes) + len(ratios) - 1
+        loc = mx.sym.Convolution(feat, kernel=(3, 3), pad=(1, 1), num_filter=4 * n,
+                                 name="feat%d_loc_pred_conv" % k)
+        loc = mx.sym.transpose(loc, axes=(0, 2, 3, 1))
+        locs.append(mx.sym.Flatten(loc))
+        cls = mx.sym.Convolution(feat, kernel=(3, 3), pad=(1, 1), num_filter=(num_classes + 1) * n,
+                                 name="feat%d_cls_pred_conv" % k)
+        cls = mx.sym.transpose(cls, axes=(0, 2, 3, 1))
+        clss.append(mx.sym.Flatten(cls))
+        anchor = mx.sym.contrib.MultiBoxPrior(feat, sizes=sizes, ratios=ratios, clip=False,
+                                              steps=(0.25, 0.25) if k == 0 else (0.5, 0.5),
+                                              name="feat%d_anchors" % k)
+        anchors.append(mx.sym.Flatten(anchor))
+    loc_preds = mx.sym.Concat(*locs, num_args=len(locs), dim=1, name="multibox_loc_pred")
+    cls_preds = mx.sym.Concat(*clss, num_args=len(clss), dim=1)
+    cls_preds = mx.sym.Reshape(cls_preds, shape=(0, -1, num_classes + 1))
+    cls_preds = mx.sym.transpose(cls_preds, axes=(0, 2, 1), name="multibox_cls_pred")
+    anchor_boxes = mx.sym.Concat(*anchors, num_args=len(anchors), dim=1)
+    anchor_boxes = mx.sym.Reshape(anchor_boxes, shape=(0, -1, 4), name="multibox_anchors")
+    cls_prob = mx.sym.SoftmaxActivation(cls_preds, mode="channel", name="cls_prob")
+    return mx.sym.contrib.MultiBoxDetection(cls_prob, loc_preds, anchor_boxes, name="detection",
+                                            nms_threshold=0.45, force_suppress=False,
+                                            variances=(0.1, 0.1, 0.2, 0.2), nms_topk=400)
+
+
+def mobilefacenet():
+    """InsightFace's MobileFaceNet (recognition/symbol/fmobilefacenet.py) in miniature:
+    Conv-BN-PReLU (LeakyReLU act_type prelu), depthwise convs, residual linear bottlenecks,
+    the GDC head (a global depthwise 4x4 conv, BN), FC to a 32-d embedding, BatchNorm fc1
+    (fix_gamma, eps 2e-5) and the L2Normalization ArcFace compares."""
+    data = mx.sym.Variable("data")
+
+    def conv(x, filters, kernel=(1, 1), stride=(1, 1), pad=(0, 0), group=1, act=True, name=""):
+        x = mx.sym.Convolution(x, num_filter=filters, kernel=kernel, stride=stride, pad=pad,
+                               num_group=group, no_bias=True, name=name + "_conv2d")
+        x = mx.sym.BatchNorm(x, fix_gamma=False, eps=2e-5, momentum=0.9, name=name + "_batchnorm")
+        if act:
+            x = mx.sym.LeakyReLU(x, act_type="prelu", name=name + "_relu")
+        return x
+
+    x = mx.sym.identity(data, name="id")
+    x = (x - 127.5) * 0.0078125
+    x = conv(x, 16, (3, 3), (2, 2), (1, 1), name="conv_1")
+    x = conv(x, 16, (3, 3), (1, 1), (1, 1), group=16, name="conv_2_dw")
+    for i, (cin, cout, stride, expand) in enumerate([(16, 24, 2, 2), (24, 24, 1, 2),
+                                                    (24, 32, 2, 2), (32, 32, 1, 2)]):
+        name = "res_%d" % i
+        y = conv(x, cin * expand, name=name + "_sep")
+        y = conv(y, cin * expand, (3, 3), (stride, stride), (1, 1), group=cin * expand,
+                 name=name + "_dw")
+        y = conv(y, cout, act=False, name=name + "_proj")
+        x = x + y if stride == 1 and cin == cout else y
+    x = conv(x, 64, name="conv_6sep")
+    x = conv(x, 64, (4, 4), group=64, act=False, name="conv_6dw4_4")  # GDC: 4x4 -> 1x1
+    x = mx.sym.FullyConnected(mx.sym.Flatten(x), num_hidden=32, name="pre_fc1")
+    x = mx.sym.BatchNorm(x, fix_gamma=True, eps=2e-5, momentum=0.9, name="fc1")
+    return mx.sym.L2Normalization(x, mode="instance", name="embedding")
+
+
+def retinaface_heads():
+    """RetinaFace's heads (insightface/RetinaFace, symbol_common.py) in miniature: a stride-8/16/32
+    conv trunk on a 100x100 image (maps 13x13, 7x7, 4x4: each upsampled map is one row and
+    column too large), FPN top-down with UpSampling nearest + Crop (and slice_like), SSH context
+    modules, and per level the class softmax through Reshape (0, 2, -1, 0), boxes and five
+    landmarks."""
+    data = mx.sym.Variable("data")
+    num_anchors = 2
+
+    def conv_act(x, filters, kernel, stride, pad, name, act=True):
+        x = mx.sym.Convolution(x, kernel=kernel, stride=stride, pad=pad, num_filter=filters,
+                               name=name)
+        x = mx.sym.BatchNorm(x, fix_gamma=False, eps=2e-5, name=name + "_bn")
+        return mx.sym.Activation(x, act_type="relu", name=name + "_relu") if act else x
+
+    x, feats = data, []
+    for i, filters in enumerate((8, 16, 24, 32, 32)):
+        x = conv_act(x, filters, (3, 3), (2, 2), (1, 1), "stage%d" % i)
+        if i >= 2:
+            feats.append(x)
+    c3, c4, c5 = feats  # 13x13, 7x7, 4x4 for 100x100 (50, 25, 13, 7, 4)
+    l5 = conv_act(c5, 16, (1, 1), (1, 1), (0, 0), "ssh_c3_lateral")
+    l4 = conv_act(c4, 16, (1, 1), (1, 1), (0, 0), "ssh_c2_lateral")
+    up5 = mx.sym.UpSampling(l5, scale=2, sample_type="nearest", workspace=512, name="ssh_c3_up",
+                            num_args=1)
+    up5 = mx.sym.Crop(*[up5, l4], name="crop0")
+    l4 = conv_act(l4 + up5, 16, (3, 3), (1, 1), (1, 1), "ssh_c2_aggr")
+    l3 = conv_act(c3, 16, (1, 1), (1, 1), (0, 0), "ssh_m1_red_conv")
+    up4 = mx.sym.UpSampling(l4, scale=2, sample_type="nearest", workspace=512, name="ssh_m2_red_up",
+                            num_args=1)
+    up4 = mx.sym.slice_like(up4, l3, axes=(2, 3), name="slice_like0")
+    l3 = conv_act(l3 + up4, 16, (3, 3), (1, 1), (1, 1), "ssh_c1_aggr")
+
+    def ssh(x, filters, name):
+        c3x3 = conv_act(x, filters // 2, (3, 3), (1, 1), (1, 1), name + "_conv1", act=False)
+        t = conv_act(x, filters // 4, (3, 3), (1, 1), (1, 1), name + "_context_conv1")
+        c5x5 = conv_act(t, filters // 4, (3, 3), (1, 1), (1, 1), name + "_context_conv2",
+                        act=False)
+        t = conv_act(t, filters // 4, (3, 3), (1, 1), (1, 1), name + "_context_conv3_1")
+        c7x7 = conv_act(t, filters // 4, (3, 3), (1, 1), (1, 1), name + "_context_conv3_2",
+                        act=False)
+        out = mx.sym.Concat(*[c3x3, c5x5, c7x7], dim=1, name=name + "_concat")
+        return mx.sym.Activation(out, act_type="relu", name=name + "_concat_relu")
+
+    outputs = []
+    for stride, feat in ((8, l3), (16, l4), (32, l5)):
+        m = ssh(feat, 16, "ssh_m%d_det" % stride)
+        cls = mx.sym.Convolution(m, kernel=(1, 1), num_filter=2 * num_anchors,
+                                 name="face_rpn_cls_score_stride%d" % stride)
+        cls = mx.sym.Reshape(cls, shape=(0, 2, -1, 0),
+                             name="face_rpn_cls_score_reshape_stride%d" % stride)
+        cls = mx.sym.SoftmaxActivation(cls, mode="channel",
+                                       name="face_rpn_cls_prob_stride%d" % stride)
+        cls = mx.sym.Reshape(cls, shape=(0, 2 * num_anchors, -1, 0),
+                             name="face_rpn_cls_prob_reshape_stride%d" % stride)
+        box = mx.sym.Convolution(m, kernel=(1, 1), num_filter=4 * num_anchors,
+                                 name="face_rpn_bbox_pred_stride%d" % stride)
+        landmark = mx.sym.Convolution(m, kernel=(1, 1), num_filter=10 * num_anchors,
+                                      name="face_rpn_landmark_pred_stride%d" % stride)
+        outputs += [cls, box, landmark]
+    return mx.sym.Group(outputs)
+
+
+def fused_rnn(mode: str, **kwargs):
+    """mx.rnn.FusedRNNCell (one RNN op over a packed parameter vector, begin states _zeros),
+    unrolled over 5 steps of NTC data, then a FullyConnected per step."""
+    def build():
+        data = mx.sym.Variable("data")
+        cell = mx.rnn.FusedRNNCell(num_hidden=16, mode=mode, prefix=mode + "_", **kwargs)
+        outputs, _ = cell.unroll(length=5, inputs=data, merge_outputs=True, layout="NTC")
+        width = 32 if kwargs.get("bidirectional") else 16
+        pred = mx.sym.FullyConnected(mx.sym.reshape(outputs, shape=(-1, width)), num_hidden=10,
+                                     name="pred")
+        return mx.sym.softmax(pred, name="prob")
+    return build
+
+
+def nlp_standard_lstm_lm():
+    """dropout 0: with dropout > 0 GluonNLP 0.10's StandardRNN calls nd.Dropout inside
+    hybrid_forward, so it cannot be hybridized (standard_lstm_lm_200 has 0.2)."""
+    import gluonnlp as nlp
+    return nlp.model.StandardRNN(mode="lstm", vocab_size=50, embed_size=16, hidden_size=16,
+                                 num_layers=2, dropout=0.0, tie_weights=True)
+
+
+def nlp_awd_lstm_lm():
+    import gluonnlp as nlp
+    return nlp.model.AWDRNN(mode="lstm", vocab_size=50, embed_size=16, hidden_size=24,
+                            num_layers=3, tie_weights=True, dropout=0.4, weight_drop=0.5,
+                            drop_h=0.2, drop_i=0.65, drop_e=0.1)
+
+
+def nlp_transformer_encoder():
+    from gluonnlp.model.transformer import TransformerEncoder
+
+    class Encoder(mx.gluon.HybridBlock):
+        def __init__(self):
+            super().__init__(prefix="enc_")
+            with self.name_scope():
+                self.encoder = TransformerEncoder(num_layers=2, units=32, hidden_size=64,
+                                                  max_length=16, num_heads=4, dropout=0.0)
+
+        def hybrid_forward(self, F, x, valid_length):
+            return self.encoder(x, None, valid_length)
+    return Encoder()
+
+
 SUITE = [
     Spec("cifar_resnet20_v1", "CIFAR classification", gluoncv_model("cifar_resnet20_v1"),
          image(32), "match"),
@@ -243,6 +477,33 @@ SUITE = [
     Spec("bert_tiny", "NLP (GluonNLP)", tiny_bert,
          [{"data0": (2, 8), "data1": (2, 8), "data2": (2,)}], "match",
          "BERTModel 2 layers, 32 units (inputs: tokens, token types, valid length)"),
+    Spec("rcnn_proposal_roipooling", "object detection (plain symbol)", rcnn_head("ROIPooling"),
+         [{"data": (1, 3, 64, 80), "im_info": (1, 3)}], "match",
+         "MXNet's example R-CNN: RPN, _contrib_Proposal, ROIPooling, FC heads"),
+    Spec("rcnn_proposal_roialign", "object detection (plain symbol)", rcnn_head("ROIAlign"),
+         [{"data": (1, 3, 64, 80), "im_info": (1, 3)}], "match",
+         "MXNet's example R-CNN with _contrib_ROIAlign (sample_ratio 2) for the rois"),
+    Spec("ssd_symbol", "object detection (plain symbol)", ssd_symbol, [{"data": (1, 3, 32, 32)}],
+         "match", "MXNet's example SSD: MultiBoxPrior on two maps, MultiBoxDetection"),
+    Spec("mobilefacenet", "face recognition (plain symbol)", mobilefacenet,
+         [{"data": (1, 3, 32, 32)}], "match",
+         "InsightFace MobileFaceNet: PReLU, depthwise, GDC, BatchNorm fc1, L2Normalization"),
+    Spec("retinaface_heads", "face detection (plain symbol)", retinaface_heads,
+         [{"data": (1, 3, 100, 100)}], "match",
+         "RetinaFace: FPN with UpSampling nearest + Crop / slice_like, SSH, per-level heads"),
+    Spec("rnn_fused_lstm", "recurrent (plain symbol)", fused_rnn("lstm", num_layers=2),
+         [{"data": (2, 5, 8)}], "match", "mx.rnn.FusedRNNCell lstm, 2 layers, unrolled 5 steps"),
+    Spec("rnn_fused_gru", "recurrent (plain symbol)",
+         fused_rnn("gru", num_layers=1, bidirectional=True), [{"data": (3, 5, 8)}], "match",
+         "mx.rnn.FusedRNNCell gru, bidirectional, unrolled 5 steps"),
+    Spec("nlp_standard_lstm_lm", "NLP (GluonNLP)", nlp_standard_lstm_lm, [{"data": (6, 2)}],
+         "match", "StandardRNN lstm (standard_lstm_lm_200's structure), vocab 50, 16 units, "
+         "tied weights; tokens (T, N), begin states _zeros"),
+    Spec("nlp_awd_lstm_lm", "NLP (GluonNLP)", nlp_awd_lstm_lm, [{"data": (6, 2)}], "match",
+         "AWDRNN lstm (awd_lstm_lm_1150's structure), 3 layers, vocab 50, tied weights"),
+    Spec("nlp_transformer_encoder", "NLP (GluonNLP)", nlp_transformer_encoder,
+         [{"data0": (2, 7, 32), "data1": (2,)}], "match",
+         "gluonnlp TransformerEncoder, 2 layers, 32 units, 4 heads, with valid_length"),
 ]
 
 
@@ -346,6 +607,14 @@ def random_inputs(shapes: Dict[str, tuple], rng, name: str) -> Dict[str, np.ndar
             high = {"data0": 50, "data1": 2, "data2": 9}[key]
             low = 1 if key == "data2" else 0
             values[key] = rng.randint(low, high, shape).astype(np.float32)
+        elif name.startswith("nlp_") and name.endswith("_lm"):  # token ids
+            values[key] = rng.randint(0, 50, shape).astype(np.float32)
+        elif name == "nlp_transformer_encoder" and key == "data1":  # valid lengths 1..7
+            values[key] = rng.randint(1, 8, shape).astype(np.float32)
+        elif name == "mobilefacenet":  # pixels: the model subtracts 127.5 and scales
+            values[key] = rng.uniform(0, 255, shape).astype(np.float32)
+        elif key == "im_info":  # image height, width, scale (R-CNN)
+            values[key] = np.array([[shapes["data"][2], shapes["data"][3], 1.0]], np.float32)
         else:
             values[key] = rng.normal(0, 1, shape).astype(np.float32)
     return values
@@ -385,18 +654,34 @@ def one_line(e: BaseException) -> str:
     return (type(e).__name__ + ": " + text)[:300]
 
 
-def export_symbol(sym: mx.sym.Symbol, shapes: Dict[str, tuple], prefix: str, rng):
+# Plain-symbol parameters by name suffix: (low, high) of a uniform draw; BatchNorm and biases as
+# randomise() sets them; PReLU slopes (LeakyReLU act_type prelu, "<name>_relu_gamma") small.
+SYMBOL_PARAM_RANGES = (("_relu_gamma", 0.1, 0.4), ("_gamma", 0.5, 1.5), ("_beta", -0.2, 0.2),
+                       ("_bias", -0.1, 0.1), ("_moving_mean", -0.2, 0.2),
+                       ("_moving_var", 0.5, 1.5))
+
+
+def export_symbol(sym: mx.sym.Symbol, shapes: Dict[str, tuple], prefix: str, rng, name: str = ""):
+    """Weights uniform with variance 1 / fan_in (the signal neither dies nor explodes through
+    a deep plain symbol), the rest by SYMBOL_PARAM_RANGES, else uniform in [-0.2, 0.2]."""
     arg_shapes, _, aux_shapes = sym.infer_shape(**shapes)
     params = {}
-    for n, s in zip(sym.list_arguments(), arg_shapes):
-        if n not in shapes:
-            scale = 1.0 / np.sqrt(max(1, int(np.prod(s[1:])) if len(s) > 1 else 1))
-            params["arg:" + n] = mx.nd.array(rng.uniform(-1, 1, s) * (scale if n.endswith("weight") else 0.2))
-    for n, s in zip(sym.list_auxiliary_states(), aux_shapes):
-        params["aux:" + n] = mx.nd.array(rng.uniform(0.5, 1.5, s))
+    for kind, names, all_shapes in (("arg:", sym.list_arguments(), arg_shapes),
+                                    ("aux:", sym.list_auxiliary_states(), aux_shapes)):
+        for n, s in zip(names, all_shapes):
+            if n in shapes:
+                continue
+            if n.endswith("weight"):
+                fan_in = max(1, int(np.prod(s[1:])) if len(s) > 1 else 1)
+                value = rng.uniform(-1, 1, s) * np.sqrt(3.0 / fan_in)
+            else:
+                lo, hi = next(((lo, hi) for suffix, lo, hi in SYMBOL_PARAM_RANGES
+                               if n.endswith(suffix)), (-0.2, 0.2))
+                value = rng.uniform(lo, hi, s)
+            params[kind + n] = mx.nd.array(value)
     sym.save(prefix + "-symbol.json")
     mx.nd.save(prefix + "-0000.params", params)
-    return random_inputs(shapes, rng, "")
+    return random_inputs(shapes, rng, name)
 
 
 class Timeout(Exception):
@@ -417,7 +702,7 @@ def make_model(spec: Spec, outdir: str, timeout: int) -> dict:
     try:
         net, inputs, live = build_gluon(spec, rng)
         if isinstance(net, mx.sym.Symbol):
-            inputs = export_symbol(net, inputs, prefix, rng)
+            inputs = export_symbol(net, inputs, prefix, rng, spec.name)
         else:
             net.export(prefix)
         sym, args, auxs = load_checkpoint(prefix)

@@ -279,6 +279,37 @@ def test_box_encode_refuses_a_match_out_of_range(api):
         api.free(handle)
 
 
+PROPOSAL_SHAPE_ERRORS = [
+    ('_contrib_Proposal', {}, (2, 24, 3, 4), 'takes one image'),
+    ('_contrib_MultiProposal', {'scales': '(8,)'}, (2, 24, 3, 4), 'needs 6 channels'),
+]
+
+
+@pytest.mark.parametrize('op,attrs,shape,detail', PROPOSAL_SHAPE_ERRORS,
+                         ids=[op for op, _, _, _ in PROPOSAL_SHAPE_ERRORS])
+def test_proposal_shape_errors(api, op, attrs, shape, detail):
+    graph = one_node_graph(op, attrs, num_inputs=3)
+    with pytest.raises(CAPIError) as error:
+        api.create(graph, b'', {'data0': shape})
+    message = str(error.value)
+    assert "'the_node'" in message and detail in message, message
+
+
+def test_proposal_needs_a_map_as_large_as_im_info(api):
+    # MXNet checks that im_info / feature_stride fits the feature map (CHECK_GE).
+    graph = one_node_graph('_contrib_Proposal', {'feature_stride': '8'}, num_inputs=3)
+    handle = api.create(graph, b'', {'data0': (1, 24, 3, 4), 'data1': (1, 48, 3, 4),
+                                     'data2': (1, 3)})
+    try:
+        api.set_input(handle, 'data0', np.zeros((1, 24, 3, 4), np.float32))
+        api.set_input(handle, 'data1', np.zeros((1, 48, 3, 4), np.float32))
+        api.set_input(handle, 'data2', np.array([[40, 32, 1]], np.float32))
+        with pytest.raises(CAPIError, match="node 'the_node'.*at least 5 x 4"):
+            api.forward(handle)
+    finally:
+        api.free(handle)
+
+
 def test_index_out_of_range_in_raise_mode_is_an_error(api):
     graph = one_node_graph('take', {'mode': 'raise'}, num_inputs=2)
     handle = api.create(graph, b'', {'data0': (4, 3), 'data1': (2,)})
