@@ -24,7 +24,8 @@ EXPECTED_TO_MATCH = ['cifar_resnet20_v1', 'mobilenetv3_small', 'se_resnet18_v1',
                      'p3d_resnet_thin', 'i3d_inceptionv1_kinetics400', 'resnet18_v1b_kinetics400',
                      'rnn_lstm_unrolled', 'rnn_gluon_lstm', 'rnn_gluon_gru',
                      'center_net_mobilenetv3_small_duc_voc',
-                     'center_net_resnet18_v1b_dcnv2_voc', 'bert_tiny']
+                     'center_net_resnet18_v1b_dcnv2_voc', 'ssd_300_mobilenet0.25_voc',
+                     'yolo3_mobilenet0.25_voc', 'bert_tiny']
 
 
 def load_manifest():
