@@ -37,6 +37,7 @@ os.environ["MXNET_USE_MKLDNN_RNN"] = "0"  # see scripts/make_fixtures.py
 os.environ["MXNET_STORAGE_FALLBACK_LOG_VERBOSE"] = "0"
 
 import argparse  # noqa: E402
+import contextlib  # noqa: E402
 import inspect  # noqa: E402
 import json  # noqa: E402
 import re  # noqa: E402
@@ -199,6 +200,115 @@ def tiny_bert():
                                use_decoder=False, use_classifier=False)
 
 
+@contextlib.contextmanager
+def replaced(module, attr: str, value):
+    """module.attr is value inside the block (GluonCV looks its backbones up by module name)."""
+    saved = getattr(module, attr)
+    setattr(module, attr, value)
+    try:
+        yield
+    finally:
+        setattr(module, attr, saved)
+
+
+def thin_resnet_v1b(pretrained=False, dilated=False, use_global_stats=False, **kwargs):
+    """GluonCV's ResNetV1b with one BasicBlockV1b per stage: resnet18_v1b with layers
+    [1, 1, 1, 1] (~4.9 M parameters instead of 11.2 M), the same channels (64 .. 512)."""
+    from gluoncv.model_zoo.resnetv1b import ResNetV1b, BasicBlockV1b
+    assert not pretrained
+    return ResNetV1b(BasicBlockV1b, [1, 1, 1, 1], dilated=dilated,
+                     use_global_stats=use_global_stats, name_prefix="resnetv1b_")
+
+
+def thin_segmentation(kind: str, nclass: int = 5, crop: int = 64):
+    """GluonCV's FCN / PSPNet / DeepLabV3 class on thin_resnet_v1b, dilated (output stride 8).
+    The classes' heads hard-code a ResNet-50's 2048 / 1024 channels (with resnet50 they hold
+    ~50 M parameters): they are rebuilt for 512 / 256 channels from GluonCV's own head blocks
+    (_FCNHead, _PyramidPooling + _PSPHead's block, _ASPP); like _FCNHead's and _PyramidPooling's,
+    the _PSPHead block's 512 inner channels shrink with the input (to 128). _ASPP fixes its 256
+    channels: deeplab_resnet_thin has ~9.8 M parameters, fcn 5.6 M, psp 6.5 M."""
+    def build():
+        from mxnet.gluon import nn
+        import gluoncv.model_zoo.segbase as segbase
+        from gluoncv.model_zoo.fcn import FCN, _FCNHead
+        from gluoncv.model_zoo.pspnet import PSPNet, _PyramidPooling
+        from gluoncv.model_zoo.deeplabv3 import DeepLabV3, _ASPP
+        cls = {"fcn": FCN, "psp": PSPNet, "deeplab": DeepLabV3}[kind]
+        with replaced(segbase, "get_backbone", lambda name, **kw: thin_resnet_v1b(
+                dilated=kw.get("dilated", False))):
+            net = cls(nclass, backbone="resnet18", aux=True, pretrained_base=False,
+                      crop_size=crop, base_size=crop)
+        feat = crop // 8
+        with net.name_scope():
+            net.auxlayer = _FCNHead(256, nclass)
+            if kind == "fcn":
+                net.head = _FCNHead(512, nclass)
+        if kind == "psp":
+            with net.head.name_scope():
+                net.head.psp = _PyramidPooling(512, height=feat, width=feat,
+                                               norm_layer=nn.BatchNorm, norm_kwargs=None)
+                block = nn.HybridSequential(prefix="")
+                block.add(nn.Conv2D(in_channels=1024, channels=128, kernel_size=3, padding=1,
+                                    use_bias=False),
+                          nn.BatchNorm(in_channels=128), nn.Activation("relu"), nn.Dropout(0.1),
+                          nn.Conv2D(in_channels=128, channels=nclass, kernel_size=1))
+                net.head.block = block
+        elif kind == "deeplab":
+            with net.head.name_scope():
+                net.head.aspp = _ASPP(512, [12, 24, 36], norm_layer=nn.BatchNorm,
+                                      norm_kwargs=None, height=feat, width=feat)
+        return net
+    return build
+
+
+def thin_monodepth2():
+    """GluonCV's MonoDepth2 (ResnetEncoder + DepthDecoder, four disparity scales) with the
+    resnet18 encoder made thin_resnet_v1b (same channels, so the decoder is the zoo's). The
+    input side must be a multiple of 32."""
+    import gluoncv.model_zoo.monodepthv2.resnet_encoder as encoder
+    from gluoncv.model_zoo.monodepthv2.monodepth2 import MonoDepth2
+    with replaced(encoder, "resnet18_v1b", lambda pretrained=False, ctx=None, **kw:
+                  thin_resnet_v1b(**kw)):
+        net = MonoDepth2(backbone="resnet18", pretrained_base=False)
+    # The encoder never runs the ResNet's classifier; left in, its parameters stop the first
+    # hybridized call ("Deferred initialization failed": monodepth2_resnet18_kitti_* too).
+    del net.encoder.encoder._children["fc"]
+    return net
+
+
+def thin_slowfast():
+    """GluonCV's SlowFast 4x16 (slow 4 frames, fast 32, alpha 8: the input is the 32 fast frames
+    then the 4 slow ones, 36 in all: the zoo's slowfast_4x16_* need 36 frames too, a shorter
+    input leaves the slow path empty) with one block per stage and width_per_group 16."""
+    from gluoncv.model_zoo.action_recognition.slowfast import SlowFast
+    return SlowFast(nclass=10, layers=[1, 1, 1, 1], width_per_group=16, slow_frames=4,
+                    fast_frames=32, alpha=8, beta_inv=8, fusion_conv_channel_ratio=2,
+                    fusion_kernel_size=5, dropout_ratio=0.5, num_segments=1, num_crop=1)
+
+
+def thin_faster_rcnn():
+    """faster_rcnn_resnet50_v1b_voc's recipe (get_faster_rcnn: C4 features, RoIAlign, layer4 as
+    the box head) on thin_resnet_v1b, with three classes, a 256-channel RPN and 32 proposals
+    (the zoo's 300 run layer4 on 300 14x14 crops: ~60 GFLOP a forward)."""
+    from mxnet.gluon import nn
+    from gluoncv.model_zoo.rcnn.faster_rcnn.faster_rcnn import get_faster_rcnn
+    base = thin_resnet_v1b(use_global_stats=True)
+    features, top_features = nn.HybridSequential(), nn.HybridSequential()
+    for layer in ["conv1", "bn1", "relu", "maxpool", "layer1", "layer2", "layer3"]:
+        features.add(getattr(base, layer))
+    top_features.add(base.layer4)
+    return get_faster_rcnn(
+        name="resnet_thin_v1b", dataset="custom", pretrained=False,
+        features=features, top_features=top_features, classes=["a", "b", "c"],
+        short=128, max_size=128, nms_thresh=0.3, nms_topk=400, post_nms=100,
+        roi_mode="align", roi_size=(14, 14), strides=16, clip=None,
+        rpn_channel=256, base_size=16, scales=(2, 4, 8, 16, 32),
+        ratios=(0.5, 1, 2), alloc_size=(128, 128), rpn_nms_thresh=0.7,
+        rpn_train_pre_nms=12000, rpn_train_post_nms=2000,
+        rpn_test_pre_nms=6000, rpn_test_post_nms=32, rpn_min_size=16,
+        num_sample=128, pos_iou_thresh=0.5, pos_ratio=0.25, max_num_gt=100)
+
+
 SUITE = [
     Spec("cifar_resnet20_v1", "CIFAR classification", gluoncv_model("cifar_resnet20_v1"),
          image(32), "match"),
@@ -210,14 +320,28 @@ SUITE = [
          "split attention: _contrib_AdaptiveAvgPooling2D"),
     Spec("fastscnn_citys", "semantic segmentation", gluoncv_model("fastscnn_citys", crop_size=64),
          image(64), "match", "pyramid pooling and upsampling: AdaptiveAvgPooling2D, BilinearResize2D"),
+    Spec("fcn_resnet_thin", "semantic segmentation", thin_segmentation("fcn"), image(64),
+         "match", "GluonCV FCN on a thin dilated ResNetV1b, heads for its widths "
+         "(see thin_segmentation): dilated convolution, BilinearResize2D, aux output"),
+    Spec("psp_resnet_thin", "semantic segmentation", thin_segmentation("psp"), image(64),
+         "match", "GluonCV PSPNet as fcn_resnet_thin: pyramid pooling with "
+         "AdaptiveAvgPooling2D 1/2/3/6"),
+    Spec("deeplab_resnet_thin", "semantic segmentation", thin_segmentation("deeplab"), image(64),
+         "match", "GluonCV DeepLabV3 as fcn_resnet_thin: ASPP (dilation 12/24/36), image pooling"),
     Spec("simple_pose_resnet18_v1b", "pose estimation", gluoncv_model("simple_pose_resnet18_v1b"),
          image((64, 48)), "match", "Deconvolution head"),
+    Spec("mobile_pose_mobilenetv3_small", "pose estimation",
+         gluoncv_model("mobile_pose_mobilenetv3_small"), image((64, 48)), "match",
+         "MobilePose: MobileNetV3-small, DUC upsampling (PixelShuffle reshapes)"),
     Spec("r2plus1d_resnet_thin", "video, 3-D convolution", thin_r2plus1d, video((4, 32)), "match",
          "R2Plus1D with one BasicBlock per stage (gluoncv R2Plus1D, layers [1, 1, 1, 1])"),
     Spec("p3d_resnet_thin", "video, 3-D convolution", thin_p3d, video((16, 32)), "match",
          "P3D with one Bottleneck per stage (gluoncv P3D, layers [1, 1, 1, 1])"),
     Spec("i3d_inceptionv1_kinetics400", "video, 3-D convolution",
          gluoncv_model("i3d_inceptionv1_kinetics400", nclass=10), video((8, 32)), "match"),
+    Spec("slowfast_4x16_thin", "video, 3-D convolution", thin_slowfast, video((36, 32)),
+         "match", "GluonCV SlowFast 4x16 (32 fast + 4 slow frames in one input), one block per "
+         "stage, width_per_group 16 (see thin_slowfast)"),
     Spec("resnet18_v1b_kinetics400", "video, 2-D (TSN)", tsn_resnet(18), image(32), "match",
          "ActionRecResNetV1b(depth=18) built directly (see tsn_resnet)"),
     Spec("rnn_lstm_unrolled", "recurrent (plain symbol)", unrolled_lstm,
@@ -242,6 +366,11 @@ SUITE = [
     Spec("yolo3_mobilenet0.25_voc", "object detection",
          gluoncv_model("yolo3_mobilenet0.25_voc"), image(128), "match",
          "YOLOv3 decoder: sigmoid/exp anchor decoding, tile, repeat, _contrib_box_nms"),
+    Spec("faster_rcnn_resnet_thin", "object detection", thin_faster_rcnn, image(128), "match",
+         "Faster R-CNN (see thin_faster_rcnn): RPN proposals, ROIAlign, box decoding, NMS"),
+    Spec("monodepth2_resnet_thin", "depth estimation", thin_monodepth2,
+         image(64), "match",
+         "GluonCV MonoDepth2 on thin_resnet_v1b: reflection padding, nearest UpSampling, 4 scales"),
     Spec("bert_tiny", "NLP (GluonNLP)", tiny_bert,
          [{"data0": (2, 8), "data1": (2, 8), "data2": (2,)}], "match",
          "BERTModel 2 layers, 32 units (inputs: tokens, token types, valid length)"),

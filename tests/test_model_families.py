@@ -20,12 +20,15 @@ FAMILIES_DIR = os.environ.get('MXLITE_FAMILY_FIXTURES',
 RTOL = 1e-4
 # The suite's models that mxlite must run (scripts/model_families.py SUITE, expect="match").
 EXPECTED_TO_MATCH = ['cifar_resnet20_v1', 'mobilenetv3_small', 'se_resnet18_v1', 'resnest14',
-                     'fastscnn_citys', 'simple_pose_resnet18_v1b', 'r2plus1d_resnet_thin',
-                     'p3d_resnet_thin', 'i3d_inceptionv1_kinetics400', 'resnet18_v1b_kinetics400',
+                     'fastscnn_citys', 'fcn_resnet_thin', 'psp_resnet_thin', 'deeplab_resnet_thin',
+                     'simple_pose_resnet18_v1b', 'mobile_pose_mobilenetv3_small',
+                     'r2plus1d_resnet_thin', 'p3d_resnet_thin', 'i3d_inceptionv1_kinetics400',
+                     'slowfast_4x16_thin', 'resnet18_v1b_kinetics400',
                      'rnn_lstm_unrolled', 'rnn_gluon_lstm', 'rnn_gluon_gru',
                      'center_net_mobilenetv3_small_duc_voc',
                      'center_net_resnet18_v1b_dcnv2_voc', 'ssd_300_mobilenet0.25_voc',
-                     'yolo3_mobilenet0.25_voc', 'bert_tiny']
+                     'yolo3_mobilenet0.25_voc', 'faster_rcnn_resnet_thin',
+                     'monodepth2_resnet_thin', 'bert_tiny']
 
 
 def load_manifest():
