@@ -22,6 +22,12 @@ re-loaded from disk, as in scripts/make_fixtures.py), and ``manifest.json``::
                        "max_abs_output": [...], "notes": str, "seconds": float,
                        "script_sha256": str}}}
 
+A model whose Spec has ``batch`` N > 1 is run again at batch N from the same files (axis 0 of
+every input: the batch-1 input, then new rows) into ``NAME-bN-io.npz``; its entry has
+``"batch": {"n": N, "status": ..., "inputs": ..., "outputs": [...], "error": ...}``. For a
+detector (Spec ``scores``) ``score_ties`` counts the neighbouring detections whose order is
+within rounding (see score_ties), at batch 1 and in ``batch``.
+
 ``expect: match`` (suite only) means mxlite is expected to run the model and match MXNet;
 tests/test_model_families.py asserts it. ``--suite`` redoes a model when this script changed
 or its files are gone. ``--all`` resumes: a model already in the manifest is skipped (delete
@@ -110,6 +116,10 @@ class Spec:
     inputs: List[Dict[str, tuple]]       # candidate input shapes, tried in order
     expect: str = "report"               # "match": the suite asserts mxlite matches
     notes: str = ""
+    batch: int = 2                       # > 1: also run the files at this batch (axis 0 of
+                                         # every input); 0: the inputs have no batch axis 0
+    scores: int = -1                     # > 0: outputs scores-1, scores, scores+1 are a
+                                         # detector's ids, scores, boxes (see score_ties)
 
 
 def gluoncv_model(name: str, **kwargs) -> Callable[[], object]:
@@ -345,35 +355,42 @@ SUITE = [
     Spec("resnet18_v1b_kinetics400", "video, 2-D (TSN)", tsn_resnet(18), image(32), "match",
          "ActionRecResNetV1b(depth=18) built directly (see tsn_resnet)"),
     Spec("rnn_lstm_unrolled", "recurrent (plain symbol)", unrolled_lstm,
-         [{"data": (2, 5, 8)}], "match", "mx.rnn.LSTMCell x2 unrolled 5 steps; begin state _zeros"),
+         [{"data": (2, 5, 8)}], "match", "mx.rnn.LSTMCell x2 unrolled 5 steps; begin state _zeros",
+         batch=0),  # already batch 2
     Spec("rnn_gluon_lstm", "recurrent (Gluon)",
          gluon_rnn("LSTM", hidden_size=16, num_layers=2, bidirectional=True),
          [{"data0": (5, 3, 8), "data1": (4, 3, 16), "data2": (4, 3, 16)}], "match",
-         "rnn.LSTM(16, num_layers=2, bidirectional) with begin states; output, h and c"),
+         "rnn.LSTM(16, num_layers=2, bidirectional) with begin states; output, h and c",
+         batch=0),  # already batch 3, on axis 1
     Spec("rnn_gluon_gru", "recurrent (Gluon)",
          gluon_rnn("GRU", hidden_size=16, num_layers=2, layout="NTC"),
          [{"data0": (3, 5, 8), "data1": (2, 3, 16)}], "match",
-         "rnn.GRU(16, num_layers=2, layout NTC) with a begin state; output and h"),
+         "rnn.GRU(16, num_layers=2, layout NTC) with a begin state; output and h",
+         batch=0),  # already batch 3 (the state's batch axis is 1)
     Spec("ssd_300_mobilenet0.25_voc", "object detection",
          gluoncv_model("ssd_300_mobilenet0.25_voc"), image(128), "match",
-         "SSD decoder: softmax, where, _contrib_box_decode, _contrib_box_nms"),
+         "SSD decoder: softmax, where, _contrib_box_decode, _contrib_box_nms", scores=1),
     Spec("center_net_mobilenetv3_small_duc_voc", "object detection",
          gluoncv_model("center_net_mobilenetv3_small_duc_voc"), image(128), "match",
-         "CenterNet decoder: topk, int64 index arithmetic, gather_nd"),
+         "CenterNet decoder: topk, int64 index arithmetic, gather_nd", scores=1),
     Spec("center_net_resnet18_v1b_dcnv2_voc", "object detection",
          gluoncv_model("center_net_resnet18_v1b_dcnv2_voc"), image(128), "match",
-         "CenterNet with DCNv2 upsampling (_contrib_ModulatedDeformableConvolution)"),
+         "CenterNet with DCNv2 upsampling (_contrib_ModulatedDeformableConvolution)",
+         scores=1),
     Spec("yolo3_mobilenet0.25_voc", "object detection",
          gluoncv_model("yolo3_mobilenet0.25_voc"), image(128), "match",
-         "YOLOv3 decoder: sigmoid/exp anchor decoding, tile, repeat, _contrib_box_nms"),
+         "YOLOv3 decoder: sigmoid/exp anchor decoding, tile, repeat, _contrib_box_nms",
+         scores=1),
     Spec("faster_rcnn_resnet_thin", "object detection", thin_faster_rcnn, image(128), "match",
-         "Faster R-CNN (see thin_faster_rcnn): RPN proposals, ROIAlign, box decoding, NMS"),
+         "Faster R-CNN (see thin_faster_rcnn): RPN proposals, ROIAlign, box decoding, NMS",
+         scores=1, batch=0),  # the graph fixes batch 1 (a Concat of 32 RoIs)
     Spec("monodepth2_resnet_thin", "depth estimation", thin_monodepth2,
          image(64), "match",
          "GluonCV MonoDepth2 on thin_resnet_v1b: reflection padding, nearest UpSampling, 4 scales"),
     Spec("bert_tiny", "NLP (GluonNLP)", tiny_bert,
          [{"data0": (2, 8), "data1": (2, 8), "data2": (2,)}], "match",
-         "BERTModel 2 layers, 32 units (inputs: tokens, token types, valid length)"),
+         "BERTModel 2 layers, 32 units (inputs: tokens, token types, valid length)",
+         batch=0),  # already batch 2
 ]
 
 
@@ -436,7 +453,7 @@ def all_specs() -> List[Spec]:
         tsn = re.match(r"resnet(\d+)_v1b_(kinetics400|sthsthv2|ucf101|hmdb51|custom)$", name)
         if tsn:
             build, notes = tsn_resnet(int(tsn.group(1))), "ActionRecResNetV1b built directly"
-        specs.append(Spec(name, family, build, shapes, notes=notes))
+        specs.append(Spec(name, family, build, shapes, notes=notes, batch=0))  # suite only
     return specs
 
 
@@ -569,6 +586,10 @@ def make_model(spec: Spec, outdir: str, timeout: int) -> dict:
                      max_abs_output=mags)
         if not all(np.isfinite(m) for m in mags):
             entry["notes"] += " (MXNet's output is not finite)"
+        if spec.scores >= 0:
+            entry["score_ties"] = score_ties(spec, outs)
+        if spec.batch > 1:
+            entry["batch"] = run_batch(spec, sym, args, auxs, inputs, prefix, rng)
     except NeedsDownload as e:
         entry.update(status="needs download", error=one_line(e))
     except Timeout:
@@ -579,6 +600,46 @@ def make_model(spec: Spec, outdir: str, timeout: int) -> dict:
         signal.alarm(0)
     entry["seconds"] = round(time.time() - t0, 2)
     return entry
+
+
+TIE_MARGIN = 1e-5  # relative: ~100x the float32 rounding seen in detection scores
+
+
+def score_ties(spec: Spec, outs: List[np.ndarray]) -> int:
+    """How many pairs of neighbouring detections (by score, in one image) have different boxes
+    or classes and scores within TIE_MARGIN of the top score: their order is rounding, so
+    another runtime may list them the other way round (0 when the Spec has no score output)."""
+    if spec.scores < 0:
+        return 0
+    ties = 0
+    rows = [o.reshape(o.shape[0], o.shape[1], -1).astype(np.float64)
+            for o in outs[spec.scores - 1:spec.scores + 2]]
+    for ids, scores, boxes in zip(*rows):
+        s = scores[:, 0]
+        order = [i for i in np.argsort(-s, kind="stable") if s[i] > 0]
+        for a, b in zip(order, order[1:]):
+            if s[a] - s[b] <= TIE_MARGIN * s[order[0]] and (
+                    ids[a, 0] != ids[b, 0] or np.max(np.abs(boxes[a] - boxes[b])) > 1e-3):
+                ties += 1
+    return ties
+
+
+def run_batch(spec: Spec, sym, args, auxs, inputs, prefix: str, rng) -> dict:
+    """MXNet's classic executor on the exported files at batch spec.batch: the batch-1 input
+    as row 0, random rows after it."""
+    n = spec.batch
+    try:
+        more = random_inputs({k: (n - 1,) + v.shape[1:] for k, v in inputs.items()}, rng, spec.name)
+        batched = {k: np.concatenate([v, more[k].astype(v.dtype)]) for k, v in inputs.items()}
+        outs = run_symbol(sym, batched, args, auxs, dtype=None)
+        save_npz("%s-b%d-io.npz" % (prefix, n),
+                 {**{"input:" + k: v for k, v in batched.items()},
+                  **{"output:%d" % i: o for i, o in enumerate(outs)}})
+        return {"n": n, "status": "exported", "score_ties": score_ties(spec, outs),
+                "inputs": {k: shape_list(v.shape) for k, v in batched.items()},
+                "outputs": [shape_list(o.shape) for o in outs]}
+    except Exception as e:  # a graph that fixes its batch (a Reshape to 1, ...)
+        return {"n": n, "status": "export failed", "error": one_line(e)}
 
 
 def write_manifest(outdir: str, mode: str, models: dict) -> None:
@@ -635,7 +696,9 @@ def main(argv=None) -> int:
         prefix = os.path.join(a.outdir, spec.name)
         if old and (a.all or old.get("script_sha256") == digest) and (
                 a.all or old["status"] != "exported" or
-                all(os.path.exists(prefix + s) for s in ("-symbol.json", "-0000.params", "-io.npz"))):
+                all(os.path.exists(prefix + s) for s in ("-symbol.json", "-0000.params", "-io.npz")
+                    + (("-b%d-io.npz" % spec.batch,)
+                       if old.get("batch", {}).get("status") == "exported" else ()))):
             continue
         if a.limit and done >= a.limit:
             break

@@ -29,6 +29,16 @@ EXPECTED_TO_MATCH = ['cifar_resnet20_v1', 'mobilenetv3_small', 'se_resnet18_v1',
                      'center_net_resnet18_v1b_dcnv2_voc', 'ssd_300_mobilenet0.25_voc',
                      'yolo3_mobilenet0.25_voc', 'faster_rcnn_resnet_thin',
                      'monodepth2_resnet_thin', 'bert_tiny']
+# Those whose files must also match MXNet at batch 2 (Spec.batch: the manifest's "batch" entry
+# and NAME-b2-io.npz; the others' inputs are already batches, or the graph fixes batch 1).
+NO_BATCH_RUN = ('rnn_lstm_unrolled', 'rnn_gluon_lstm', 'rnn_gluon_gru', 'bert_tiny',
+                'faster_rcnn_resnet_thin')
+# Run at batch 2 but not asserted: the second image's detections include two class-7 boxes
+# whose scores differ by 7e-8 (0.34831747, 0.3483174: rounding), listed in the other order
+# by mxlite (its manifest entry's score_ties counts such pairs).
+BATCH_RUN_TIED = ('yolo3_mobilenet0.25_voc',)
+EXPECTED_TO_MATCH_AT_BATCH = [name for name in EXPECTED_TO_MATCH
+                              if name not in NO_BATCH_RUN + BATCH_RUN_TIED]
 
 
 def load_manifest():
@@ -42,10 +52,15 @@ def load_manifest():
 MODELS = load_manifest()
 
 
-def run(api, name):
+def run(api, name, batch=None):
     entry = MODELS[name]
     case = Case(FAMILIES_DIR, name, entry)
-    inputs, expected = case.io()
+    if batch is None:
+        inputs, expected = case.io()
+    else:
+        data = np.load(case.path('-b%d-io.npz' % batch['n']))
+        inputs = {k.split(':', 1)[1]: data[k] for k in data.files if k.startswith('input:')}
+        expected = [data['output:%d' % i] for i in range(len(batch['outputs']))]
     return api.predict(case.symbol_json, case.params, inputs, num_outputs=len(expected)), expected
 
 
@@ -59,9 +74,22 @@ def test_family_model_matches_mxnet(api, name):
         assert_close(ours, theirs, RTOL, f'{name} output {i}')
 
 
+@pytest.mark.parametrize('name', EXPECTED_TO_MATCH_AT_BATCH)
+def test_family_model_matches_mxnet_at_batch(api, name):
+    assert name in MODELS, f'{name} missing from {FAMILIES_DIR}: run scripts/run_tests.sh'
+    batch = MODELS[name].get('batch', {})
+    assert batch.get('status') == 'exported', batch.get('error', 'no batch run in the manifest')
+    outputs, expected = run(api, name, batch)
+    assert expected[0].shape[0] == batch['n'] > 1
+    for i, (ours, theirs) in enumerate(zip(outputs, expected)):
+        assert_close(ours, theirs, RTOL, f'{name} at batch {batch["n"]}, output {i}')
+
+
 def test_suite_lists_what_the_test_expects():
     assert MODELS, f'no manifest in {FAMILIES_DIR}: run scripts/run_tests.sh'
     assert sorted(n for n, e in MODELS.items() if e['expect'] == 'match') == sorted(EXPECTED_TO_MATCH)
+    assert sorted(n for n, e in MODELS.items() if e['expect'] == 'match' and 'batch' in e) == \
+        sorted(EXPECTED_TO_MATCH_AT_BATCH + list(BATCH_RUN_TIED))
 
 
 @pytest.mark.parametrize('name', sorted(set(MODELS) - set(EXPECTED_TO_MATCH)))
