@@ -22,6 +22,15 @@ re-loaded from disk, as in scripts/make_fixtures.py), and ``manifest.json``::
                        "max_abs_output": [...], "notes": str, "seconds": float,
                        "script_sha256": str}}}
 
+A model whose Spec has ``batch`` N > 1 is run again at batch N from the same files (axis 0 of
+every input: the batch-1 input, then new rows) into ``NAME-bN-io.npz``; its entry has
+``"batch": {"n": N, "status": ..., "inputs": ..., "outputs": [...], "error": ...}``. For a
+detector (Spec ``scores``) ``score_ties`` counts the neighbouring detections whose order is
+within rounding (see score_ties), at batch 1 and in ``batch``. A Spec with ``nms_draw`` (the
+R-CNNs) redraws its weights and input (seed NAME#k, from k = nms_draw on) until MXNet's own
+values leave every _contrib_box_nms decision clear of rounding (nms_margins); its entry has
+``"nms": {"draw": k, "margins": {...}, "well_conditioned": bool}``.
+
 ``expect: match`` (suite only) means mxlite is expected to run the model and match MXNet;
 tests/test_model_families.py asserts it. ``--suite`` redoes a model when this script changed
 or its files are gone. ``--all`` resumes: a model already in the manifest is skipped (delete
@@ -37,6 +46,7 @@ os.environ["MXNET_USE_MKLDNN_RNN"] = "0"  # see scripts/make_fixtures.py
 os.environ["MXNET_STORAGE_FALLBACK_LOG_VERBOSE"] = "0"
 
 import argparse  # noqa: E402
+import contextlib  # noqa: E402
 import inspect  # noqa: E402
 import json  # noqa: E402
 import re  # noqa: E402
@@ -109,6 +119,12 @@ class Spec:
     inputs: List[Dict[str, tuple]]       # candidate input shapes, tried in order
     expect: str = "report"               # "match": the suite asserts mxlite matches
     notes: str = ""
+    batch: int = 2                       # > 1: also run the files at this batch (axis 0 of
+                                         # every input); 0: the inputs have no batch axis 0
+    scores: int = -1                     # > 0: outputs scores-1, scores, scores+1 are a
+                                         # detector's ids, scores, boxes (see score_ties)
+    nms_draw: int = -1                   # >= 0: redraw weights and input, from this draw on,
+                                         # until every box_nms is well_conditioned
 
 
 def gluoncv_model(name: str, **kwargs) -> Callable[[], object]:
@@ -433,6 +449,139 @@ def nlp_transformer_encoder():
     return Encoder()
 
 
+@contextlib.contextmanager
+def replaced(module, attr: str, value):
+    """module.attr is value inside the block (GluonCV looks its backbones up by module name)."""
+    saved = getattr(module, attr)
+    setattr(module, attr, value)
+    try:
+        yield
+    finally:
+        setattr(module, attr, saved)
+
+
+def thin_resnet_v1b(pretrained=False, dilated=False, use_global_stats=False, **kwargs):
+    """GluonCV's ResNetV1b with one BasicBlockV1b per stage: resnet18_v1b with layers
+    [1, 1, 1, 1] (~4.9 M parameters instead of 11.2 M), the same channels (64 .. 512)."""
+    from gluoncv.model_zoo.resnetv1b import ResNetV1b, BasicBlockV1b
+    assert not pretrained
+    return ResNetV1b(BasicBlockV1b, [1, 1, 1, 1], dilated=dilated,
+                     use_global_stats=use_global_stats, name_prefix="resnetv1b_")
+
+
+def thin_segmentation(kind: str, nclass: int = 5, crop: int = 64):
+    """GluonCV's FCN / PSPNet / DeepLabV3 class on thin_resnet_v1b, dilated (output stride 8).
+    The classes' heads hard-code a ResNet-50's 2048 / 1024 channels (with resnet50 they hold
+    ~50 M parameters): they are rebuilt for 512 / 256 channels from GluonCV's own head blocks
+    (_FCNHead, _PyramidPooling + _PSPHead's block, _ASPP); like _FCNHead's and _PyramidPooling's,
+    the _PSPHead block's 512 inner channels shrink with the input (to 128). _ASPP fixes its 256
+    channels: deeplab_resnet_thin has ~9.8 M parameters, fcn 5.6 M, psp 6.5 M."""
+    def build():
+        from mxnet.gluon import nn
+        import gluoncv.model_zoo.segbase as segbase
+        from gluoncv.model_zoo.fcn import FCN, _FCNHead
+        from gluoncv.model_zoo.pspnet import PSPNet, _PyramidPooling
+        from gluoncv.model_zoo.deeplabv3 import DeepLabV3, _ASPP
+        cls = {"fcn": FCN, "psp": PSPNet, "deeplab": DeepLabV3}[kind]
+        with replaced(segbase, "get_backbone", lambda name, **kw: thin_resnet_v1b(
+                dilated=kw.get("dilated", False))):
+            net = cls(nclass, backbone="resnet18", aux=True, pretrained_base=False,
+                      crop_size=crop, base_size=crop)
+        feat = crop // 8
+        with net.name_scope():
+            net.auxlayer = _FCNHead(256, nclass)
+            if kind == "fcn":
+                net.head = _FCNHead(512, nclass)
+        if kind == "psp":
+            with net.head.name_scope():
+                net.head.psp = _PyramidPooling(512, height=feat, width=feat,
+                                               norm_layer=nn.BatchNorm, norm_kwargs=None)
+                block = nn.HybridSequential(prefix="")
+                block.add(nn.Conv2D(in_channels=1024, channels=128, kernel_size=3, padding=1,
+                                    use_bias=False),
+                          nn.BatchNorm(in_channels=128), nn.Activation("relu"), nn.Dropout(0.1),
+                          nn.Conv2D(in_channels=128, channels=nclass, kernel_size=1))
+                net.head.block = block
+        elif kind == "deeplab":
+            with net.head.name_scope():
+                net.head.aspp = _ASPP(512, [12, 24, 36], norm_layer=nn.BatchNorm,
+                                      norm_kwargs=None, height=feat, width=feat)
+        return net
+    return build
+
+
+def thin_monodepth2():
+    """GluonCV's MonoDepth2 (ResnetEncoder + DepthDecoder, four disparity scales) with the
+    resnet18 encoder made thin_resnet_v1b (same channels, so the decoder is the zoo's). The
+    input side must be a multiple of 32."""
+    import gluoncv.model_zoo.monodepthv2.resnet_encoder as encoder
+    from gluoncv.model_zoo.monodepthv2.monodepth2 import MonoDepth2
+    with replaced(encoder, "resnet18_v1b", lambda pretrained=False, ctx=None, **kw:
+                  thin_resnet_v1b(**kw)):
+        net = MonoDepth2(backbone="resnet18", pretrained_base=False)
+    # The encoder never runs the ResNet's classifier; left in, its parameters stop the first
+    # hybridized call ("Deferred initialization failed": monodepth2_resnet18_kitti_* too).
+    del net.encoder.encoder._children["fc"]
+    return net
+
+
+def thin_slowfast():
+    """GluonCV's SlowFast 4x16 (slow 4 frames, fast 32, alpha 8: the input is the 32 fast frames
+    then the 4 slow ones, 36 in all: the zoo's slowfast_4x16_* need 36 frames too, a shorter
+    input leaves the slow path empty) with one block per stage and width_per_group 16."""
+    from gluoncv.model_zoo.action_recognition.slowfast import SlowFast
+    return SlowFast(nclass=10, layers=[1, 1, 1, 1], width_per_group=16, slow_frames=4,
+                    fast_frames=32, alpha=8, beta_inv=8, fusion_conv_channel_ratio=2,
+                    fusion_kernel_size=5, dropout_ratio=0.5, num_segments=1, num_crop=1)
+
+
+def thin_faster_rcnn():
+    """faster_rcnn_resnet50_v1b_voc's recipe (get_faster_rcnn: C4 features, RoIAlign, layer4 as
+    the box head) on thin_resnet_v1b, with three classes, a 256-channel RPN and 32 proposals
+    (the zoo's 300 run layer4 on 300 14x14 crops: ~60 GFLOP a forward)."""
+    from mxnet.gluon import nn
+    from gluoncv.model_zoo.rcnn.faster_rcnn.faster_rcnn import get_faster_rcnn
+    base = thin_resnet_v1b(use_global_stats=True)
+    features, top_features = nn.HybridSequential(), nn.HybridSequential()
+    for layer in ["conv1", "bn1", "relu", "maxpool", "layer1", "layer2", "layer3"]:
+        features.add(getattr(base, layer))
+    top_features.add(base.layer4)
+    return get_faster_rcnn(
+        name="resnet_thin_v1b", dataset="custom", pretrained=False,
+        features=features, top_features=top_features, classes=["a", "b", "c"],
+        short=128, max_size=128, nms_thresh=0.3, nms_topk=400, post_nms=100,
+        roi_mode="align", roi_size=(14, 14), strides=16, clip=None,
+        rpn_channel=256, base_size=16, scales=(2, 4, 8, 16, 32),
+        ratios=(0.5, 1, 2), alloc_size=(128, 128), rpn_nms_thresh=0.7,
+        rpn_train_pre_nms=12000, rpn_train_post_nms=2000,
+        rpn_test_pre_nms=6000, rpn_test_post_nms=32, rpn_min_size=16,
+        num_sample=128, pos_iou_thresh=0.5, pos_ratio=0.25, max_num_gt=100)
+
+
+def thin_mask_rcnn():
+    """mask_rcnn_resnet18_v1b_coco's recipe (get_mask_rcnn: C4 features, RoIAlign, layer4 as
+    the box and mask head) on thin_resnet_v1b, with three classes and 32 proposals (the zoo's
+    1000 make a 128x128 export take ~5 minutes on 2 cores)."""
+    from mxnet.gluon import nn
+    from gluoncv.model_zoo.rcnn.mask_rcnn.mask_rcnn import get_mask_rcnn
+    base = thin_resnet_v1b(use_global_stats=True)
+    features, top_features = nn.HybridSequential(), nn.HybridSequential()
+    for layer in ["conv1", "bn1", "relu", "maxpool", "layer1", "layer2", "layer3"]:
+        features.add(getattr(base, layer))
+    top_features.add(base.layer4)
+    return get_mask_rcnn(
+        name="resnet_thin_v1b", dataset="custom", pretrained=False,
+        features=features, top_features=top_features, classes=["a", "b", "c"],
+        mask_channels=64, rcnn_max_dets=32, short=128, max_size=128,
+        nms_thresh=0.5, nms_topk=-1, post_nms=-1,
+        roi_mode="align", roi_size=(14, 14), strides=16, clip=4.42,
+        rpn_channel=256, base_size=16, scales=(2, 4, 8, 16, 32),
+        ratios=(0.5, 1, 2), alloc_size=(128, 128), rpn_nms_thresh=0.7,
+        rpn_train_pre_nms=12000, rpn_train_post_nms=2000,
+        rpn_test_pre_nms=6000, rpn_test_post_nms=32,
+        rpn_min_size=1, num_sample=256, pos_iou_thresh=0.5, pos_ratio=0.25)
+
+
 SUITE = [
     Spec("cifar_resnet20_v1", "CIFAR classification", gluoncv_model("cifar_resnet20_v1"),
          image(32), "match"),
@@ -444,47 +593,81 @@ SUITE = [
          "split attention: _contrib_AdaptiveAvgPooling2D"),
     Spec("fastscnn_citys", "semantic segmentation", gluoncv_model("fastscnn_citys", crop_size=64),
          image(64), "match", "pyramid pooling and upsampling: AdaptiveAvgPooling2D, BilinearResize2D"),
+    Spec("fcn_resnet_thin", "semantic segmentation", thin_segmentation("fcn"), image(64),
+         "match", "GluonCV FCN on a thin dilated ResNetV1b, heads for its widths "
+         "(see thin_segmentation): dilated convolution, BilinearResize2D, aux output"),
+    Spec("psp_resnet_thin", "semantic segmentation", thin_segmentation("psp"), image(64),
+         "match", "GluonCV PSPNet as fcn_resnet_thin: pyramid pooling with "
+         "AdaptiveAvgPooling2D 1/2/3/6"),
+    Spec("deeplab_resnet_thin", "semantic segmentation", thin_segmentation("deeplab"), image(64),
+         "match", "GluonCV DeepLabV3 as fcn_resnet_thin: ASPP (dilation 12/24/36), image pooling"),
     Spec("simple_pose_resnet18_v1b", "pose estimation", gluoncv_model("simple_pose_resnet18_v1b"),
          image((64, 48)), "match", "Deconvolution head"),
+    Spec("mobile_pose_mobilenetv3_small", "pose estimation",
+         gluoncv_model("mobile_pose_mobilenetv3_small"), image((64, 48)), "match",
+         "MobilePose: MobileNetV3-small, DUC upsampling (PixelShuffle reshapes)"),
     Spec("r2plus1d_resnet_thin", "video, 3-D convolution", thin_r2plus1d, video((4, 32)), "match",
          "R2Plus1D with one BasicBlock per stage (gluoncv R2Plus1D, layers [1, 1, 1, 1])"),
     Spec("p3d_resnet_thin", "video, 3-D convolution", thin_p3d, video((16, 32)), "match",
          "P3D with one Bottleneck per stage (gluoncv P3D, layers [1, 1, 1, 1])"),
     Spec("i3d_inceptionv1_kinetics400", "video, 3-D convolution",
          gluoncv_model("i3d_inceptionv1_kinetics400", nclass=10), video((8, 32)), "match"),
+    Spec("slowfast_4x16_thin", "video, 3-D convolution", thin_slowfast, video((36, 32)),
+         "match", "GluonCV SlowFast 4x16 (32 fast + 4 slow frames in one input), one block per "
+         "stage, width_per_group 16 (see thin_slowfast)"),
     Spec("resnet18_v1b_kinetics400", "video, 2-D (TSN)", tsn_resnet(18), image(32), "match",
          "ActionRecResNetV1b(depth=18) built directly (see tsn_resnet)"),
     Spec("rnn_lstm_unrolled", "recurrent (plain symbol)", unrolled_lstm,
-         [{"data": (2, 5, 8)}], "match", "mx.rnn.LSTMCell x2 unrolled 5 steps; begin state _zeros"),
+         [{"data": (2, 5, 8)}], "match", "mx.rnn.LSTMCell x2 unrolled 5 steps; begin state _zeros",
+         batch=0),  # already batch 2
     Spec("rnn_gluon_lstm", "recurrent (Gluon)",
          gluon_rnn("LSTM", hidden_size=16, num_layers=2, bidirectional=True),
          [{"data0": (5, 3, 8), "data1": (4, 3, 16), "data2": (4, 3, 16)}], "match",
-         "rnn.LSTM(16, num_layers=2, bidirectional) with begin states; output, h and c"),
+         "rnn.LSTM(16, num_layers=2, bidirectional) with begin states; output, h and c",
+         batch=0),  # already batch 3, on axis 1
     Spec("rnn_gluon_gru", "recurrent (Gluon)",
          gluon_rnn("GRU", hidden_size=16, num_layers=2, layout="NTC"),
          [{"data0": (3, 5, 8), "data1": (2, 3, 16)}], "match",
-         "rnn.GRU(16, num_layers=2, layout NTC) with a begin state; output and h"),
+         "rnn.GRU(16, num_layers=2, layout NTC) with a begin state; output and h",
+         batch=0),  # already batch 3 (the state's batch axis is 1)
     Spec("ssd_300_mobilenet0.25_voc", "object detection",
-         gluoncv_model("ssd_300_mobilenet0.25_voc"), image(128), "report"),
+         gluoncv_model("ssd_300_mobilenet0.25_voc"), image(128), "match",
+         "SSD decoder: softmax, where, _contrib_box_decode, _contrib_box_nms", scores=1),
     Spec("center_net_mobilenetv3_small_duc_voc", "object detection",
          gluoncv_model("center_net_mobilenetv3_small_duc_voc"), image(128), "match",
-         "CenterNet decoder: topk, int64 index arithmetic, gather_nd"),
+         "CenterNet decoder: topk, int64 index arithmetic, gather_nd", scores=1),
     Spec("center_net_resnet18_v1b_dcnv2_voc", "object detection",
          gluoncv_model("center_net_resnet18_v1b_dcnv2_voc"), image(128), "match",
-         "CenterNet with DCNv2 upsampling (_contrib_ModulatedDeformableConvolution)"),
+         "CenterNet with DCNv2 upsampling (_contrib_ModulatedDeformableConvolution)",
+         scores=1),
     Spec("yolo3_mobilenet0.25_voc", "object detection",
-         gluoncv_model("yolo3_mobilenet0.25_voc"), image(128), "report"),
+         gluoncv_model("yolo3_mobilenet0.25_voc"), image(128), "match",
+         "YOLOv3 decoder: sigmoid/exp anchor decoding, tile, repeat, _contrib_box_nms",
+         scores=1, nms_draw=9),
+    Spec("faster_rcnn_resnet_thin", "object detection", thin_faster_rcnn, image(64), "match",
+         "Faster R-CNN (see thin_faster_rcnn): RPN proposals, ROIAlign, box decoding, NMS",
+         scores=1, batch=0, nms_draw=1),  # the graph fixes batch 1 (a Concat of 32 RoIs)
+    Spec("mask_rcnn_resnet_thin", "object detection", thin_mask_rcnn, image(64), "match",
+         "Mask R-CNN (see thin_mask_rcnn): Faster R-CNN's graph, argsort, gather_nd, mask head",
+         scores=1, batch=0, nms_draw=1),  # the graph fixes batch 1
+    Spec("monodepth2_resnet_thin", "depth estimation", thin_monodepth2,
+         image(64), "match",
+         "GluonCV MonoDepth2 on thin_resnet_v1b: reflection padding, nearest UpSampling, 4 scales"),
     Spec("bert_tiny", "NLP (GluonNLP)", tiny_bert,
          [{"data0": (2, 8), "data1": (2, 8), "data2": (2,)}], "match",
-         "BERTModel 2 layers, 32 units (inputs: tokens, token types, valid length)"),
+         "BERTModel 2 layers, 32 units (inputs: tokens, token types, valid length)",
+         batch=0),  # already batch 2
     Spec("rcnn_proposal_roipooling", "object detection (plain symbol)", rcnn_head("ROIPooling"),
          [{"data": (1, 3, 64, 80), "im_info": (1, 3)}], "match",
-         "MXNet's example R-CNN: RPN, _contrib_Proposal, ROIPooling, FC heads"),
+         "MXNet's example R-CNN: RPN, _contrib_Proposal, ROIPooling, FC heads",
+         batch=0),  # _contrib_Proposal takes one image
     Spec("rcnn_proposal_roialign", "object detection (plain symbol)", rcnn_head("ROIAlign"),
          [{"data": (1, 3, 64, 80), "im_info": (1, 3)}], "match",
-         "MXNet's example R-CNN with _contrib_ROIAlign (sample_ratio 2) for the rois"),
+         "MXNet's example R-CNN with _contrib_ROIAlign (sample_ratio 2) for the rois",
+         batch=0),  # _contrib_Proposal takes one image
     Spec("ssd_symbol", "object detection (plain symbol)", ssd_symbol, [{"data": (1, 3, 32, 32)}],
-         "match", "MXNet's example SSD: MultiBoxPrior on two maps, MultiBoxDetection"),
+         "match", "MXNet's example SSD: MultiBoxPrior on two maps, MultiBoxDetection",
+         batch=0),  # scores of a second image not conditioned
     Spec("mobilefacenet", "face recognition (plain symbol)", mobilefacenet,
          [{"data": (1, 3, 32, 32)}], "match",
          "InsightFace MobileFaceNet: PReLU, depthwise, GDC, BatchNorm fc1, L2Normalization"),
@@ -492,18 +675,23 @@ SUITE = [
          [{"data": (1, 3, 100, 100)}], "match",
          "RetinaFace: FPN with UpSampling nearest + Crop / slice_like, SSH, per-level heads"),
     Spec("rnn_fused_lstm", "recurrent (plain symbol)", fused_rnn("lstm", num_layers=2),
-         [{"data": (2, 5, 8)}], "match", "mx.rnn.FusedRNNCell lstm, 2 layers, unrolled 5 steps"),
+         [{"data": (2, 5, 8)}], "match", "mx.rnn.FusedRNNCell lstm, 2 layers, unrolled 5 steps",
+         batch=0),  # already batch 2
     Spec("rnn_fused_gru", "recurrent (plain symbol)",
          fused_rnn("gru", num_layers=1, bidirectional=True), [{"data": (3, 5, 8)}], "match",
-         "mx.rnn.FusedRNNCell gru, bidirectional, unrolled 5 steps"),
+         "mx.rnn.FusedRNNCell gru, bidirectional, unrolled 5 steps",
+         batch=0),  # already batch 3
     Spec("nlp_standard_lstm_lm", "NLP (GluonNLP)", nlp_standard_lstm_lm, [{"data": (6, 2)}],
          "match", "StandardRNN lstm (standard_lstm_lm_200's structure), vocab 50, 16 units, "
-         "tied weights; tokens (T, N), begin states _zeros"),
+         "tied weights; tokens (T, N), begin states _zeros",
+         batch=0),  # tokens (T, N): batch on axis 1
     Spec("nlp_awd_lstm_lm", "NLP (GluonNLP)", nlp_awd_lstm_lm, [{"data": (6, 2)}], "match",
-         "AWDRNN lstm (awd_lstm_lm_1150's structure), 3 layers, vocab 50, tied weights"),
+         "AWDRNN lstm (awd_lstm_lm_1150's structure), 3 layers, vocab 50, tied weights",
+         batch=0),  # tokens (T, N): batch on axis 1
     Spec("nlp_transformer_encoder", "NLP (GluonNLP)", nlp_transformer_encoder,
          [{"data0": (2, 7, 32), "data1": (2,)}], "match",
-         "gluonnlp TransformerEncoder, 2 layers, 32 units, 4 heads, with valid_length"),
+         "gluonnlp TransformerEncoder, 2 layers, 32 units, 4 heads, with valid_length",
+         batch=0),  # already batch 2
 ]
 
 
@@ -566,7 +754,7 @@ def all_specs() -> List[Spec]:
         tsn = re.match(r"resnet(\d+)_v1b_(kinetics400|sthsthv2|ucf101|hmdb51|custom)$", name)
         if tsn:
             build, notes = tsn_resnet(int(tsn.group(1))), "ActionRecResNetV1b built directly"
-        specs.append(Spec(name, family, build, shapes, notes=notes))
+        specs.append(Spec(name, family, build, shapes, notes=notes, batch=0))  # suite only
     return specs
 
 
@@ -696,19 +884,27 @@ def make_model(spec: Spec, outdir: str, timeout: int) -> dict:
     prefix = os.path.join(outdir, spec.name)
     t0 = time.time()
     entry = {"family": spec.family, "expect": spec.expect, "notes": spec.notes}
-    rng = seed_all(spec.name)
     signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(timeout)
     try:
-        net, inputs, live = build_gluon(spec, rng)
-        if isinstance(net, mx.sym.Symbol):
-            inputs = export_symbol(net, inputs, prefix, rng, spec.name)
-        else:
-            net.export(prefix)
-        sym, args, auxs = load_checkpoint(prefix)
-        names = [n for n in sym.list_arguments() if n not in args]
-        if set(inputs) != set(names):  # Gluon names a single input "data", several data0, data1..
-            inputs = dict(zip(names, inputs.values()))
+        for draw in range(max(0, spec.nms_draw), max(0, spec.nms_draw) + NMS_DRAWS):
+            rng = seed_all(spec.name if draw == 0 else "%s#%d" % (spec.name, draw))
+            net, inputs, live = build_gluon(spec, rng)
+            if isinstance(net, mx.sym.Symbol):
+                inputs = export_symbol(net, inputs, prefix, rng, spec.name)
+            else:
+                net.export(prefix)
+            sym, args, auxs = load_checkpoint(prefix)
+            names = [n for n in sym.list_arguments() if n not in args]
+            if set(inputs) != set(names):  # Gluon names one input "data", several data0, data1..
+                inputs = dict(zip(names, inputs.values()))
+            if spec.nms_draw < 0:
+                break
+            margins = nms_conditioning(sym, inputs, args, auxs)
+            entry["nms"] = {"draw": draw, "margins": margins,
+                            "well_conditioned": well_conditioned(margins)}
+            if entry["nms"]["well_conditioned"]:
+                break
         outs = run_symbol(sym, inputs, args, auxs, dtype=None)
         if live is not None and len(live) == len(outs):
             diffs = [rel_err(a.astype(np.float64), b) for a, b in zip(outs, live) if a.size]
@@ -723,6 +919,10 @@ def make_model(spec: Spec, outdir: str, timeout: int) -> dict:
                      max_abs_output=mags)
         if not all(np.isfinite(m) for m in mags):
             entry["notes"] += " (MXNet's output is not finite)"
+        if spec.scores >= 0:
+            entry["score_ties"] = score_ties(spec, outs)
+        if spec.batch > 1:
+            entry["batch"] = run_batch(spec, sym, args, auxs, inputs, prefix, rng)
     except NeedsDownload as e:
         entry.update(status="needs download", error=one_line(e))
     except Timeout:
@@ -733,6 +933,137 @@ def make_model(spec: Spec, outdir: str, timeout: int) -> dict:
         signal.alarm(0)
     entry["seconds"] = round(time.time() - t0, 2)
     return entry
+
+
+TIE_MARGIN = 1e-5  # relative: ~100x the float32 rounding seen in detection scores
+
+
+def score_ties(spec: Spec, outs: List[np.ndarray]) -> int:
+    """How many pairs of neighbouring detections (by score, in one image) have different boxes
+    or classes and scores within TIE_MARGIN of the top score: their order is rounding, so
+    another runtime may list them the other way round (0 when the Spec has no score output)."""
+    if spec.scores < 0:
+        return 0
+    ties = 0
+    rows = [o.reshape(o.shape[0], o.shape[1], -1).astype(np.float64)
+            for o in outs[spec.scores - 1:spec.scores + 2]]
+    for ids, scores, boxes in zip(*rows):
+        s = scores[:, 0]
+        order = [i for i in np.argsort(-s, kind="stable") if s[i] > 0]
+        for a, b in zip(order, order[1:]):
+            if s[a] - s[b] <= TIE_MARGIN * s[order[0]] and (
+                    ids[a, 0] != ids[b, 0] or np.max(np.abs(boxes[a] - boxes[b])) > 1e-3):
+                ties += 1
+    return ties
+
+
+def _iou(box, boxes):
+    w = np.maximum(0, np.minimum(box[2], boxes[:, 2]) - np.maximum(box[0], boxes[:, 0]))
+    h = np.maximum(0, np.minimum(box[3], boxes[:, 3]) - np.maximum(box[1], boxes[:, 1]))
+    area = lambda b: np.maximum(0, b[..., 2] - b[..., 0]) * np.maximum(0, b[..., 3] - b[..., 1])
+    inter = w * h
+    return inter / np.maximum(area(box) + area(boxes) - inter, 1e-12)
+
+
+def nms_margins(x: np.ndarray, attrs: dict) -> Dict[str, float]:
+    """How far _contrib_box_nms's decisions on its input x are from flipping, by greedy NMS in
+    float64 (per batch row, per class unless force_suppress): "iou", the smallest |IoU - thresh|
+    of a box against one kept before it; "score", the smallest score gap (relative to the top
+    score) between a kept box and one it suppresses; "order", between neighbouring kept boxes
+    (their output order, and which make a top-k cut)."""
+    cs, si = int(attrs.get("coord_start", 2)), int(attrs.get("score_index", 1))
+    ii = int(attrs.get("id_index", -1))
+    thresh, valid = float(attrs.get("overlap_thresh", 0.5)), float(attrs.get("valid_thresh", 0))
+    force = attrs.get("force_suppress", "False") in ("True", "true", "1")
+    topk = int(attrs.get("topk", -1))
+    out = {"iou": float("inf"), "score": float("inf"), "order": float("inf")}
+    for row in x.reshape((-1,) + x.shape[-2:]).astype(np.float64):
+        s, boxes = row[:, si], row[:, cs:cs + 4]
+        top = max(float(np.max(np.abs(s))), 1e-30)
+        cand = np.where(s > valid)[0]
+        cand = cand[np.argsort(-s[cand], kind="stable")]
+        if topk > 0:
+            if cand.size > topk:
+                out["order"] = min(out["order"], (s[cand[topk - 1]] - s[cand[topk]]) / top)
+            cand = cand[:topk]
+        groups = [cand] if force or ii < 0 else [cand[row[cand, ii] == c]
+                                                 for c in np.unique(row[cand, ii])]
+        kept = []
+        for idx in groups:
+            alive = np.ones(len(idx), bool)
+            for a in range(len(idx)):
+                if not alive[a]:
+                    continue
+                kept.append(idx[a])
+                rest = np.arange(a + 1, len(idx))[alive[a + 1:]]
+                if not rest.size:
+                    continue
+                o = _iou(boxes[idx[a]], boxes[idx[rest]])
+                out["iou"] = min(out["iou"], float(np.min(np.abs(o - thresh))))
+                hit = rest[o > thresh]
+                if hit.size:
+                    out["score"] = min(out["score"], float(np.min(s[idx[a]] - s[idx[hit]])) / top)
+                alive[hit] = False
+        ks = np.sort(s[kept])
+        if ks.size > 1:
+            out["order"] = min(out["order"], float(np.min(np.diff(ks))) / top)
+    return out
+
+
+NMS_IOU_MARGIN, NMS_SCORE_MARGIN = 1e-4, 1e-5  # ~100x float32 rounding of IoUs / scores
+NMS_DRAWS = 20
+
+
+def nms_conditioning(sym, inputs, args, auxs) -> Dict[str, Dict[str, float]]:
+    """nms_margins of every _contrib_box_nms in the graph, on MXNet's own values."""
+    nodes = json.loads(sym.tojson())["nodes"]
+    internals = sym.get_internals()
+    names = internals.list_outputs()
+    picks, attrs = [], []
+    for n in nodes:
+        if n["op"] == "_contrib_box_nms":
+            src = nodes[n["inputs"][0][0]]["name"] + "_output"
+            picks.append(names.index(src))
+            attrs.append((n["name"], n.get("attrs", {})))
+    if not picks:
+        return {}
+    group = mx.sym.Group([internals[i] for i in picks])
+    values = run_symbol(group, inputs, {k: v for k, v in args.items()
+                                        if k in group.list_arguments()}, auxs, dtype=None)
+    return {name: nms_margins(v, a) for (name, a), v in zip(attrs, values)}
+
+
+def well_conditioned(margins: Dict[str, Dict[str, float]]) -> bool:
+    return all(m["iou"] > NMS_IOU_MARGIN and m["score"] > NMS_SCORE_MARGIN and
+               m["order"] > NMS_SCORE_MARGIN for m in margins.values())
+
+
+def run_batch(spec: Spec, sym, args, auxs, inputs, prefix: str, rng) -> dict:
+    """MXNet's classic executor on the exported files at batch spec.batch: the batch-1 input
+    as row 0, random rows after it (drawn again, with nms_draw, until well_conditioned)."""
+    n = spec.batch
+    nms = {}
+    try:
+        for draw in range(NMS_DRAWS):
+            more = random_inputs({k: (n - 1,) + v.shape[1:] for k, v in inputs.items()}, rng,
+                                 spec.name)
+            batched = {k: np.concatenate([v, more[k].astype(v.dtype)]) for k, v in inputs.items()}
+            outs = run_symbol(sym, batched, args, auxs, dtype=None)
+            if spec.nms_draw < 0:
+                break
+            margins = nms_conditioning(sym, batched, args, auxs)
+            nms = {"nms": {"draw": draw, "margins": margins,
+                           "well_conditioned": well_conditioned(margins)}}
+            if nms["nms"]["well_conditioned"]:
+                break
+        save_npz("%s-b%d-io.npz" % (prefix, n),
+                 {**{"input:" + k: v for k, v in batched.items()},
+                  **{"output:%d" % i: o for i, o in enumerate(outs)}})
+        return {"n": n, "status": "exported", "score_ties": score_ties(spec, outs), **nms,
+                "inputs": {k: shape_list(v.shape) for k, v in batched.items()},
+                "outputs": [shape_list(o.shape) for o in outs]}
+    except Exception as e:  # a graph that fixes its batch (a Reshape to 1, ...)
+        return {"n": n, "status": "export failed", "error": one_line(e)}
 
 
 def write_manifest(outdir: str, mode: str, models: dict) -> None:
@@ -789,7 +1120,9 @@ def main(argv=None) -> int:
         prefix = os.path.join(a.outdir, spec.name)
         if old and (a.all or old.get("script_sha256") == digest) and (
                 a.all or old["status"] != "exported" or
-                all(os.path.exists(prefix + s) for s in ("-symbol.json", "-0000.params", "-io.npz"))):
+                all(os.path.exists(prefix + s) for s in ("-symbol.json", "-0000.params", "-io.npz")
+                    + (("-b%d-io.npz" % spec.batch,)
+                       if old.get("batch", {}).get("status") == "exported" else ()))):
             continue
         if a.limit and done >= a.limit:
             break

@@ -20,14 +20,26 @@ FAMILIES_DIR = os.environ.get('MXLITE_FAMILY_FIXTURES',
 RTOL = 1e-4
 # The suite's models that mxlite must run (scripts/model_families.py SUITE, expect="match").
 EXPECTED_TO_MATCH = ['cifar_resnet20_v1', 'mobilenetv3_small', 'se_resnet18_v1', 'resnest14',
-                     'fastscnn_citys', 'simple_pose_resnet18_v1b', 'r2plus1d_resnet_thin',
-                     'p3d_resnet_thin', 'i3d_inceptionv1_kinetics400', 'resnet18_v1b_kinetics400',
+                     'fastscnn_citys', 'fcn_resnet_thin', 'psp_resnet_thin', 'deeplab_resnet_thin',
+                     'simple_pose_resnet18_v1b', 'mobile_pose_mobilenetv3_small',
+                     'r2plus1d_resnet_thin', 'p3d_resnet_thin', 'i3d_inceptionv1_kinetics400',
+                     'slowfast_4x16_thin', 'resnet18_v1b_kinetics400',
                      'rnn_lstm_unrolled', 'rnn_gluon_lstm', 'rnn_gluon_gru',
                      'center_net_mobilenetv3_small_duc_voc',
-                     'center_net_resnet18_v1b_dcnv2_voc', 'bert_tiny',
+                     'center_net_resnet18_v1b_dcnv2_voc', 'ssd_300_mobilenet0.25_voc',
+                     'yolo3_mobilenet0.25_voc', 'faster_rcnn_resnet_thin', 'mask_rcnn_resnet_thin',
+                     'monodepth2_resnet_thin', 'bert_tiny',
                      'rcnn_proposal_roipooling', 'rcnn_proposal_roialign', 'ssd_symbol',
                      'mobilefacenet', 'retinaface_heads', 'rnn_fused_lstm', 'rnn_fused_gru',
                      'nlp_standard_lstm_lm', 'nlp_awd_lstm_lm', 'nlp_transformer_encoder']
+# Those whose files must also match MXNet at batch 2 (Spec.batch: the manifest's "batch" entry
+# and NAME-b2-io.npz; the others' inputs are already batches, have the batch on axis 1, or the
+# graph takes one image).
+NO_BATCH_RUN = ('rnn_lstm_unrolled', 'rnn_gluon_lstm', 'rnn_gluon_gru', 'bert_tiny',
+                'faster_rcnn_resnet_thin', 'mask_rcnn_resnet_thin', 'rcnn_proposal_roipooling',
+                'rcnn_proposal_roialign', 'ssd_symbol', 'rnn_fused_lstm', 'rnn_fused_gru',
+                'nlp_standard_lstm_lm', 'nlp_awd_lstm_lm', 'nlp_transformer_encoder')
+EXPECTED_TO_MATCH_AT_BATCH = [name for name in EXPECTED_TO_MATCH if name not in NO_BATCH_RUN]
 
 
 def load_manifest():
@@ -41,10 +53,15 @@ def load_manifest():
 MODELS = load_manifest()
 
 
-def run(api, name):
+def run(api, name, batch=None):
     entry = MODELS[name]
     case = Case(FAMILIES_DIR, name, entry)
-    inputs, expected = case.io()
+    if batch is None:
+        inputs, expected = case.io()
+    else:
+        data = np.load(case.path('-b%d-io.npz' % batch['n']))
+        inputs = {k.split(':', 1)[1]: data[k] for k in data.files if k.startswith('input:')}
+        expected = [data['output:%d' % i] for i in range(len(batch['outputs']))]
     return api.predict(case.symbol_json, case.params, inputs, num_outputs=len(expected)), expected
 
 
@@ -58,9 +75,33 @@ def test_family_model_matches_mxnet(api, name):
         assert_close(ours, theirs, RTOL, f'{name} output {i}')
 
 
+@pytest.mark.parametrize('name', EXPECTED_TO_MATCH_AT_BATCH)
+def test_family_model_matches_mxnet_at_batch(api, name):
+    assert name in MODELS, f'{name} missing from {FAMILIES_DIR}: run scripts/run_tests.sh'
+    batch = MODELS[name].get('batch', {})
+    assert batch.get('status') == 'exported', batch.get('error', 'no batch run in the manifest')
+    outputs, expected = run(api, name, batch)
+    assert expected[0].shape[0] == batch['n'] > 1
+    for i, (ours, theirs) in enumerate(zip(outputs, expected)):
+        assert_close(ours, theirs, RTOL, f'{name} at batch {batch["n"]}, output {i}')
+
+
+@pytest.mark.parametrize('name', sorted(n for n, e in MODELS.items() if 'nms' in e))
+def test_nms_fixture_is_well_conditioned(name):
+    """An R-CNN's outputs hang on its NMS decisions: model_families draws its weights and
+    input until, in MXNet's own values, no IoU is within 1e-4 of a box_nms threshold and no
+    deciding score gap within 1e-5 (Spec.nms_draw), so rounding cannot flip a decision."""
+    for where, nms in (('batch 1', MODELS[name]['nms']),
+                       ('batch', MODELS[name].get('batch', {}).get('nms'))):
+        assert nms is None or nms['well_conditioned'], \
+            f"{name} at {where}: no well-conditioned draw: {nms['margins']}"
+
+
 def test_suite_lists_what_the_test_expects():
     assert MODELS, f'no manifest in {FAMILIES_DIR}: run scripts/run_tests.sh'
     assert sorted(n for n, e in MODELS.items() if e['expect'] == 'match') == sorted(EXPECTED_TO_MATCH)
+    assert sorted(n for n, e in MODELS.items() if e['expect'] == 'match' and 'batch' in e) == \
+        sorted(EXPECTED_TO_MATCH_AT_BATCH)
 
 
 @pytest.mark.parametrize('name', sorted(set(MODELS) - set(EXPECTED_TO_MATCH)))
