@@ -55,7 +55,7 @@ def test_bench_runs_every_runtime_on_a_small_model(tmp_path):
     results_json = tmp_path / 'results.json'
     command = [sys.executable, BENCH, '--models', 'squeezenet1.1', '--threads', '1,2',
                '--batch', '1,3', '--section', 'CPU performance on a test machine',
-               '--iters', '2', '--turn', '2', '--warmup', '1', '--dot', '0',
+               '--iters', '2', '--turn', '2', '--warmup', '1', '--dot', '64',
                '--quiet-wait-s', '0',
                '--gap-ms', '0', '--library', library_under_test(), '--zoo', ZOO_DIR,
                '--oracle-python', ORACLE_PYTHON, '--benchmarks-file', str(benchmarks),
@@ -83,6 +83,10 @@ def test_bench_runs_every_runtime_on_a_small_model(tmp_path):
         for runtime, result in batched.items():
             assert result['error'] is None, (runtime, result['error'])
             assert result['rel_err'] <= (1e-4 if runtime == 'mxlite' else 1e-3), runtime
+    # The dot case (a 64x64 product) beside the models, every runtime checked.
+    for threads in ('1', '2'):
+        for runtime, result in report['dot']['results'][threads].items():
+            assert result['error'] is None and result['rel_err'] <= 1e-3, (runtime, result)
     # The machine: the FMA peak, and the CPUs' round trip beside the two-thread rows.
     assert report['fma_peaks'] and min(report['fma_peaks'].values()) > 0
     trips = report['background']['squeezenet1.1']['2']['round_trip_ns']

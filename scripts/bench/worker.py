@@ -180,8 +180,8 @@ class Worker:
         load_s = self.runtime.load(model, int(request.get('threads', 1)))
         io = np.load(model['io'])
         # A batch case repeats the fixture's one image; every row must give MXNet's output.
-        batch = int(model.get('batch', 1))
         data, expected = io['input:' + model['input_name']], io['output:0']
+        batch = int(model.get('batch', data.shape[0]))
         if batch != data.shape[0]:
             data = np.repeat(data[:1], batch, axis=0)
             expected = np.repeat(expected[:1], batch, axis=0)
