@@ -194,7 +194,7 @@ Status TimeCandidates(const ConvTuningRequest& request, const PrepareConvCandida
   const int64_t workspace_count = static_cast<int64_t>(workspace_bytes / sizeof(float)) + 1;
   const uint64_t bytes = sizeof(float) * static_cast<uint64_t>(
       in_count + out_count * (request.has_residual ? 2 : 1) + workspace_count);
-  if (bytes > kMaxTuningBytes) {
+  if (bytes > kMaxTuningBytes || (request.max_bytes != 0 && bytes > request.max_bytes)) {
     *chosen = request.heuristic;
     return Status();
   }

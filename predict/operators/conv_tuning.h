@@ -15,8 +15,9 @@
  * times, stopping as soon as a run is twice the best time so far; its
  * shortest run counts. Another candidate replaces the heuristic's choice
  * only when it is at least kMargin faster, so noise does not flip a
- * choice that the heuristic had right. A layer whose buffers would exceed
- * kMaxTuningBytes keeps the heuristic's choice (nothing is allocated).
+ * choice that the heuristic had right. A layer whose trial buffers (input,
+ * output, residual, workspace) would exceed kMaxTuningBytes or the
+ * predictor's memory budget keeps the heuristic's choice.
  *
  * Choices are kept per process, keyed by the processor model
  * (CpuModelName), the instruction set in use, the thread count, the
@@ -37,6 +38,7 @@
 #ifndef MXLITE_OPERATORS_CONV_TUNING_H_
 #define MXLITE_OPERATORS_CONV_TUNING_H_
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -59,6 +61,7 @@ struct ConvTuningRequest {
   const ConvAlgorithm* heuristic = nullptr;      // ChooseConvAlgorithm's entry
   ThreadPool* pool = nullptr;   // the predictor's threads (null: this thread)
   std::string cache_path;       // RuntimeOptions::tuning_cache ("" : none)
+  uint64_t max_bytes = 0;       // most bytes the trial runs may allocate (the memory budget)
 };
 
 // The tuned choice for the layer (from the process's table, the cache file,

@@ -209,6 +209,7 @@ class Convolution : public Operator {
       request.heuristic = algorithm_;
       request.pool = thread_pool();
       request.cache_path = runtime_options().tuning_cache;
+      request.max_bytes = MemoryBudget(runtime_options());
       MXL_RETURN_IF_ERROR(TuneConvAlgorithm(
           request,
           [&](const ConvAlgorithm* candidate, std::unique_ptr<ConvKernel>* kernel) {
