@@ -11,6 +11,9 @@ the predictor from NAME-symbol.json + NAME-0000.params, feed NAME-io.npz's input
 every output with MXNet's, ``max|ours - MXNet| <= 1e-4 * max|MXNet|``. A model then
 
 * matches: every output within the tolerance;
+* differs after NMS / top-k ties: an output differs, but every tensor entering the model's
+  NMS and top-k operators matches MXNet's (computed in the oracle venv, --oracle-python): the
+  differences come from the order of values a float32 rounding apart;
 * gives wrong numbers (!): it runs, and an output differs (or has another shape);
 * fails to load: MXPredCreate or MXPredForward returns an error (the operators the symbol
   uses that mxlite's registry, predict/operators/op_list.inc, does not hold are listed);
@@ -104,6 +107,120 @@ def closest_values(outputs):
     return min(gaps) if gaps else None
 
 
+# Operators whose output depends on the order of values (NMS, top-k): where MXNet's values lie
+# a float32 rounding apart, two correct implementations may keep or order other rows.
+DECISION_OPS = ('_contrib_box_nms', '_contrib_box_non_maximum_suppression', 'topk',
+                '_contrib_MultiBoxDetection')
+
+# Runs in the oracle venv: MXNet's values of the tensors the decision operators take (reference
+# kernels), saved to an .npz by internal output name.
+DECISION_INPUTS_SNIPPET = r"""
+import json, os, sys
+os.environ['MXNET_MKLDNN_ENABLED'] = '0'
+os.environ['MXNET_SUBGRAPH_BACKEND'] = 'NONE'
+import numpy as np
+import mxnet as mx
+prefix, out_path, ops = sys.argv[1], sys.argv[2], sys.argv[3].split(',')
+sym = mx.sym.load(prefix + '-symbol.json')
+nodes = json.loads(sym.tojson())['nodes']
+internals = sym.get_internals()
+available = set(internals.list_outputs())
+names = []
+for node in nodes:
+    if node['op'] in ops:
+        for src, index, _ in node['inputs']:
+            name = nodes[src]['name'] + '_output'
+            if nodes[src]['op'] != 'null' and index == 0 and name in available and name not in names:
+                names.append(name)
+if not names:
+    print(json.dumps([]))
+    sys.exit(0)
+group = mx.sym.Group([internals[n] for n in names])
+params = mx.nd.load(prefix + '-0000.params')
+args = {k[4:]: v for k, v in params.items() if k.startswith('arg:')}
+aux = {k[4:]: v for k, v in params.items() if k.startswith('aux:')}
+io = np.load(prefix + '-io.npz')
+for key in io.files:
+    if key.startswith('input:'):
+        args[key[6:]] = mx.nd.array(io[key], dtype=io[key].dtype)
+executor = group.bind(mx.cpu(), {k: v for k, v in args.items() if k in group.list_arguments()},
+                      aux_states={k: v for k, v in aux.items()
+                                  if k in group.list_auxiliary_states()})
+values = executor.forward()
+np.savez(out_path, **{n: v.asnumpy() for n, v in zip(names, values)})
+print(json.dumps(names))
+"""
+
+
+def check_decision_inputs(prefix, npz_path):
+    """mxlite's values of the tensors saved in npz_path (internal outputs) against MXNet's."""
+    from capi import API, CAPIError, load_library
+    api = API(load_library())
+    reference = np.load(npz_path)
+    names = list(reference.files)
+    with open(prefix + '-symbol.json', encoding='utf-8') as f:
+        symbol_json = f.read()
+    with open(prefix + '-0000.params', 'rb') as f:
+        params = f.read()
+    io = np.load(prefix + '-io.npz')
+    inputs = {k.split(':', 1)[1]: io[k] for k in io.files if k.startswith('input:')}
+    keys = [n[:-len('_output')] for n in names]
+    try:
+        [handle] = api.create_with_options(symbol_json, params,
+                                           {k: v.shape for k, v in inputs.items()}, {},
+                                           output_keys=keys)
+        for name, value in inputs.items():
+            api.set_input(handle, name, value.astype(np.float32))
+        api.forward(handle)
+        outputs = [api.output(handle, i) for i in range(len(names))]
+        api.free(handle)
+    except CAPIError as e:
+        return {'error': str(e).strip().splitlines()[0][:300]}
+    errors = {}
+    for name, ours in zip(names, outputs):
+        theirs = reference[name]
+        scale = float(np.max(np.abs(theirs.astype(np.float64)))) if theirs.size else 0.0
+        errors[name] = (float(np.max(np.abs(ours.astype(np.float64) - theirs))) / max(scale, 1e-30)
+                        if ours.shape == theirs.shape and theirs.size else float('inf'))
+    return {'rel_errors': errors}
+
+
+def decision_check(prefix, oracle_python, timeout):
+    """For a model whose outputs differ: do the tensors entering its NMS / top-k operators
+    match MXNet's? A dict to update the model's result with (status 'differs after ties' when
+    they all do), or {} when it has no such operators or the check cannot run."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as scratch:
+        npz_path = os.path.join(scratch, 'decision_inputs.npz')
+        try:
+            run = subprocess.run([oracle_python, '-c', DECISION_INPUTS_SNIPPET, prefix, npz_path,
+                                  ','.join(DECISION_OPS)], capture_output=True, text=True,
+                                 timeout=timeout)
+        except (OSError, subprocess.TimeoutExpired):
+            return {}
+        lines = [ln for ln in run.stdout.splitlines() if ln.startswith('[')]
+        if run.returncode != 0 or not lines or not json.loads(lines[-1]):
+            return {}
+        cmd = [sys.executable, os.path.abspath(__file__), '--check-internals', prefix, npz_path]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return {}
+        found = [ln for ln in proc.stdout.splitlines() if ln.startswith('{')]
+        if proc.returncode != 0 or not found:
+            return {}
+        result = json.loads(found[-1])
+    if 'rel_errors' not in result:
+        return {}
+    errors = result['rel_errors']
+    worst = max(errors.values())
+    summary = 'the %d tensor(s) entering NMS / top-k match MXNet within %.2g' % (len(errors), worst)
+    if worst <= RTOL:
+        return {'status': 'differs after ties', 'decision_inputs': errors,
+                'error': summary + '; outputs differ after them'}
+    return {'decision_inputs': errors}
+
+
 def check_in_child(prefix, timeout):
     cmd = [sys.executable, os.path.abspath(__file__), '--check', prefix]
     try:
@@ -121,8 +238,9 @@ FAMILY_ORDER = ['ImageNet classification', 'CIFAR classification', 'semantic seg
                 'object detection', 'pose estimation', 'video, 2-D (TSN)', 'video, 3-D convolution',
                 'depth estimation', 'tracking', 'recurrent (plain symbol)', 'NLP (GluonNLP)',
                 'quantized (int8)']
-MARK = {'matches': 'matches', 'wrong numbers': '**wrong numbers (!)**',
-        'fails to load': 'fails to load', 'crashes': '**crashes (!)**'}
+MARK = {'matches': 'matches', 'differs after ties': 'differs after NMS / top-k ties',
+        'wrong numbers': '**wrong numbers (!)**', 'fails to load': 'fails to load',
+        'crashes': '**crashes (!)**'}
 
 
 def write_markdown(path, manifest, results, known, command):
@@ -157,9 +275,15 @@ def write_markdown(path, manifest, results, known, command):
            'BatchNorm statistics, gamma/beta and biases randomised), run once on a small input '
            'and exported; `scripts/model_report.py` loaded the export with mxlite through the C '
            'API and compared each output with MXNet\'s: *matches* means '
-           '`max |mxlite - MXNet| <= 1e-4 * max |MXNet|` for every output.', '',
+           '`max |mxlite - MXNet| <= 1e-4 * max |MXNet|` for every output. Where an output '
+           'differs and the model has NMS or top-k operators, the tensors entering them are '
+           'compared too (MXNet\'s values from its internal outputs): *differs after NMS / '
+           'top-k ties* means they all match to 1e-4 and the outputs differ only after those '
+           'operators, which order and suppress boxes by values that random weights leave a '
+           'float32 rounding apart (the closest two are printed).', '',
            '## Summary', '', '| status | models |', '|---|---:|']
-    for status in ['matches', 'wrong numbers', 'crashes', 'fails to load', 'export failed',
+    for status in ['matches', 'differs after ties', 'wrong numbers', 'crashes', 'fails to load',
+                   'export failed',
                    'needs download', 'timed out', 'skipped', 'not checked']:
         if counts.get(status):
             out.append('| %s | %d |' % (MARK.get(status, status), counts[status]))
@@ -191,10 +315,10 @@ def write_markdown(path, manifest, results, known, command):
             if status == 'skipped':
                 detail = 'not built in this run (its --skip, below)'
             detail = detail.replace('|', '\\|').replace('\n', ' ')
-            if len(detail) > 160:
-                detail = detail[:157] + '...'
+            if len(detail) > 300:
+                detail = detail[:297] + '...'
             out.append('| %s | %s | %s | %s |' % (name, shape, MARK.get(status, status), detail))
-    out += ['', '## How this was made', '', 'Statuses besides the four of mxlite\'s check: '
+    out += ['', '## How this was made', '', 'Statuses besides those of mxlite\'s check: '
             '*export failed* (MXNet could not build, run or export the model at the input shapes '
             'tried; the error is MXNet\'s), *needs download* (GluonCV loads pretrained files '
             'whatever `pretrained=False` says), *timed out* (the per-model limit of '
@@ -210,6 +334,11 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('outdir', nargs='?')
     ap.add_argument('--check', metavar='PREFIX', help=argparse.SUPPRESS)
+    ap.add_argument('--check-internals', nargs=2, metavar=('PREFIX', 'NPZ'), help=argparse.SUPPRESS)
+    ap.add_argument('--oracle-python', default=os.path.join(ROOT, 'build', 'venv-mxnet', 'bin',
+                                                            'python'),
+                    help='MXNet 1.9.1 (for the tensors entering NMS / top-k of models whose '
+                         'outputs differ)')
     ap.add_argument('--out', help='write this markdown file (docs/models.md)')
     ap.add_argument('--prune', action='store_true', help='delete checkpoints once checked')
     ap.add_argument('--timeout', type=int, default=600, help='seconds per model check')
@@ -219,6 +348,9 @@ def main(argv=None):
     a = ap.parse_args(argv)
     if a.check:
         print(json.dumps(check(a.check)), flush=True)
+        return 0
+    if a.check_internals:
+        print(json.dumps(check_decision_inputs(*a.check_internals)), flush=True)
         return 0
     if not a.outdir:
         ap.error('OUTDIR is required')
@@ -247,6 +379,11 @@ def main(argv=None):
                 print('model_report: %s: the library lacks %s, which %s lists' % (
                     name, named.group(1), a.op_list))
                 res['missing'] = sorted(set(res['missing']) | {named.group(1)})
+        if res['status'] == 'wrong numbers' and os.path.exists(a.oracle_python):
+            tie = decision_check(prefix, a.oracle_python, a.timeout)
+            if tie.get('status'):
+                tie['error'] = tie['error'] + ' (' + res['error'] + ')'
+            res.update(tie)
         res['seconds'] = round(time.time() - t0, 2)
         results[name] = res
         print('  %-44s %-14s %5.1fs %s' % (name, res['status'], res['seconds'],

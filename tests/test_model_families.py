@@ -120,3 +120,21 @@ def test_other_family_models_load_or_match(api, name):
             assert_close(ours, theirs, RTOL, f'{name} output {i}')
         else:
             np.testing.assert_array_equal(ours, theirs, f'{name} output {i}')
+
+
+def test_report_compares_the_tensors_entering_nms():
+    """scripts/model_report.py's check for a model whose detections differ: MXNet's values of
+    the tensor the suite's SSD gives box_nms (from the oracle venv) against mxlite's."""
+    import importlib.util
+    oracle = os.environ.get('MXLITE_ORACLE_PYTHON',
+                            os.path.join(ROOT, 'build', 'venv-mxnet', 'bin', 'python'))
+    assert os.path.exists(oracle), 'the MXNet oracle venv is missing: run scripts/run_tests.sh'
+    spec = importlib.util.spec_from_file_location(
+        'mxlite_model_report', os.path.join(ROOT, 'scripts', 'model_report.py'))
+    report = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(report)
+    result = report.decision_check(os.path.join(FAMILIES_DIR, 'ssd_300_mobilenet0.25_voc'),
+                                   oracle, 600)
+    assert result.get('status') == 'differs after ties', result
+    errors = result['decision_inputs']
+    assert len(errors) == 1 and max(errors.values()) <= RTOL, errors
