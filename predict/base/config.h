@@ -30,6 +30,11 @@
  *   MXLITE_NO_NDARRAY_SAVE  Drop writing MXNet's NDArray list format;
  *                           SaveNDArrayList then returns an error. Reading
  *                           params files is never dropped.
+ *   MXLITE_NO_FILES         The library opens no files: the tuning_cache
+ *                           option (conv_tuning's cache) is then an error
+ *                           that says so. On by default for WebAssembly,
+ *                           whose hosts (a browser, the JavaScript wrapper)
+ *                           have no file system.
  *   MXLITE_NO_CUDA          Leave out any CUDA code. On by default unless the
  *                           file is compiled by a CUDA compiler (__CUDACC__).
  *   MXLITE_PREDICT_ONLY     The minimal build for a device: the C predict API
@@ -57,6 +62,9 @@
 #if !defined(MXLITE_NO_THREADS) && defined(__wasi__) && !defined(__wasm_atomics__)
 #define MXLITE_NO_THREADS 1
 #endif  // !defined(MXLITE_NO_THREADS) && defined(__wasi__) && !defined(__wasm_atomics__)
+#if !defined(MXLITE_NO_FILES) && (defined(__wasi__) || defined(__EMSCRIPTEN__))
+#define MXLITE_NO_FILES 1
+#endif  // !defined(MXLITE_NO_FILES) && (defined(__wasi__) || defined(__EMSCRIPTEN__))
 #if !defined(MXLITE_NO_THREADS) && defined(__EMSCRIPTEN__) && !defined(__EMSCRIPTEN_PTHREADS__)
 #define MXLITE_NO_THREADS 1
 #endif  // !defined(MXLITE_NO_THREADS) && defined(__EMSCRIPTEN__) ...

@@ -8,9 +8,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <mutex>
 #include <set>
 
+#include "../base/mutex.h"
 #include "../kernels/cpu_features.h"
 #include "../kernels/thread_pool.h"
 
@@ -18,13 +18,11 @@ namespace mxlite {
 
 namespace conv_tuning_cc {
 
-constexpr const char* kCacheTag = "mxlite-conv-tuning-1";
 constexpr int kTimedRuns = 5;
 // Another algorithm must beat the heuristic's choice by this fraction.
 constexpr double kMargin = 0.03;
 // Input, output, residual and workspace of one layer's trial runs.
 constexpr uint64_t kMaxTuningBytes = uint64_t{512} << 20;
-constexpr long kMaxCacheFileBytes = 4L << 20;
 
 // What a choice is filed under, besides the processor and instruction set.
 struct LayerKey {
@@ -36,7 +34,7 @@ struct LayerKey {
 };
 
 struct Table {
-  std::mutex mutex;
+  Mutex mutex;
   std::map<LayerKey, std::string> choices;  // this processor and ISA
   // Cache files read so far: their lines for other processors, kept when
   // the file is written again.
@@ -70,6 +68,10 @@ bool ParseThreads(const std::string& text, int* threads) {
   *threads = std::atoi(text.c_str());
   return *threads > 0;
 }
+
+#ifndef MXLITE_NO_FILES
+constexpr const char* kCacheTag = "mxlite-conv-tuning-1";
+constexpr long kMaxCacheFileBytes = 4L << 20;
 
 // Reads `path` into the table once per process (a missing file is empty).
 void ReadCacheFile(Table& table, const std::string& path) {
@@ -134,6 +136,13 @@ Status WriteCacheFile(Table& table, const std::string& path) {
   for (const auto& choice : table.choices) written_keys.insert(choice.first);
   return Status();
 }
+#else
+void ReadCacheFile(Table&, const std::string&) {}
+Status WriteCacheFile(Table&, const std::string& path) {
+  return Status::Error(StrCat("tuning_cache: this build opens no files (MXLITE_NO_FILES), so "
+                              "conv_tuning cannot keep its choices in '", path, "'"));
+}
+#endif  // !MXLITE_NO_FILES
 
 // Floats in [-1, 1) from a fixed linear congruential sequence.
 void FillPseudoRandom(float* values, int64_t count) {
@@ -247,7 +256,7 @@ Status TuneConvAlgorithm(const ConvTuningRequest& request, const PrepareConvCand
                      StrCat(request.geometry.ToString(), "; ", request.fusion_form)};
   Table& table = ProcessTable();
   // One layer at a time: trial runs of two predictors would time each other.
-  std::lock_guard<std::mutex> lock(table.mutex);
+  MutexLock lock(table.mutex);
   if (!request.cache_path.empty()) ReadCacheFile(table, request.cache_path);
   const auto known = table.choices.find(key);
   bool found = false;

@@ -28,11 +28,8 @@
 #include <string>
 
 #include "../base/config.h"
+#include "../base/mutex.h"
 #include "../base/status.h"
-
-#ifndef MXLITE_NO_THREADS
-#include <mutex>
-#endif  // !MXLITE_NO_THREADS
 
 namespace mxlite {
 
@@ -45,7 +42,7 @@ class PreparedCache {
   // the first one's make rather than repeating it.
   template <typename T, typename Make>
   Status FindOrMake(const std::string& key, Make make, std::shared_ptr<const T>* out) {
-    Lock lock(mutex_);
+    MutexLock lock(mutex_);
     auto found = entries_.find(key);
     if (found != entries_.end()) {
       std::shared_ptr<const void> held = found->second.lock();
@@ -72,21 +69,11 @@ class PreparedCache {
   // Forgets every entry: later lookups prepare afresh (after a parameter
   // was overwritten). Objects already handed out stay with their holders.
   void Clear() {
-    Lock lock(mutex_);
+    MutexLock lock(mutex_);
     entries_.clear();
   }
 
  private:
-#ifndef MXLITE_NO_THREADS
-  using Mutex = std::mutex;
-  using Lock = std::lock_guard<std::mutex>;
-#else
-  // Without threads (wasm32-wasi has no usable <mutex>) nothing can race.
-  struct Mutex {};
-  struct Lock {
-    explicit Lock(Mutex&) {}
-  };
-#endif  // !MXLITE_NO_THREADS
   mutable Mutex mutex_;
   std::map<std::string, std::weak_ptr<const void>> entries_;
   size_t swept_size_ = 16;
