@@ -535,17 +535,24 @@ def thin_slowfast():
                     fusion_kernel_size=5, dropout_ratio=0.5, num_segments=1, num_crop=1)
 
 
-def thin_faster_rcnn():
-    """faster_rcnn_resnet50_v1b_voc's recipe (get_faster_rcnn: C4 features, RoIAlign, layer4 as
-    the box head) on thin_resnet_v1b, with three classes, a 256-channel RPN and 32 proposals
-    (the zoo's 300 run layer4 on 300 14x14 crops: ~60 GFLOP a forward)."""
+def thin_rcnn_stages():
+    """The C4 split of thin_resnet_v1b that GluonCV's R-CNNs take: the stem and layers 1-3 as
+    the features, layer4 as the per-RoI head."""
     from mxnet.gluon import nn
-    from gluoncv.model_zoo.rcnn.faster_rcnn.faster_rcnn import get_faster_rcnn
     base = thin_resnet_v1b(use_global_stats=True)
     features, top_features = nn.HybridSequential(), nn.HybridSequential()
     for layer in ["conv1", "bn1", "relu", "maxpool", "layer1", "layer2", "layer3"]:
         features.add(getattr(base, layer))
     top_features.add(base.layer4)
+    return features, top_features
+
+
+def thin_faster_rcnn():
+    """faster_rcnn_resnet50_v1b_voc's recipe (get_faster_rcnn: C4 features, RoIAlign, layer4 as
+    the box head) on thin_resnet_v1b, with three classes, a 256-channel RPN and 32 proposals
+    (the zoo's 300 run layer4 on 300 14x14 crops: ~60 GFLOP a forward)."""
+    from gluoncv.model_zoo.rcnn.faster_rcnn.faster_rcnn import get_faster_rcnn
+    features, top_features = thin_rcnn_stages()
     return get_faster_rcnn(
         name="resnet_thin_v1b", dataset="custom", pretrained=False,
         features=features, top_features=top_features, classes=["a", "b", "c"],
@@ -562,13 +569,8 @@ def thin_mask_rcnn():
     """mask_rcnn_resnet18_v1b_coco's recipe (get_mask_rcnn: C4 features, RoIAlign, layer4 as
     the box and mask head) on thin_resnet_v1b, with three classes and 32 proposals (the zoo's
     1000 make a 128x128 export take ~5 minutes on 2 cores)."""
-    from mxnet.gluon import nn
     from gluoncv.model_zoo.rcnn.mask_rcnn.mask_rcnn import get_mask_rcnn
-    base = thin_resnet_v1b(use_global_stats=True)
-    features, top_features = nn.HybridSequential(), nn.HybridSequential()
-    for layer in ["conv1", "bn1", "relu", "maxpool", "layer1", "layer2", "layer3"]:
-        features.add(getattr(base, layer))
-    top_features.add(base.layer4)
+    features, top_features = thin_rcnn_stages()
     return get_mask_rcnn(
         name="resnet_thin_v1b", dataset="custom", pretrained=False,
         features=features, top_features=top_features, classes=["a", "b", "c"],

@@ -49,16 +49,22 @@ def known_operators(op_list):
     return names
 
 
-def check(prefix):
-    """Compare one model with MXNet's outputs: a dict with status and details."""
-    from capi import API, CAPIError, load_library
-    api = API(load_library())
+def load_export(prefix):
+    """An exported model's symbol text, params bytes, the io.npz and its inputs by name."""
     with open(prefix + '-symbol.json', encoding='utf-8') as f:
         symbol_json = f.read()
     with open(prefix + '-0000.params', 'rb') as f:
         params = f.read()
     io = np.load(prefix + '-io.npz')
     inputs = {k.split(':', 1)[1]: io[k] for k in io.files if k.startswith('input:')}
+    return symbol_json, params, io, inputs
+
+
+def check(prefix):
+    """Compare one model with MXNet's outputs: a dict with status and details."""
+    from capi import API, CAPIError, load_library
+    api = API(load_library())
+    symbol_json, params, io, inputs = load_export(prefix)
     expected = [io['output:%d' % i] for i in range(sum(k.startswith('output:') for k in io.files))]
     try:
         handle = api.create(symbol_json, params, {k: v.shape for k, v in inputs.items()})
@@ -158,12 +164,7 @@ def check_decision_inputs(prefix, npz_path):
     api = API(load_library())
     reference = np.load(npz_path)
     names = list(reference.files)
-    with open(prefix + '-symbol.json', encoding='utf-8') as f:
-        symbol_json = f.read()
-    with open(prefix + '-0000.params', 'rb') as f:
-        params = f.read()
-    io = np.load(prefix + '-io.npz')
-    inputs = {k.split(':', 1)[1]: io[k] for k in io.files if k.startswith('input:')}
+    symbol_json, params, _, inputs = load_export(prefix)
     keys = [n[:-len('_output')] for n in names]
     try:
         [handle] = api.create_with_options(symbol_json, params,

@@ -146,6 +146,34 @@ def git_description(args):
     return commit + (' with uncommitted changes under predict/' if dirty else '')
 
 
+def thread_columns(report):
+    """Per thread count: each runtime, the ratio to the faster peer (and to the baseline),
+    the other processes' load and, above one thread, the CPU placement."""
+    header = []
+    for t in report['threads']:
+        header += ['%s %dt' % (LABELS[r], t) for r in report['runtimes']]
+        header += ['mxlite / best %dt' % t]
+        header += ['mxlite / baseline %dt' % t] if 'baseline' in report['runtimes'] else []
+        header += ['others %dt' % t]
+        header += ['round trip ns %dt' % t] if t > 1 else []
+    return header
+
+
+def thread_cells(report, per_threads, loads, value_cell):
+    """The cells of thread_columns for one row: per_threads and loads by thread count,
+    value_cell(result) the runtime's cell."""
+    row = []
+    for t in report['threads']:
+        results = per_threads.get(str(t), {})
+        row += [value_cell(results.get(r)) for r in report['runtimes']]
+        row += [ratio_cell(results, peers(report['runtimes']))]
+        row += [baseline_cell(results)] if 'baseline' in report['runtimes'] else []
+        load = loads.get(str(t))
+        row += [cores(load)]
+        row += [placement(load)] if t > 1 else []
+    return row
+
+
 def render(report):
     args = report['args']
     threads = report['threads']
@@ -194,25 +222,10 @@ def render(report):
     models = [m for m in report['models'] if m in report['results']]
     baseline = 'baseline' in report['runtimes']
     if models:
-        header = ['model']
-        for t in threads:
-            header += ['%s %dt' % (LABELS[r], t) for r in report['runtimes']]
-            header += ['mxlite / best %dt' % t]
-            header += ['mxlite / baseline %dt' % t] if baseline else []
-            header += ['others %dt' % t]
-            header += ['round trip ns %dt' % t] if t > 1 else []
-        rows = []
-        for model in models:
-            row = [model]
-            for t in threads:
-                results = report['results'][model].get(str(t), {})
-                row += [cell(results.get(r)) for r in report['runtimes']]
-                row += [ratio_cell(results, peers(report['runtimes']))]
-                row += [baseline_cell(results)] if baseline else []
-                load = report['background'].get(model, {}).get(str(t))
-                row += [cores(load)]
-                row += [placement(load)] if t > 1 else []
-            rows.append(row)
+        header = ['model'] + thread_columns(report)
+        rows = [[model] + thread_cells(report, report['results'][model],
+                                       report['background'].get(model, {}), cell)
+                for model in models]
         lines += ['Median latency (ms), mxlite / the faster peer (≤ 0.85 is the goal), and '
                   '"others": the cores other processes on the machine kept busy meanwhile '
                   '(/proc/stat; near 0 for a clean measurement):', '',
@@ -264,13 +277,7 @@ def render(report):
                   table(header, rows), '']
     batch_results = report.get('batch_results') or {}
     if batch_results:
-        header = ['model', 'batch']
-        for t in threads:
-            header += ['%s %dt' % (LABELS[r], t) for r in report['runtimes']]
-            header += ['mxlite / best %dt' % t]
-            header += ['mxlite / baseline %dt' % t] if baseline else []
-            header += ['others %dt' % t]
-            header += ['round trip ns %dt' % t] if t > 1 else []
+        header = ['model', 'batch'] + thread_columns(report)
         rows = []
         counted = {}
         for model in report.get('batch_models') or list(batch_results):
@@ -279,17 +286,10 @@ def render(report):
                 if per_threads is None:
                     continue
                 counted['%s@%d' % (model, batch)] = per_threads
-                row = [model, str(batch)]
-                for t in threads:
-                    results = per_threads.get(str(t), {})
-                    row += [throughput_cell(results.get(r), batch) for r in report['runtimes']]
-                    row += [ratio_cell(results, peers(report['runtimes']))]
-                    row += [baseline_cell(results)] if baseline else []
-                    load = report['batch_background'].get(model, {}).get(str(batch), {}).get(
-                        str(t))
-                    row += [cores(load)]
-                    row += [placement(load)] if t > 1 else []
-                rows.append(row)
+                loads = report['batch_background'].get(model, {}).get(str(batch), {})
+                rows.append([model, str(batch)] + thread_cells(
+                    report, per_threads, loads,
+                    lambda result, batch=batch: throughput_cell(result, batch)))
         lines += ['Throughput at larger batches (images per second, higher is better; the ratio '
                   'is still mxlite\'s time over the faster peer\'s, ≤ 0.85 the goal):', '',
                   table(header, rows), '']
