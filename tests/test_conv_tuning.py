@@ -85,7 +85,7 @@ def test_damaged_cache_lines_are_ignored_and_dropped(api, tmp_path, capfd):
     # damage the line of a layer only squeezenet1.1 has, its 1000-class conv.
     [layer] = [line.split('\t') for line in lines if ' -> 1000 channels' in line]
     lines.remove('\t'.join(layer))
-    foreign = '\t'.join([TAG, 'Some Other CPU', 'avx2', '1', layer[4], 'direct'])
+    foreign = '\t'.join([TAG, 'Some Other CPU', 'avx2-6x16', '1', layer[4], 'direct'])
     damaged = [
         '\t'.join(layer[:5] + ['depthwise']),        # does not apply to this layer
         '\t'.join(layer[:5] + ['the fastest one']),   # no such algorithm

@@ -12,6 +12,7 @@
 
 #include "../base/mutex.h"
 #include "../kernels/cpu_features.h"
+#include "../kernels/gemm.h"
 #include "../kernels/thread_pool.h"
 
 namespace mxlite {
@@ -24,7 +25,12 @@ constexpr double kMargin = 0.03;
 // Input, output, residual and workspace of one layer's trial runs.
 constexpr uint64_t kMaxTuningBytes = uint64_t{512} << 20;
 
-// What a choice is filed under, besides the processor and instruction set.
+// The kernels in use, as the GEMM family names its micro-kernel
+// ("avx512-12x32"): the families choose their instruction set together, so
+// this names the set the timings were made with (MXLITE_ISA changes it).
+std::string KernelSetName() { return GemmKernels().kernel->name; }
+
+// What a choice is filed under, besides the processor and kernel set.
 struct LayerKey {
   int threads;
   std::string layer;  // geometry with batch; fused attributes
@@ -88,7 +94,7 @@ void ReadCacheFile(Table& table, const std::string& path) {
     }
   }
   std::fclose(file);
-  const std::string isa = IsaName(SelectedIsa());
+  const std::string kernels = KernelSetName();
   size_t start = 0;
   while (start < text.size()) {
     size_t end = text.find('\n', start);
@@ -101,7 +107,7 @@ void ReadCacheFile(Table& table, const std::string& path) {
         fields[4].empty() || FindConvAlgorithm(fields[5]) == nullptr) {
       continue;  // not a line of ours: dropped when the file is written again
     }
-    if (fields[1] == CpuModelName() && fields[2] == isa) {
+    if (fields[1] == CpuModelName() && fields[2] == kernels) {
       table.choices[LayerKey{threads, fields[4]}] = fields[5];
       table.in_file[path].insert(LayerKey{threads, fields[4]});
     } else {
@@ -115,7 +121,7 @@ Status WriteCacheFile(Table& table, const std::string& path) {
   std::string text;
   for (const std::string& line : table.foreign_lines[path]) text += line + "\n";
   const std::string prefix =
-      StrCat(kCacheTag, "\t", CpuModelName(), "\t", IsaName(SelectedIsa()), "\t");
+      StrCat(kCacheTag, "\t", CpuModelName(), "\t", KernelSetName(), "\t");
   for (const auto& choice : table.choices) {
     text += StrCat(prefix, choice.first.threads, "\t", choice.first.layer, "\t", choice.second,
                    "\n");

@@ -20,13 +20,14 @@
  * predictor's memory budget keeps the heuristic's choice.
  *
  * Choices are kept per process, keyed by the processor model
- * (CpuModelName), the instruction set in use, the thread count, the
+ * (CpuModelName), the kernel set in use (the GEMM micro-kernel's name,
+ * which names the instruction set the kernel families chose), the thread count, the
  * layer's geometry with its batch size and its fused attributes. With
  * tuning_cache naming a file they are also read from it and written to it,
  * so later processes on the same processor model reuse them: one choice
  * per line,
  *
- *   mxlite-conv-tuning-1 <TAB> cpu <TAB> isa <TAB> threads <TAB> layer <TAB> algorithm
+ *   mxlite-conv-tuning-1 <TAB> cpu <TAB> kernels <TAB> threads <TAB> layer <TAB> algorithm
  *
  * A line that does not parse, or names an algorithm the table does not
  * have or that does not apply to the layer, is ignored and the layer is
