@@ -159,22 +159,6 @@ void FillPseudoRandom(float* values, int64_t count) {
   }
 }
 
-// A buffer of `count` floats starting on a 64-byte boundary.
-class AlignedFloats {
- public:
-  explicit AlignedFloats(int64_t count)
-      : storage_(static_cast<size_t>(count) + 16), count_(count) {}
-  float* data() {
-    const uintptr_t address = reinterpret_cast<uintptr_t>(storage_.data());
-    return storage_.data() + ((64 - address % 64) % 64) / sizeof(float);
-  }
-  int64_t size() const { return count_; }
-
- private:
-  std::vector<float> storage_;
-  int64_t count_;
-};
-
 double Seconds(std::chrono::steady_clock::duration duration) {
   return std::chrono::duration<double>(duration).count();
 }
@@ -213,16 +197,24 @@ Status TimeCandidates(const ConvTuningRequest& request, const PrepareConvCandida
     *chosen = request.heuristic;
     return Status();
   }
-  AlignedFloats input(in_count), output(out_count),
-      residual(request.has_residual ? out_count : 0), workspace(workspace_count);
-  FillPseudoRandom(input.data(), in_count);
-  if (request.has_residual) FillPseudoRandom(residual.data(), out_count);
+  // Aligned like every buffer the executor gives a kernel; out of memory is
+  // an error, not an abort.
+  std::shared_ptr<Storage> input, output, residual, workspace;
+  MXL_RETURN_IF_ERROR(Storage::Allocate(sizeof(float) * in_count, &input));
+  MXL_RETURN_IF_ERROR(Storage::Allocate(sizeof(float) * out_count, &output));
+  MXL_RETURN_IF_ERROR(Storage::Allocate(sizeof(float) * workspace_count, &workspace));
+  float* data = static_cast<float*>(input->data());
+  FillPseudoRandom(data, in_count);
   ConvCall call;
+  if (request.has_residual) {
+    MXL_RETURN_IF_ERROR(Storage::Allocate(sizeof(float) * out_count, &residual));
+    FillPseudoRandom(static_cast<float*>(residual->data()), out_count);
+    call.residual = static_cast<const float*>(residual->data());
+  }
   call.batch = g.batch;
-  call.data = input.data();
-  call.residual = request.has_residual ? residual.data() : nullptr;
-  call.output = output.data();
-  call.workspace = workspace.data();
+  call.data = data;
+  call.output = static_cast<float*>(output->data());
+  call.workspace = workspace->data();
   call.workspace_bytes = workspace_bytes;
   call.pool = request.pool;
 
