@@ -21,33 +21,26 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_setup import (DEFAULT_MODELS, ROOT, WORKER, fma_peaks,  # noqa: E402
+from bench_setup import (DEFAULT_MODELS, ROOT, WORK_DIR, WORKER, fma_peaks,  # noqa: E402
                          ROUND_TRIP_SOURCE, build_tool, round_trip_ns)
+from bench_measure import Worker  # noqa: E402
+from bench_setup import BenchError  # noqa: E402
 from bench_report import machine_description  # noqa: E402
 
 
-def start(python, library, threads, extra_env):
+def start(python, library, threads, extra_env, label, model):
+    """A benchmark worker (bench_measure.Worker) over the C API of `library`."""
     env = dict(os.environ, MXLITE_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
                **extra_env)
     env.pop('MXLITE_ISA', None)
-    process = subprocess.Popen([python, WORKER, 'capi', library], stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, text=True, env=env, bufsize=1)
-    ask(process, None)
-    return process
-
-
-def ask(process, message):
-    if message is not None:
-        process.stdin.write(json.dumps(message) + '\n')
-    reply = json.loads(process.stdout.readline())
-    if 'error' in reply:
-        raise SystemExit('worker: %s' % reply['error'])
-    return reply
+    log_dir = os.path.join(WORK_DIR, 'logs')
+    os.makedirs(log_dir, exist_ok=True)
+    log_path = os.path.join(log_dir, 'tuning-%s-%s-%dt.log' % (model, label, threads))
+    return Worker(label, [python, WORKER, 'capi', library], env, log_path)
 
 
 def tuned_algorithms(cache_lines):
@@ -87,29 +80,28 @@ def main(argv=None):
             with tempfile.TemporaryDirectory() as scratch:
                 cache = os.path.join(scratch, 'tuning.txt')
                 workers = {
-                    'table': start(args.python, args.library, threads, {}),
+                    'table': start(args.python, args.library, threads, {}, 'table', model),
                     'tuned': start(args.python, args.library, threads,
-                                   {'MXLITE_CONV_TUNING': '1', 'MXLITE_TUNING_CACHE': cache}),
+                                   {'MXLITE_CONV_TUNING': '1', 'MXLITE_TUNING_CACHE': cache},
+                                   'tuned', model),
                 }
                 load_s, errors = {}, {}
                 for label, worker in workers.items():
-                    load_s[label] = ask(worker, {'cmd': 'load', 'model': case,
-                                                 'threads': threads})['load_s']
-                    errors[label] = ask(worker, {'cmd': 'check'})['rel_err']
+                    load_s[label] = worker.request(cmd='load', model=case,
+                                                   threads=threads)['load_s']
+                    errors[label] = worker.request(cmd='check')['rel_err']
                 times = {label: [] for label in workers}
                 cpu = {label: [] for label in workers}
                 trip = round_trip_ns(probe) if threads > 1 else None
                 for index in range(args.rounds + 1):
                     order = list(workers) if index % 2 == 0 else list(workers)[::-1]
                     for label in order:
-                        reply = ask(workers[label], {'cmd': 'run', 'n': args.turn})
+                        reply = workers[label].request(cmd='run', n=args.turn)
                         if index:  # the first round warms up
                             times[label] += reply['times']
                             cpu[label] += reply['cpu']
                 for worker in workers.values():
-                    worker.stdin.write('{"cmd": "exit"}\n')
-                    worker.stdin.flush()
-                    worker.wait()
+                    worker.close()
                 with open(cache, encoding='utf-8') as f:
                     chosen = tuned_algorithms(f.read().splitlines())
             median = {label: 1e3 * statistics.median(values) for label, values in times.items()}
@@ -132,4 +124,7 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BenchError as error:  # a worker failed: say which, without a traceback
+        sys.exit('tuning_check.py: %s' % error)
