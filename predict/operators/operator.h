@@ -100,6 +100,17 @@ class Operator {
     return false;
   }
 
+  // True when index b along axis 0 of every output depends only on index b
+  // along axis 0 of the inputs that carry the batch (and on the others, such
+  // as weights, whole), for inputs of these one-image shapes (axis 0 of
+  // size 1 where the batch was). The executor may then run a batch one
+  // image at a time (executor.h, "Splitting a batch"). The default, false,
+  // keeps the batch whole: an operator must opt in.
+  virtual bool ComputesImagesApart(const std::vector<Shape>& image_in) const {
+    (void)image_in;
+    return false;
+  }
+
   // Completes the shapes it can: outputs from inputs, and inputs (weights)
   // that the attributes determine. Unknown shapes are Shape() or carry -1
   // dims; a contradiction is an error naming the input.
