@@ -38,8 +38,10 @@ struct RuntimeOptions {
   bool graph_optimization = true;
   // Run a batch one image at a time, each thread on images of its own, when
   // every operator computes the images of a batch apart (executor.h,
-  // "Splitting a batch"); false: the whole batch layer by layer.
-  bool split_batch = true;
+  // "Splitting a batch"): kAuto where that also saves memory traffic, kOn
+  // wherever the operators allow; kOff: the whole batch layer by layer.
+  enum class SplitBatch { kOff, kOn, kAuto };
+  SplitBatch split_batch = SplitBatch::kAuto;
   // Convolution algorithm switches, for comparing and debugging.
   bool winograd = true;
   bool shifted_gemm = true;

@@ -166,7 +166,8 @@ Status Executor::Bind(const std::map<std::string, int>& input_dtypes) {
   }
   MXL_RETURN_IF_ERROR(InferShapes(graph, input_shapes_, param_shapes, &shapes));
   MXL_RETURN_IF_ERROR(InferDTypes(graph, known_dtypes, &dtypes));
-  if (options_.split_batch && optimized() && options_.device_id < 0) {
+  if (options_.split_batch != RuntimeOptions::SplitBatch::kOff && optimized() &&
+      options_.device_id < 0) {
     MXL_RETURN_IF_ERROR(SplitBatch(shapes, dtypes, param_shapes));
     if (!image_workers_.empty()) return Status();
   }
@@ -279,6 +280,30 @@ Status Executor::SplitBatch(const EntryShapes& shapes, const EntryDTypes& dtypes
       !ComputesImagesApart(graph_, inputs, shapes, one_image, images)) {
     return Status();
   }
+  // Splitting trades memory traffic. Layer by layer, one image's
+  // intermediate results (all of them, `activations` bytes) leave the caches
+  // between layers; image by image they stay, but the weights are read once
+  // per image instead of once per batch. Measured on the zoo models at batch
+  // 8 (docs/performance.md), splitting pays where the weights are the
+  // smaller (squeezenet, the MobileNets, densenet121) and loses where they
+  // are the larger (resnet18_v1 5%, resnet50_v2 13%, vgg11 20%); auto
+  // splits the first kind only.
+  if (options_.split_batch == RuntimeOptions::SplitBatch::kAuto) {
+    size_t weights = 0, activations = 0;
+    for (size_t n = 0; n < graph_.nodes.size(); ++n) {
+      const Node& node = graph_.nodes[n];
+      if (!node.is_variable()) {
+        for (size_t i = 0; i < one_image[n].size(); ++i) {
+          activations = AddBytes(activations, static_cast<size_t>(one_image[n][i].Size()) *
+                                                  DTypeSize(dtypes[n][i]));
+        }
+        continue;
+      }
+      auto param = model_->params.find(node.name);
+      if (param != model_->params.end()) weights = AddBytes(weights, param->second.bytes());
+    }
+    if (weights >= activations) return Status();
+  }
   // Workers: one per thread, each with one thread, when every thread gets
   // its share of images (the batch divides evenly, or each thread gets two
   // or more); else one worker with all the threads.
@@ -288,7 +313,7 @@ Status Executor::SplitBatch(const EntryShapes& shapes, const EntryDTypes& dtypes
   std::vector<std::unique_ptr<Executor>> made(workers);
   for (int w = 0; w < workers; ++w) {
     RuntimeOptions options = options_;
-    options.split_batch = false;
+    options.split_batch = RuntimeOptions::SplitBatch::kOff;
     if (w > 0) options.profile = 0;  // one profile, of worker 0's images
     std::shared_ptr<ThreadPool> pool = pool_;
     if (workers > 1) {

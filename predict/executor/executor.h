@@ -24,8 +24,10 @@
  * meeting only when the batch is done; otherwise one worker with all the
  * threads. Inputs and outputs keep the batch's shapes: workers read their
  * input images in place and their outputs are copied into the batch's.
- * split_batch=0, graph optimisation off (monitoring, step-by-step
- * execution) and GPUs keep the batch whole.
+ * split_batch=auto (the default) splits only where the weights, then read
+ * once per image, are smaller than one image's intermediate results (see
+ * SplitBatch); split_batch=0, graph optimisation off (monitoring,
+ * step-by-step execution) and GPUs keep the batch whole.
  */
 #ifndef MXLITE_EXECUTOR_EXECUTOR_H_
 #define MXLITE_EXECUTOR_EXECUTOR_H_
