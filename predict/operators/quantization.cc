@@ -20,9 +20,10 @@
  *     ([-128, 127] or [0, 255]), rounded to nearest even;
  *   - code -> float (dequantize): code * (max(|min|, |max|) / 127.5 or 255.5);
  *   - _sg_mkldnn_conv: BatchNorm folded into the float weights and bias first
- *     (alpha = gamma / sqrt(var + eps) in double, stored as float); weights
- *     quantized per output channel at 127.5 / max|w_c|, that scale lowered
- *     where the bias would pass INT32_MAX / 2; bias rounded to int32 at
+ *     (alpha = gamma / sqrt(var + eps) in double, stored as float); a scale
+ *     per output channel, 127.5 / max|w_c|, lowered where the bias would pass
+ *     INT32_MAX / 2; weights quantized at it (a grouped convolution's group g
+ *     at channel g's scale: see QuantizeWeights); bias rounded to int32 at
  *     data_scale * weight_scale_c; int32 accumulation (exact); then in float32
  *     ((float)acc + (float)bias) * requantize_scale_c, relu, the sum post-op
  *     (fma(previous code, sum_scale, v), a plain add when sum_scale is 1),
@@ -691,6 +692,7 @@ Status SgMkldnnConv::QuantizeWeights(const std::vector<NDArray>& in, float data_
   q->weight.resize(weight.size());
   if (has_bias) q->bias.resize(static_cast<size_t>(channels));
   q->requantize.resize(static_cast<size_t>(channels));
+  std::vector<float> scales(static_cast<size_t>(channels));
   for (int64_t c = 0; c < channels; ++c) {  // GetWeightScales, channel-wise
     const float* w = weight.data() + c * per_channel;
     float lo = FLT_MAX, hi = -FLT_MAX;
@@ -705,9 +707,22 @@ Status SgMkldnnConv::QuantizeWeights(const std::vector<NDArray>& in, float data_
       const float scale_max = limit / 2 / bias[c] / data_scale;
       scale = std::min(scale, scale_max);
     }
+    scales[c] = scale;
+  }
+  // MXNet hands oneDNN's weight reorder the channel scales with mask 1: the
+  // first dimension of the weights, which for a grouped convolution is the
+  // group (weights as [groups][filters per group]...). So group g's weights
+  // are quantized at scales[g], whatever their channel; the bias and the
+  // requantization below use each channel's own scale. Only plain (one
+  // group) and depthwise convolutions come out as intended.
+  const int64_t groups = geometry_.num_group, per_group = channels / groups;
+  for (int64_t c = 0; c < channels; ++c) {
+    const float* w = weight.data() + c * per_channel;
+    const float weight_scale = scales[groups > 1 ? c / per_group : c];
     for (int64_t k = 0; k < per_channel; ++k) {
-      q->weight[c * per_channel + k] = static_cast<int16_t>(StoreCode(w[k] * scale, kInt8));
+      q->weight[c * per_channel + k] = static_cast<int16_t>(StoreCode(w[k] * weight_scale, kInt8));
     }
+    const float scale = scales[c];
     if (has_bias) {
       const float bias_scale = scale * data_scale;
       double value = std::nearbyint(static_cast<double>(bias[c] * bias_scale));
