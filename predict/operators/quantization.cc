@@ -440,9 +440,10 @@ struct QuantizedWeights {
 
 class SgMkldnnConv : public Operator {
  public:
-  SgMkldnnConv(bool with_bn, bool with_act, bool with_sum, bool with_postsum_act,
-               float min_calib, float max_calib)
-      : with_bn_(with_bn),
+  SgMkldnnConv(std::string node_name, bool with_bn, bool with_act, bool with_sum,
+               bool with_postsum_act, float min_calib, float max_calib)
+      : node_name_(std::move(node_name)),
+        with_bn_(with_bn),
         with_act_(with_act),
         with_sum_(with_sum),
         with_postsum_act_(with_postsum_act),
@@ -553,6 +554,7 @@ class SgMkldnnConv : public Operator {
   Status QuantizeWeights(const std::vector<NDArray>& in, float data_min, float data_max,
                          float sum_min, float sum_max);
 
+  std::string node_name_;
   bool with_bn_, with_act_, with_sum_, with_postsum_act_;
   float min_calib_, max_calib_;
   ConvGeometry geometry_;
@@ -566,7 +568,7 @@ class SgMkldnnConv : public Operator {
 };
 
 Status SgMkldnnConv::SetSubgraph(const Subgraph& subgraph) {
-  const std::string where = "the subgraph of _sg_mkldnn_conv";
+  const std::string where = StrCat("node '", node_name_, "' (_sg_mkldnn_conv): its subgraph");
   // The operators in order, and what the flags say they must be.
   std::vector<const char*> want = {"Convolution"};
   if (with_bn_) want.push_back("BatchNorm");
@@ -591,7 +593,7 @@ Status SgMkldnnConv::SetSubgraph(const Subgraph& subgraph) {
             "with_postsum_act) call for [", wanted, "]");
   MXL_CHECK(subgraph.heads.size() == 1 && subgraph.heads[0].first == ops.back() &&
                 subgraph.heads[0].second == 0,
-            where, ": its one head must be the output of its last operator");
+            where, " must have one head: the output of its last operator");
   auto is_variable = [&](const std::pair<int, int>& entry) {
     return subgraph.nodes[entry.first].op == "null";
   };
@@ -726,6 +728,7 @@ Status SgMkldnnConv::QuantizeWeights(const std::vector<NDArray>& in, float data_
     if (has_bias) {
       const float bias_scale = scale * data_scale;
       double value = std::nearbyint(static_cast<double>(bias[c] * bias_scale));
+      if (std::isnan(value)) value = 0.0;  // NaN parameters: defined, not MXNet's
       value = std::min(std::max(value, static_cast<double>(INT32_MIN)),
                        static_cast<double>(INT32_MAX));
       q->bias[c] = static_cast<int32_t>(value);
@@ -848,7 +851,7 @@ Status CreateSgMkldnnConv(AttrParser* attrs, std::unique_ptr<Operator>* out) {
                 "output), not the int32-output form");
     return attrs->Finish();
   }
-  out->reset(new SgMkldnnConv(with_bn, with_act, with_sum, with_postsum_act,
+  out->reset(new SgMkldnnConv(attrs->node_name(), with_bn, with_act, with_sum, with_postsum_act,
                               static_cast<float>(min_calib), static_cast<float>(max_calib)));
   return Status();
 }
