@@ -626,7 +626,7 @@ def thin_mask_rcnn():
 SUITE = [
     Spec("cifar_resnet20_v1", "CIFAR classification", gluoncv_model("cifar_resnet20_v1"),
          image(32), "match"),
-    Spec("cifar_resnet20_v1_int8", "int8 (MKLDNN-quantized)",
+    Spec("cifar_resnet20_v1_int8", "quantized (int8)",
          quantized_gluoncv("cifar_resnet20_v1", 32), image(32), "match",
          "MXNet's quantization pass over cifar_resnet20_v1 (see quantized_gluoncv): "
          "_sg_mkldnn_conv with bn/relu/residual sum, quantized avg pooling, dequantize"),

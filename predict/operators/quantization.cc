@@ -564,7 +564,7 @@ class SgMkldnnConv : public Operator {
   int data_type_ = kUint8, sum_type_ = kUint8;
   std::unique_ptr<QuantizedWeights> weights_;
   std::vector<int16_t> columns_;
-  std::vector<int32_t> accumulators_;
+  std::vector<uint32_t> accumulators_;
 };
 
 Status SgMkldnnConv::SetSubgraph(const Subgraph& subgraph) {
@@ -796,20 +796,24 @@ Status SgMkldnnConv::Forward(const OpContext& ctx, const std::vector<NDArray>& i
       });
       ParallelFor(ctx.pool, Fg, [&](int64_t f) {
         const int64_t oc = g * Fg + f;
-        int32_t* acc = accumulators_.data() + f * P;
-        std::fill(acc, acc + P, 0);
+        // Accumulated in uint32: a sum past the int32 range wraps as the
+        // hardware's does, without signed overflow (each product fits).
+        uint32_t* acc = accumulators_.data() + f * P;
+        std::fill(acc, acc + P, 0u);
         const int16_t* wrow = q.weight.data() + oc * K;
         for (int64_t k = 0; k < K; ++k) {
           const int32_t wk = wrow[k];
           if (wk == 0) continue;
           const int16_t* col = cols + k * P;
-          for (int64_t p = 0; p < P; ++p) acc[p] += wk * static_cast<int32_t>(col[p]);
+          for (int64_t p = 0; p < P; ++p) {
+            acc[p] += static_cast<uint32_t>(wk * static_cast<int32_t>(col[p]));
+          }
         }
         const float bias = has_bias ? static_cast<float>(q.bias[oc]) : 0.0f;
         const float scale = q.requantize[oc];
         const int64_t base = (n * F + oc) * P;
         for (int64_t p = 0; p < P; ++p) {
-          float v = static_cast<float>(acc[p]);
+          float v = static_cast<float>(static_cast<int32_t>(acc[p]));
           if (has_bias) v += bias;
           v *= scale;
           if (with_act_) v = v > 0.0f ? v : 0.0f;
