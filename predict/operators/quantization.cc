@@ -542,6 +542,14 @@ class SgMkldnnConv : public Operator {
   Status Forward(const OpContext& ctx, const std::vector<NDArray>& in,
                  const std::vector<NDArray>& out) override;
 
+  // The quantized weights, once the first Forward has made them (they
+  // depend on the data's range, known only then).
+  size_t PreparedBytes() const override {
+    if (!weights_) return 0;
+    return weights_->weight.size() * sizeof(int16_t) + weights_->bias.size() * sizeof(int32_t) +
+           weights_->requantize.size() * sizeof(float);
+  }
+
  private:
   int MeanIndex() const { return geometry_.no_bias ? 4 : 5; }
   int SumIndex() const { return (geometry_.no_bias ? 2 : 3) + (with_bn_ ? 4 : 0); }
