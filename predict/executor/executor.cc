@@ -227,7 +227,7 @@ Status Executor::Bind(const std::map<std::string, int>& input_dtypes) {
     }
     // The graph may hold the optimiser's own operators (graph/fuse.cc).
     MXL_RETURN_IF_ERROR(
-        CreateOperator(node.op_name, node.name, node.attrs, &ops_[n], OpSource::kInternal));
+        CreateNodeOperator(node, OpSource::kInternal, &ops_[n]));
     ops_[n]->set_runtime_options(&options_);
     ops_[n]->set_thread_pool(pool_.get());
     std::vector<int> input_dtypes;
