@@ -12,7 +12,7 @@ import os
 import numpy as np
 import pytest
 
-from conftest import ZOO_DIR, assert_close
+from conftest import ZOO_DIR, Case, assert_close
 from mxlite import Predictor
 from test_model_families import FAMILIES_DIR, MODELS
 
@@ -26,15 +26,11 @@ SPLIT_MODELS = ['se_resnet18_v1', 'fcn_resnet_thin', 'mobilefacenet']
 def batch_fixture(name):
     if name not in MODELS or 'batch' not in MODELS[name]:
         pytest.skip(f'{name} has no batch fixture in {FAMILIES_DIR}: run scripts/run_tests.sh')
-    prefix = os.path.join(FAMILIES_DIR, name)
-    with open(prefix + '-symbol.json', encoding='utf-8') as f:
-        symbol = f.read()
-    with open(prefix + '-0000.params', 'rb') as f:
-        params = f.read()
-    data = np.load(prefix + '-b2-io.npz')
+    case = Case(FAMILIES_DIR, name, MODELS[name])
+    data = np.load(case.path('-b2-io.npz'))
     inputs = {k.split(':', 1)[1]: data[k] for k in data.files if k.startswith('input:')}
     outputs = [data[k] for k in sorted(k for k in data.files if k.startswith('output:'))]
-    return symbol, params, inputs, outputs
+    return case.symbol_json, case.params, inputs, outputs
 
 
 def run(symbol, params, inputs, threads, split):
