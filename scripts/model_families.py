@@ -134,8 +134,8 @@ def gluoncv_model(name: str, **kwargs) -> Callable[[], object]:
         base.update(kwargs)
         try:
             return model_zoo.get_model(name, **base)
-        except TypeError as e:
-            if "pretrained_base" not in str(e):
+        except (TypeError, Warning) as e:  # MXNet's Block raises Warning on unknown kwargs
+            if "pretrained_base" not in str(e) and "should only accept kwargs" not in str(e):
                 raise
             base.pop("pretrained_base")
             return model_zoo.get_model(name, **base)
@@ -910,7 +910,9 @@ def all_specs() -> List[Spec]:
             kwargs["crop_size"] = 64
             shapes = image(64, 128)
         elif family == "object detection":
-            shapes = image(128, 256)
+            # The VGG-atrous and ResNet-34 SSDs end in unpadded 3x3 convs: they need their size.
+            size = re.match(r"ssd_(300|512)_", name)
+            shapes = image(128, 256, *([int(size.group(1))] if size else []))
         elif family == "pose estimation":
             shapes = image((64, 48), (128, 96), (256, 192))
         elif family == "video, 3-D convolution":
@@ -1259,7 +1261,7 @@ def main(argv=None) -> int:
     mode.add_argument("--suite", action="store_true", help="one small model per family (CI)")
     mode.add_argument("--all", action="store_true", help="every GluonCV model-zoo name")
     ap.add_argument("outdir")
-    ap.add_argument("--models", help="comma-separated subset")
+    ap.add_argument("--models", help="comma-separated subset, exported in this order")
     ap.add_argument("--limit", type=int, default=0, help="--all: export at most N new models, then stop")
     ap.add_argument("--skip", metavar="REGEX",
                     help="--all: record the models whose name matches as skipped, unbuilt")
@@ -1276,7 +1278,8 @@ def main(argv=None) -> int:
         unknown = set(wanted) - {s.name for s in specs}
         if unknown:
             ap.error("unknown models: " + ", ".join(sorted(unknown)))
-        specs = [s for s in specs if s.name in wanted]
+        by_name = {s.name: s for s in specs}
+        specs = [by_name[n] for n in dict.fromkeys(wanted)]  # in the order given
     timeout = a.timeout or (600 if a.suite else 180)
     os.makedirs(a.outdir, exist_ok=True)
     digest = script_sha256_here()
