@@ -690,7 +690,8 @@ def unrolled_gru():
     cell.add(mx.rnn.GRUCell(num_hidden=16, prefix="gru0_"))
     cell.add(mx.rnn.GRUCell(num_hidden=12, prefix="gru1_"))
     outputs, _ = cell.unroll(length=5, inputs=data, merge_outputs=True, layout="NTC")
-    pred = mx.sym.FullyConnected(mx.sym.reshape(outputs, shape=(-1, 12)), num_hidden=10, name="pred")
+    pred = mx.sym.FullyConnected(mx.sym.reshape(outputs, shape=(-1, 12)), num_hidden=10,
+                                 name="pred")
     return mx.sym.softmax(pred, name="prob")
 
 
@@ -977,7 +978,7 @@ def random_inputs(shapes: Dict[str, tuple], rng, name: str) -> Dict[str, np.ndar
             values[key] = rng.randint(0, 50, shape).astype(np.float32)
         elif name == "nlp_transformer_encoder" and key == "data1":  # valid lengths 1..7
             values[key] = rng.randint(1, 8, shape).astype(np.float32)
-        elif name in ("mobilefacenet", "arcface_resnet"):  # pixels: the model subtracts 127.5 and scales
+        elif name in ("mobilefacenet", "arcface_resnet"):  # pixels: the model subtracts 127.5
             values[key] = rng.uniform(0, 255, shape).astype(np.float32)
         elif key == "im_info":  # image height, width, scale (R-CNN)
             values[key] = np.array([[shapes["data"][2], shapes["data"][3], 1.0]], np.float32)
