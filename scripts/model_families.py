@@ -142,6 +142,45 @@ def gluoncv_model(name: str, **kwargs) -> Callable[[], object]:
     return build
 
 
+def quantized_gluoncv(name: str, side: int, **kwargs) -> Callable[[], object]:
+    """GluonCV's `name` as its *_int8 zoo models ship: MXNet's MKLDNN quantization pass
+    (quantize_model_mkldnn, calib_mode 'naive') over the float symbol, calibrated on one
+    random batch with Xavier weights. The suite then draws new weights,
+    as the zoo's int8 models with pretrained=False have weights their ranges were not
+    calibrated on: quantize_v2 -> _sg_mkldnn_conv (bn, relu, residual sum) ->
+    _contrib_quantized_pooling -> _contrib_dequantize -> FullyConnected. It is returned as
+    a SymbolBlock, which build_gluon initialises and randomises like the float models."""
+    def build():
+        from mxnet.contrib import quantization
+        net = gluoncv_model(name, **kwargs)()
+        net.initialize(mx.init.Xavier(), ctx=CTX)
+        rng = np.random.RandomState(0)
+        calib = rng.uniform(-1.0, 1.0, (2, 3, side, side)).astype(np.float32)
+        net(mx.nd.array(calib, ctx=CTX))
+        sym = net(mx.sym.var("data"))
+        sym = sym[0] if isinstance(sym, (list, tuple)) else sym
+        params = {p.name: p.data() for p in net.collect_params().values()}
+        args = {k: v for k, v in params.items() if k in sym.list_arguments()}
+        auxs = {k: v for k, v in params.items() if k in sym.list_auxiliary_states()}
+        qsym, _, _ = quantization.quantize_model_mkldnn(
+            sym, args, auxs, ctx=CTX, calib_mode="naive",
+            calib_data=mx.io.NDArrayIter(data=calib, batch_size=2), num_calib_examples=2,
+            quantized_dtype="auto", quantize_mode="full", logger=None,
+            excluded_op_names=["FullyConnected", "_sg_mkldnn_fully_connected"])
+        # The float classifier stays a plain FullyConnected, as in the zoo's int8 models (the
+        # pass wraps it in a float _sg_mkldnn_fully_connected, which mxlite does not run).
+        graph = json.loads(qsym.tojson())
+        for node in graph["nodes"]:
+            inner = [n for n in node.get("subgraphs", [{}])[0].get("nodes", []) if n["op"] != "null"]
+            if node["op"] == "_sg_mkldnn_fully_connected" and [n["op"] for n in inner] == ["FullyConnected"]:
+                node.update(op="FullyConnected", name=inner[0]["name"], attrs=inner[0]["attrs"])
+                del node["subgraphs"]
+        qsym = mx.sym.load_json(json.dumps(graph))
+        # A block, so that the suite draws its weights as for every GluonCV model.
+        return mx.gluon.SymbolBlock(qsym, [mx.sym.var("data")])
+    return build
+
+
 def image(*sides) -> List[Dict[str, tuple]]:
     out = []
     for s in sides:
@@ -745,6 +784,10 @@ def arcface_resnet():
 SUITE = [
     Spec("cifar_resnet20_v1", "CIFAR classification", gluoncv_model("cifar_resnet20_v1"),
          image(32), "match"),
+    Spec("cifar_resnet20_v1_int8", "quantized (int8)",
+         quantized_gluoncv("cifar_resnet20_v1", 32), image(32), "match",
+         "MXNet's quantization pass over cifar_resnet20_v1 (see quantized_gluoncv): "
+         "_sg_mkldnn_conv with bn/relu/residual sum, quantized avg pooling, dequantize"),
     Spec("mobilenetv3_small", "ImageNet classification", gluoncv_model("mobilenetv3_small"),
          image(64), "match"),
     Spec("se_resnet18_v1", "ImageNet classification", gluoncv_model("se_resnet18_v1"),

@@ -1,7 +1,8 @@
 """ThreadSanitizer over the C API's concurrent paths: several
 MXPredCreateMultiThread handles run by threads of their own at once (each
-also reshaping its handle), and one handle whose operators split their work
-over a pool of MXLITE_NUM_THREADS=2 threads, many times.
+also reshaping its handle), and one handle whose batch runs through two
+workers at once (split_batch) or whose operators split their work over a pool
+of MXLITE_NUM_THREADS=2 threads (split_batch=0), many times.
 
 The amalgamation and tests/c/stress_main.c are built with clang++
 -fsanitize=thread -O1 -g, once per module (and cached under
@@ -88,9 +89,13 @@ def run_driver(driver, isa, extra_env=None, handles=4, iterations=10):
                           env=env, capture_output=True, text=True, timeout=300)
 
 
+# split_batch on: the batch of 4 runs through two one-thread workers at once
+# (executor.h, "Splitting a batch"); off: each operator splits its work over
+# the pool.
+@pytest.mark.parametrize('split', ['1', '0'])
 @pytest.mark.parametrize('isa', ['scalar', 'default'])
-def test_concurrent_handles_and_pool_are_race_free(driver, isa):
-    result = run_driver(driver, isa)
+def test_concurrent_handles_and_pool_are_race_free(driver, isa, split):
+    result = run_driver(driver, isa, {'MXLITE_SPLIT_BATCH': split})
     assert 'ThreadSanitizer' not in result.stderr, result.stderr[-8000:]
     assert result.returncode == 0, result.stderr[-8000:]
     assert 'ok: 4 handles x 10 iterations' in result.stdout

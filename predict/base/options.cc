@@ -25,6 +25,11 @@ const RuntimeOptionInfo kRuntimeOptionList[] = {
      "predictors with the same thread count share one pool of threads (default on)"},
     {"graph_optimization", "MXLITE_GRAPH_OPT", "switch",
      "fuse operators and write Concat inputs in place (default on)"},
+    {"split_batch", "MXLITE_SPLIT_BATCH", "auto, or a switch",
+     "run a batch of several images one image at a time, each thread on its own images, "
+     "where every operator computes images apart: auto (the default) where the model's "
+     "weights are smaller than one image's intermediate results, on wherever the operators "
+     "allow, off: the whole batch layer by layer, all threads on each layer"},
     {"winograd", "MXLITE_WINOGRAD", "switch",
      "Winograd convolution algorithms (default on)"},
     {"shifted_gemm", "MXLITE_SHIFTED_GEMM", "switch",
@@ -119,6 +124,12 @@ Status SetRuntimeOption(RuntimeOptions* options, const std::string& name,
     ok = ParseSwitch(value, &options->share_threads);
   } else if (name == "graph_optimization") {
     ok = ParseSwitch(value, &options->graph_optimization);
+  } else if (name == "split_batch") {
+    bool on = false;
+    ok = value == "auto" || ParseSwitch(value, &on);
+    options->split_batch = value == "auto" ? RuntimeOptions::SplitBatch::kAuto
+                           : on            ? RuntimeOptions::SplitBatch::kOn
+                                           : RuntimeOptions::SplitBatch::kOff;
   } else if (name == "winograd") {
     ok = ParseSwitch(value, &options->winograd);
   } else if (name == "shifted_gemm") {

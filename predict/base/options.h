@@ -36,6 +36,12 @@ struct RuntimeOptions {
   bool share_threads = true;
   // Fuse operators (graph/fuse.h) and write Concat inputs in place.
   bool graph_optimization = true;
+  // Run a batch one image at a time, each thread on images of its own, when
+  // every operator computes the images of a batch apart (executor.h,
+  // "Splitting a batch"): kAuto where that also saves memory traffic, kOn
+  // wherever the operators allow; kOff: the whole batch layer by layer.
+  enum class SplitBatch { kOff, kOn, kAuto };
+  SplitBatch split_batch = SplitBatch::kAuto;
   // Convolution algorithm switches, for comparing and debugging.
   bool winograd = true;
   bool shifted_gemm = true;

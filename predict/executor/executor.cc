@@ -5,10 +5,72 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <set>
 
 #include "../graph/fuse.h"
 
 namespace mxlite {
+namespace executor_cc {
+
+// `whole` is `image` with axis 0 multiplied by `images`.
+bool HoldsImages(const Shape& whole, const Shape& image, int64_t images) {
+  if (!whole.is_complete() || !image.is_complete() || whole.ndim() != image.ndim() ||
+      whole.ndim() == 0 || whole[0] != image[0] * images) {
+    return false;
+  }
+  for (int d = 1; d < whole.ndim(); ++d) {
+    if (whole[d] != image[d]) return false;
+  }
+  return true;
+}
+
+// Whether `graph` computes the images of a batch apart (executor.h,
+// "Splitting a batch"), given every entry's shapes for the whole batch and
+// for one image (one_image). Entries that depend on an input carry the
+// batch along axis 0, every operator reading one computes images apart,
+// entries that depend on no input keep their shapes, and every graph output
+// carries the batch.
+bool ComputesImagesApart(const Graph& graph, const std::set<std::string>& inputs,
+                         const EntryShapes& whole, const EntryShapes& one_image,
+                         int64_t images) {
+  std::set<std::pair<int, int>> read, batched;
+  for (const Node& node : graph.nodes) {
+    for (const NodeEntry& input : node.inputs) read.insert({input.node, input.index});
+  }
+  for (const NodeEntry& output : graph.outputs) read.insert({output.node, output.index});
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    const Node& node = graph.nodes[n];
+    const int id = static_cast<int>(n);
+    if (node.is_variable()) {
+      if (inputs.count(node.name)) batched.insert({id, 0});
+      continue;
+    }
+    bool reads_batch = false;
+    std::vector<Shape> image_in;
+    for (const NodeEntry& input : node.inputs) {
+      reads_batch |= batched.count({input.node, input.index}) > 0;
+      image_in.push_back(one_image[input.node][input.index]);
+    }
+    if (reads_batch && !node.op->ComputesImagesApart(image_in)) return false;
+    for (int i = 0; i < node.num_outputs(); ++i) {
+      if (!read.count({id, i})) continue;  // a hidden output nothing reads
+      if (reads_batch) {
+        if (!HoldsImages(whole[n][i], one_image[n][i], images)) return false;
+        batched.insert({id, i});
+      } else if (!(whole[n][i] == one_image[n][i])) {
+        return false;
+      }
+    }
+  }
+  for (const NodeEntry& output : graph.outputs) {
+    if (graph.nodes[output.node].is_variable() || !batched.count({output.node, output.index})) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace executor_cc
 
 Status Executor::Create(std::shared_ptr<const Model> model,
                         const std::map<std::string, Shape>& input_shapes,
@@ -104,6 +166,11 @@ Status Executor::Bind(const std::map<std::string, int>& input_dtypes) {
   }
   MXL_RETURN_IF_ERROR(InferShapes(graph, input_shapes_, param_shapes, &shapes));
   MXL_RETURN_IF_ERROR(InferDTypes(graph, known_dtypes, &dtypes));
+  if (options_.split_batch != RuntimeOptions::SplitBatch::kOff && optimized() &&
+      options_.device_id < 0) {
+    MXL_RETURN_IF_ERROR(SplitBatch(shapes, dtypes, param_shapes));
+    if (!image_workers_.empty()) return Status();
+  }
 
   // Operator outputs live in one planned arena.
   std::vector<std::vector<size_t>> entry_bytes;
@@ -160,7 +227,7 @@ Status Executor::Bind(const std::map<std::string, int>& input_dtypes) {
     }
     // The graph may hold the optimiser's own operators (graph/fuse.cc).
     MXL_RETURN_IF_ERROR(
-        CreateOperator(node.op_name, node.name, node.attrs, &ops_[n], OpSource::kInternal));
+        CreateNodeOperator(node, OpSource::kInternal, &ops_[n]));
     ops_[n]->set_runtime_options(&options_);
     ops_[n]->set_thread_pool(pool_.get());
     std::vector<int> input_dtypes;
@@ -184,6 +251,160 @@ Status Executor::Bind(const std::map<std::string, int>& input_dtypes) {
     MXL_RETURN_IF_ERROR(CreateCudaRunner(this, options_.device_id, &device_));
   }
   return PrepareOperators();
+}
+
+Status Executor::SplitBatch(const EntryShapes& shapes, const EntryDTypes& dtypes,
+                            const std::map<std::string, Shape>& param_shapes) {
+  using executor_cc::ComputesImagesApart;
+  // Every input holds the same number of images, two or more, along axis 0.
+  int64_t images = 0;
+  std::map<std::string, Shape> image_shapes;
+  std::set<std::string> inputs;
+  for (const auto& input : input_shapes_) {
+    const Shape& shape = input.second;
+    // (An input that is also a parameter has the batch's shape in the
+    // params file: it stays whole.)
+    if (shape.ndim() == 0 || shape[0] < 2 || (images != 0 && shape[0] != images) ||
+        model_->params.count(input.first)) {
+      return Status();
+    }
+    images = shape[0];
+    std::vector<int64_t> dims = shape.dims();
+    dims[0] = 1;
+    image_shapes[input.first] = Shape(dims);
+    inputs.insert(input.first);
+  }
+  if (images == 0) return Status();
+  EntryShapes one_image;
+  if (!InferShapes(graph_, image_shapes, param_shapes, &one_image).ok() ||
+      !ComputesImagesApart(graph_, inputs, shapes, one_image, images)) {
+    return Status();
+  }
+  // Splitting trades memory traffic. Layer by layer, one image's
+  // intermediate results (all of them, `activations` bytes) leave the caches
+  // between layers; image by image they stay, but the weights are read once
+  // per image instead of once per batch. Measured on the zoo models at batch
+  // 8 (docs/performance.md), splitting pays where the weights are the
+  // smaller (squeezenet, the MobileNets, densenet121) and loses where they
+  // are the larger (resnet18_v1 5%, resnet50_v2 13%, vgg11 20%); auto
+  // splits the first kind only.
+  if (options_.split_batch == RuntimeOptions::SplitBatch::kAuto) {
+    size_t weights = 0, activations = 0;
+    for (size_t n = 0; n < graph_.nodes.size(); ++n) {
+      const Node& node = graph_.nodes[n];
+      if (!node.is_variable()) {
+        for (size_t i = 0; i < one_image[n].size(); ++i) {
+          activations = AddBytes(activations, static_cast<size_t>(one_image[n][i].Size()) *
+                                                  DTypeSize(dtypes[n][i]));
+        }
+        continue;
+      }
+      auto param = model_->params.find(node.name);
+      if (param != model_->params.end()) weights = AddBytes(weights, param->second.bytes());
+    }
+    if (weights >= activations) return Status();
+  }
+  // Workers: one per thread, each with one thread, when every thread gets
+  // its share of images (the batch divides evenly, or each thread gets two
+  // or more); else one worker with all the threads.
+  const int threads = pool_ ? pool_->size() : 1;
+  const int workers = threads > 1 && (images % threads == 0 || images >= 2 * threads)
+                          ? threads : 1;
+  std::vector<std::unique_ptr<Executor>> made(workers);
+  for (int w = 0; w < workers; ++w) {
+    RuntimeOptions options = options_;
+    options.split_batch = RuntimeOptions::SplitBatch::kOff;
+    if (w > 0) options.profile = 0;  // one profile, of worker 0's images
+    std::shared_ptr<ThreadPool> pool = pool_;
+    if (workers > 1) {
+      options.threads = 1;
+      pool = std::make_shared<ThreadPool>(1, options.spin_ms);
+    }
+    // A worker that cannot be made (its memory budget, say) leaves the
+    // batch whole, where binding reports any error in the batch's terms.
+    if (!Make(model_, image_shapes, input_dtypes_, options, pool, nullptr, &made[w]).ok()) {
+      return Status();
+    }
+  }
+  // The batch's inputs and outputs, and the budget over all workers (the
+  // prepared weights, shared, once).
+  const Graph& graph = graph_;
+  size_t bytes = made[0]->prepared_bytes_;
+  size_t copies = 0, workspaces = 0, arenas = 0;
+  for (const auto& worker : made) {
+    bytes = AddBytes(bytes, worker->activation_bytes_);
+    copies = AddBytes(copies, worker->copy_bytes_);
+    workspaces = AddBytes(workspaces, worker->workspace_bytes_);
+    arenas = AddBytes(arenas, worker->plan_.arena_bytes);
+  }
+  bytes = AddBytes(AddBytes(bytes, copies), workspaces);
+  for (const auto& input : input_shapes_) {
+    const int node = graph.FindNode(input.first);
+    bytes = AddBytes(bytes, static_cast<size_t>(input.second.Size()) * DTypeSize(dtypes[node][0]));
+  }
+  for (const NodeEntry& output : graph.outputs) {
+    bytes = AddBytes(bytes, static_cast<size_t>(shapes[output.node][output.index].Size()) *
+                                DTypeSize(dtypes[output.node][output.index]));
+  }
+  if (bytes > MemoryBudget(options_)) return Status();
+  entries_.assign(graph.nodes.size(), {});
+  for (const auto& input : input_shapes_) {
+    const int node = graph.FindNode(input.first);
+    entries_[node].resize(1);
+    MXL_RETURN_IF_ERROR(NDArray::Create(input.second, dtypes[node][0], &entries_[node][0]));
+  }
+  for (const NodeEntry& output : graph.outputs) {
+    outputs_.emplace_back();
+    MXL_RETURN_IF_ERROR(NDArray::Create(shapes[output.node][output.index],
+                                        dtypes[output.node][output.index], &outputs_.back()));
+  }
+  plan_ = made[0]->plan_;
+  plan_.arena_bytes = arenas;
+  plan_.naive_bytes = made[0]->plan_.naive_bytes * static_cast<size_t>(images);
+  activation_bytes_ = bytes;
+  copy_bytes_ = copies;
+  workspace_bytes_ = workspaces;
+  prepared_bytes_ = made[0]->prepared_bytes_;
+  image_workers_ = std::move(made);
+  batch_images_ = images;
+  prepared_ = true;
+  return Status();
+}
+
+Status Executor::ForwardImages(const std::vector<const char*>& sources) {
+  const int workers = static_cast<int>(image_workers_.size());
+  std::vector<Status> results(workers);
+  auto run = [&](int64_t w) {
+    Executor& worker = *image_workers_[w];
+    std::vector<ExternalInput> inputs;
+    for (size_t k = 0; k < input_names_.size(); ++k) {
+      const NDArray& image = worker.entries_[worker.graph_.FindNode(input_names_[k])][0];
+      inputs.push_back({input_names_[k], nullptr, image.dtype(), static_cast<size_t>(image.Size())});
+    }
+    const int64_t first = batch_images_ * w / workers, last = batch_images_ * (w + 1) / workers;
+    for (int64_t i = first; i < last; ++i) {
+      for (size_t k = 0; k < inputs.size(); ++k) {
+        inputs[k].data = sources[k] + i * inputs[k].count * DTypeSize(inputs[k].dtype);
+      }
+      Status status = worker.ForwardWithInputs(inputs);
+      if (!status.ok()) {
+        results[w] = status;
+        return;
+      }
+      for (size_t k = 0; k < outputs_.size(); ++k) {
+        const NDArray& image = worker.outputs_[k];
+        std::memcpy(static_cast<char*>(outputs_[k].data()) + i * image.bytes(), image.data(),
+                    image.bytes());
+      }
+    }
+  };
+  if (workers == 1) {
+    run(0);
+  } else {
+    ParallelFor(pool_.get(), workers, run);
+  }
+  for (const Status& status : results) MXL_RETURN_IF_ERROR(status);
+  return Status();
 }
 
 size_t Executor::AddBytes(size_t a, size_t b) {
@@ -388,6 +609,12 @@ Status Executor::PrepareOperators() {
 }
 
 Status Executor::SetInput(const std::string& name, const void* data, size_t count) {
+  if (!image_workers_.empty() && !input_shapes_.count(name)) {
+    for (const auto& worker : image_workers_) {
+      MXL_RETURN_IF_ERROR(worker->SetInput(name, data, count));
+    }
+    return Status();
+  }
   const Graph& graph = graph_;
   int node = graph.FindNode(name);
   MXL_CHECK(node >= 0 && graph.nodes[node].is_variable(), "cannot find input key '", name,
@@ -478,6 +705,13 @@ Executor::~Executor() {
 
 Status Executor::Forward() {
   if (device_) return device_->Forward();
+  if (!image_workers_.empty()) {
+    std::vector<const char*> sources;
+    for (const std::string& name : input_names_) {
+      sources.push_back(static_cast<const char*>(entries_[graph_.FindNode(name)][0].data()));
+    }
+    return ForwardImages(sources);
+  }
   for (size_t n = 0; n < ops_.size(); ++n) MXL_RETURN_IF_ERROR(RunNode(static_cast<int>(n)));
   return Status();
 }
@@ -519,6 +753,27 @@ Status Executor::ForwardWithInputs(const std::vector<ExternalInput>& inputs) {
     lent.emplace_back(storage, storage->ExchangeData(const_cast<void*>(input.data)));
     return Status();
   };
+  if (!image_workers_.empty()) {
+    // The workers read the caller's images in place.
+    std::vector<const char*> sources;
+    for (const std::string& name : input_names_) {
+      sources.push_back(static_cast<const char*>(entries_[graph.FindNode(name)][0].data()));
+    }
+    for (const ExternalInput& input : inputs) {
+      MXL_CHECK(input_shapes_.count(input.name), "'", input.name,
+                "' is not an input of this predictor");
+      const NDArray& array = entries_[graph.FindNode(input.name)][0];
+      MXL_CHECK(input.dtype == array.dtype(), "input '", input.name, "' is ",
+                DTypeName(input.dtype), " but the predictor expects ", DTypeName(array.dtype()));
+      MXL_CHECK(input.count == static_cast<size_t>(array.Size()), "input '", input.name,
+                "' has shape ", array.shape().ToString(), " (", array.Size(),
+                " elements) but ", input.count, " elements were given");
+      for (size_t k = 0; k < input_names_.size(); ++k) {
+        if (input_names_[k] == input.name) sources[k] = static_cast<const char*>(input.data);
+      }
+    }
+    return ForwardImages(sources);
+  }
   Status status;
   for (const ExternalInput& input : inputs) {
     status = lend(input);
@@ -531,6 +786,17 @@ Status Executor::ForwardWithInputs(const std::vector<ExternalInput>& inputs) {
 
 Status Executor::TakeOutputs(std::vector<NDArray>* out) {
   const Graph& graph = graph_;
+  if (!image_workers_.empty()) {
+    // The batch's outputs are the executor's own arrays: handed over, and
+    // replaced by fresh ones for the next pass.
+    std::vector<NDArray> fresh(outputs_.size());
+    for (size_t i = 0; i < outputs_.size(); ++i) {
+      MXL_RETURN_IF_ERROR(NDArray::Create(outputs_[i].shape(), outputs_[i].dtype(), &fresh[i]));
+    }
+    out->swap(outputs_);
+    outputs_.swap(fresh);
+    return Status();
+  }
   out->assign(outputs_.size(), NDArray());
   std::map<int, std::shared_ptr<Storage>> handed;  // block -> memory now the caller's
   for (size_t i = 0; i < outputs_.size(); ++i) {

@@ -10,6 +10,24 @@
  * executor owns them), parameters (shared, read-only, between executors of
  * one model: MXPredReshape and MXPredCreateMultiThread rely on that) and
  * unread arguments such as labels (zero-filled, never read).
+ *
+ * Splitting a batch. Run layer by layer, a batch of N images makes every
+ * intermediate result N images large: results stop fitting the caches
+ * between layers, Concat inputs cannot be written in place (in NCHW they
+ * interleave image by image), and threads meet at a barrier after every
+ * layer. So when each operator computes the images apart
+ * (Operator::ComputesImagesApart) and every intermediate result carries the
+ * batch along axis 0 (checked by inferring the shapes for N images and for
+ * one), the executor binds workers for one image and passes the batch
+ * through them image by image: with T threads and enough images, T workers
+ * of one thread each, every worker on images of its own in its own arena,
+ * meeting only when the batch is done; otherwise one worker with all the
+ * threads. Inputs and outputs keep the batch's shapes: workers read their
+ * input images in place and their outputs are copied into the batch's.
+ * split_batch=auto (the default) splits only where the weights, then read
+ * once per image, are smaller than one image's intermediate results (see
+ * SplitBatch); split_batch=0, graph optimisation off (monitoring,
+ * step-by-step execution) and GPUs keep the batch whole.
  */
 #ifndef MXLITE_EXECUTOR_EXECUTOR_H_
 #define MXLITE_EXECUTOR_EXECUTOR_H_
@@ -133,6 +151,14 @@ class Executor {
   }
   Status RunNode(int n);
 
+  // Splitting a batch (above): binds the workers when the graph allows it
+  // for the batch's shapes and dtypes, else leaves image_workers_ empty.
+  Status SplitBatch(const EntryShapes& shapes, const EntryDTypes& dtypes,
+                    const std::map<std::string, Shape>& param_shapes);
+  // One pass of the batch through the workers; `sources` holds each input's
+  // batch (input_names_ order).
+  Status ForwardImages(const std::vector<const char*>& sources);
+
   // Operators compute in float32. A node that reads or writes an array of
   // another dtype (float16, int32, ...) runs on float32 copies: its inputs
   // are converted before the operator runs and its outputs converted back
@@ -183,6 +209,10 @@ class Executor {
   size_t copy_bytes_ = 0;        // every node's Float32Copies (budgeted)
   size_t prepared_bytes_ = 0;    // the operators' PreparedBytes (budgeted)
   MemoryPlan plan_;
+  // Splitting a batch: executors for one image each, and the batch size;
+  // empty when the batch runs whole.
+  std::vector<std::unique_ptr<Executor>> image_workers_;
+  int64_t batch_images_ = 0;
   bool prepared_ = false;
   MonitorFn monitor_ = nullptr;
   void* monitor_user_ = nullptr;

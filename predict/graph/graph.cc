@@ -1,3 +1,4 @@
+#include <memory>
 #include <set>
 
 #include "graph.h"
@@ -67,6 +68,14 @@ void PruneToOutputs(Graph* graph) {
   }
   for (NodeEntry& output : graph->outputs) output.node = new_index[output.node];
   graph->nodes = std::move(kept);
+}
+
+Status CreateNodeOperator(const Node& node, OpSource source, std::unique_ptr<Operator>* out) {
+  MXL_RETURN_IF_ERROR(CreateOperator(node.op_name, node.name, node.attrs, out, source));
+  if (!(*out)->TakesSubgraph()) return Status();
+  MXL_CHECK(node.subgraph != nullptr, "node '", node.name, "' (", node.op_name,
+            "): the operator needs the node's subgraph, which it lacks");
+  return (*out)->SetSubgraph(*node.subgraph);
 }
 
 }  // namespace mxlite

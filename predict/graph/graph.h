@@ -32,6 +32,9 @@ struct Node {
   AttrMap attrs;                // operator attributes, hidden ones included
   std::vector<NodeEntry> inputs;
   std::shared_ptr<Operator> op; // null for a variable
+  // The nested graph of a subgraph operator (_sg_mkldnn_conv), which every
+  // instance of its operator is given (CreateNodeOperator); null otherwise.
+  std::shared_ptr<const Subgraph> subgraph;
 
   bool is_variable() const { return op == nullptr; }
   int num_outputs() const {
@@ -56,6 +59,10 @@ struct Graph {
   // Human description of an entry for messages: "'conv0' (Convolution)".
   std::string Describe(int node) const;
 };
+
+// A new instance of the node's operator, given the node's subgraph when it
+// takes one (executors make their own instances).
+Status CreateNodeOperator(const Node& node, OpSource source, std::unique_ptr<Operator>* out);
 
 // Parses symbol JSON of any MXNet version (legacy files are upgraded) and
 // builds every operator; unknown operators and attributes are errors here.

@@ -16,6 +16,7 @@
  * on the node but have no effect on inference.
  */
 #include <cmath>
+#include <memory>
 
 #include "graph.h"
 #include "json.h"
@@ -142,6 +143,76 @@ Status CheckOptionalMembers(const JsonValue& root, const JsonValue& nodes) {
   return Status();
 }
 
+// Reads a node's "subgraphs": exactly one graph object ({"nodes", "heads"},
+// nodes in topological order, entries [node, output(, version)]). Its
+// operators are not built here: the operator taking it checks them.
+Status ReadSubgraph(const JsonValue& subgraphs, const std::string& node_where, Subgraph* out) {
+  MXL_CHECK(subgraphs.is_array(), node_where, ": \"subgraphs\" must be an array, not ",
+            JsonTypeName(subgraphs.type));
+  MXL_CHECK(subgraphs.array.size() == 1, node_where, ": \"subgraphs\" holds ",
+            subgraphs.array.size(), " graphs; this operator takes exactly one");
+  const JsonValue& graph = subgraphs.array[0];
+  const std::string where = node_where + " subgraph";
+  MXL_CHECK(graph.is_object(), where, " must be an object, not ", JsonTypeName(graph.type));
+  Status status;
+  const JsonValue* nodes = RequireMember(graph, "nodes", JsonValue::kArray, where, &status);
+  if (nodes == nullptr) return status;
+  const JsonValue* heads = RequireMember(graph, "heads", JsonValue::kArray, where, &status);
+  if (heads == nullptr) return status;
+  auto read_entry = [&](const JsonValue& value, size_t limit, const std::string& what,
+                        std::pair<int, int>* entry) {
+    MXL_CHECK(value.is_array() && (value.array.size() == 2 || value.array.size() == 3), what,
+              ": an entry must be [node, output] or [node, output, version]");
+    for (const JsonValue& item : value.array) {
+      MXL_CHECK(item.is_number() && item.number >= 0 && item.number == std::floor(item.number) &&
+                    item.number < 2147483647.0,
+                what, ": entry values must be non-negative integers");
+    }
+    MXL_CHECK(value.array[0].number < static_cast<double>(limit), what, ": refers to node ",
+              value.array[0].number, ", which does not come before it (", limit,
+              " nodes so far)");
+    *entry = {static_cast<int>(value.array[0].number), static_cast<int>(value.array[1].number)};
+    return Status();
+  };
+  for (size_t i = 0; i < nodes->array.size(); ++i) {
+    const JsonValue& json = nodes->array[i];
+    const std::string node_at = StrCat(where, " node #", i);
+    MXL_CHECK(json.is_object(), node_at, " must be an object");
+    const JsonValue* op = RequireMember(json, "op", JsonValue::kString, node_at, &status);
+    if (op == nullptr) return status;
+    const JsonValue* name = RequireMember(json, "name", JsonValue::kString, node_at, &status);
+    if (name == nullptr) return status;
+    SubgraphNode node;
+    node.op = op->string;
+    node.name = name->string;
+    for (const char* key : {"param", "attr", "attrs"}) {
+      if (const JsonValue* attrs = json.Find(key)) {
+        MXL_RETURN_IF_ERROR(ReadAttrObject(*attrs, node.name, key, &node.attrs));
+      }
+    }
+    if (const JsonValue* nested = json.Find("subgraphs")) {
+      MXL_CHECK(!nested->is_array() || nested->array.empty(), node_at,
+                ": nested subgraphs are not supported");
+    }
+    if (const JsonValue* inputs = json.Find("inputs")) {
+      MXL_CHECK(inputs->is_array(), node_at, ": \"inputs\" must be an array");
+      for (size_t k = 0; k < inputs->array.size(); ++k) {
+        std::pair<int, int> entry;
+        MXL_RETURN_IF_ERROR(read_entry(inputs->array[k], i, StrCat(node_at, " input ", k), &entry));
+        node.inputs.push_back(entry);
+      }
+    }
+    out->nodes.push_back(std::move(node));
+  }
+  for (size_t i = 0; i < heads->array.size(); ++i) {
+    std::pair<int, int> entry;
+    MXL_RETURN_IF_ERROR(
+        read_entry(heads->array[i], out->nodes.size(), StrCat(where, " head ", i), &entry));
+    out->heads.push_back(entry);
+  }
+  return Status();
+}
+
 Status BuildNode(const JsonValue& json, size_t json_index, int version,
                  std::vector<int>* id_map, Graph* graph) {
   const std::string where = StrCat("node #", json_index);
@@ -160,9 +231,9 @@ Status BuildNode(const JsonValue& json, size_t json_index, int version,
       MXL_RETURN_IF_ERROR(ReadAttrObject(*attrs, node.name, key, &node.attrs));
     }
   }
-  if (const JsonValue* subgraphs = json.Find("subgraphs")) {
-    MXL_CHECK(!subgraphs->is_array() || subgraphs->array.empty(), node_where, " (", op->string,
-              "): operators with subgraphs (control flow) are not supported");
+  const JsonValue* subgraphs = json.Find("subgraphs");
+  if (subgraphs != nullptr && subgraphs->is_array() && subgraphs->array.empty()) {
+    subgraphs = nullptr;
   }
   if (const JsonValue* inputs = json.Find("inputs")) {
     MXL_CHECK(inputs->is_array(), node_where, ": \"inputs\" must be an array");
@@ -175,6 +246,8 @@ Status BuildNode(const JsonValue& json, size_t json_index, int version,
   }
 
   if (op->string == "null") {
+    MXL_CHECK(subgraphs == nullptr, node_where, ": a variable (op \"null\") cannot have "
+              "subgraphs");
     MXL_CHECK(node.inputs.empty(), node_where, ": a variable (op \"null\") cannot have inputs");
     node.op_name = "null";
   } else {
@@ -185,6 +258,18 @@ Status BuildNode(const JsonValue& json, size_t json_index, int version,
     }
     std::unique_ptr<Operator> created;
     MXL_RETURN_IF_ERROR(CreateOperator(op->string, node.name, node.attrs, &created));
+    if (created->TakesSubgraph()) {
+      MXL_CHECK(subgraphs != nullptr, node_where, " (", op->string,
+                "): the node has no \"subgraphs\" entry, which this operator needs (the "
+                "graph it fuses)");
+      std::shared_ptr<Subgraph> subgraph = std::make_shared<Subgraph>();
+      MXL_RETURN_IF_ERROR(ReadSubgraph(*subgraphs, node_where, subgraph.get()));
+      MXL_RETURN_IF_ERROR(created->SetSubgraph(*subgraph));
+      node.subgraph = std::move(subgraph);
+    } else {
+      MXL_CHECK(subgraphs == nullptr, node_where, " (", op->string,
+                "): operators with subgraphs (control flow) are not supported");
+    }
     node.op.reset(created.release());
     node.op_name = CanonicalOpName(op->string);
     const std::vector<std::string> input_names = node.op->InputNames();

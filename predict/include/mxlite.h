@@ -15,6 +15,10 @@
  *   share_threads       1: predictors with the same thread count share one
  *                       pool of threads (default); 0: a pool of their own
  *   graph_optimization  1: fuse operators (default); 0: run as written
+ *   split_batch         auto (default): a batch runs one image at a time,
+ *                       each thread on its own images, where the operators
+ *                       allow and the weights are smaller than one image's
+ *                       intermediate results; 1: wherever they allow; 0: never
  *   winograd, shifted_gemm   convolution algorithm switches (1 default)
  *   profile             0, 1 (per operator type) or 2 (per node): timings on
  *                       stderr when the predictor is freed

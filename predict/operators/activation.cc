@@ -17,6 +17,11 @@ class Activation : public Operator {
 
   std::vector<InplacePair> InplaceOptions() const override { return {{0, 0, false}}; }
 
+  bool ComputesImagesApart(const std::vector<Shape>& image_in) const override {
+    (void)image_in;
+    return true;
+  }
+
   Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
     MXL_RETURN_IF_ERROR(AssignShape(out, 0, (*in)[0], "output", OutputNames()));
     return AssignShape(in, 0, (*out)[0], "input", InputNames());

@@ -95,6 +95,8 @@ class AttrParser {
   Status Finish() const;
 
   const std::string& node_name() const { return node_name_; }
+  // The node's attributes, for a factory that hands them to another parser.
+  const AttrMap& attrs() const { return attrs_; }
   const std::string& op_name() const { return op_name_; }
 
  private:

@@ -57,6 +57,10 @@ class BatchNorm : public Operator {
   int NumVisibleOutputs() const override { return output_mean_var_ ? 3 : 1; }
   std::vector<int> MutatedInputs() const override { return {3, 4}; }
 
+  bool ComputesImagesApart(const std::vector<Shape>& image_in) const override {
+    return !image_in.empty() && (axis_ < 0 ? axis_ + image_in[0].ndim() : axis_) != 0;
+  }
+
   Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
     const std::vector<std::string> names = InputNames();
     // The data and the output have one shape.

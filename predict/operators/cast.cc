@@ -17,6 +17,11 @@ class Cast : public Operator {
 
   std::vector<InplacePair> InplaceOptions() const override { return {{0, 0, false}}; }
 
+  bool ComputesImagesApart(const std::vector<Shape>& image_in) const override {
+    (void)image_in;
+    return true;
+  }
+
   Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
     return SameShapeInference(*this, in, out);
   }

@@ -12,6 +12,11 @@ class Clip : public Operator {
  public:
   Clip(float low, float high) : low_(low), high_(high) {}
 
+  bool ComputesImagesApart(const std::vector<Shape>& image_in) const override {
+    (void)image_in;
+    return true;
+  }
+
   Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
     MXL_RETURN_IF_ERROR(AssignShape(out, 0, (*in)[0], "output", OutputNames()));
     return AssignShape(in, 0, (*out)[0], "input", InputNames());

@@ -49,6 +49,10 @@ class Concat : public Operator {
     return names;
   }
 
+  bool ComputesImagesApart(const std::vector<Shape>& image_in) const override {
+    return !image_in.empty() && (dim_ < 0 ? dim_ + image_in[0].ndim() : dim_) != 0;
+  }
+
   Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
     const std::vector<std::string> names = InputNames();
     // Everything but the concatenated dim, gathered from all shapes.

@@ -85,6 +85,11 @@ class Convolution : public Operator {
     return names;
   }
 
+  bool ComputesImagesApart(const std::vector<Shape>& image_in) const override {
+    (void)image_in;
+    return true;
+  }
+
   Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
     const int nk = static_cast<int>(kernel_.size());
     const std::vector<std::string> names = InputNames();

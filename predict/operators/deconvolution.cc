@@ -124,6 +124,11 @@ class Deconvolution : public Operator {
     return {"data", "weight", "bias"};
   }
 
+  bool ComputesImagesApart(const std::vector<Shape>& image_in) const override {
+    (void)image_in;
+    return true;
+  }
+
   Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
     const int nk = static_cast<int>(p_.kernel.size());
     const std::vector<std::string> names = InputNames();
@@ -277,6 +282,11 @@ class UpSamplingNearest : public Operator {
       : scale_(scale), num_args_(num_args), sum_(sum) {}
 
   std::vector<std::string> InputNames() const override { return NumberedNames("arg", num_args_); }
+
+  bool ComputesImagesApart(const std::vector<Shape>& image_in) const override {
+    (void)image_in;
+    return true;
+  }
 
   Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
     const std::vector<std::string> names = InputNames();

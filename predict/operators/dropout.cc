@@ -18,6 +18,11 @@ class Dropout : public Operator {
   std::vector<std::string> OutputNames() const override { return {"output", "mask"}; }
   std::vector<InplacePair> InplaceOptions() const override { return {{0, 0, true}}; }
 
+  bool ComputesImagesApart(const std::vector<Shape>& image_in) const override {
+    (void)image_in;
+    return true;
+  }
+
   Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
     MXL_RETURN_IF_ERROR(AssignShape(out, 0, (*in)[0], "output", OutputNames()));
     MXL_RETURN_IF_ERROR(AssignShape(out, 1, (*in)[0], "output", OutputNames()));

@@ -121,6 +121,11 @@ class Binary : public Operator {
     return {{0, 0, false}, {1, 0, false}};
   }
 
+  bool ComputesImagesApart(const std::vector<Shape>& image_in) const override {
+    (void)image_in;
+    return true;
+  }
+
   Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
     if (!broadcast_) return AllSameShape(*this, in, out);
     Shape shape;
@@ -160,6 +165,11 @@ class AddN : public Operator {
 
   std::vector<std::string> InputNames() const override { return NumberedNames("arg", num_args_); }
   std::vector<InplacePair> InplaceOptions() const override { return {{0, 0, false}}; }
+
+  bool ComputesImagesApart(const std::vector<Shape>& image_in) const override {
+    (void)image_in;
+    return true;
+  }
 
   Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
     return AllSameShape(*this, in, out);

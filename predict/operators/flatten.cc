@@ -14,6 +14,11 @@ class Flatten : public Operator {
  public:
   std::vector<InplacePair> InplaceOptions() const override { return {{0, 0, true}}; }
 
+  bool ComputesImagesApart(const std::vector<Shape>& image_in) const override {
+    (void)image_in;
+    return true;
+  }
+
   Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
     const Shape& data = (*in)[0];
     if (!data.is_complete()) return Status();

@@ -117,6 +117,11 @@ class FullyConnected : public Operator {
     return {"data", "weight", "bias"};
   }
 
+  bool ComputesImagesApart(const std::vector<Shape>& image_in) const override {
+    (void)image_in;
+    return true;
+  }
+
   Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
     const std::vector<std::string> names = InputNames();
     Shape data = (*in)[0];

@@ -73,6 +73,11 @@ class LeakyReLU : public Operator {
     return {{0, 0, false}};
   }
 
+  bool ComputesImagesApart(const std::vector<Shape>& image_in) const override {
+    (void)image_in;
+    return true;
+  }
+
   Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
     MXL_RETURN_IF_ERROR(SameShapeInference(*this, in, out));
     if (type_ == kRrelu) MXL_RETURN_IF_ERROR(AssignShape(out, 1, (*in)[0], "output", OutputNames()));
@@ -134,6 +139,11 @@ class HardSigmoid : public Operator {
   HardSigmoid(float alpha, float beta) : alpha_(alpha), beta_(beta) {}
 
   std::vector<InplacePair> InplaceOptions() const override { return {{0, 0, false}}; }
+
+  bool ComputesImagesApart(const std::vector<Shape>& image_in) const override {
+    (void)image_in;
+    return true;
+  }
 
   Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
     return SameShapeInference(*this, in, out);

@@ -24,6 +24,11 @@ class LRN : public Operator {
 
   std::vector<std::string> OutputNames() const override { return {"output", "tmp_norm"}; }
 
+  bool ComputesImagesApart(const std::vector<Shape>& image_in) const override {
+    (void)image_in;
+    return true;
+  }
+
   Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
     MXL_RETURN_IF_ERROR(SameShapeInference(*this, in, out));
     MXL_RETURN_IF_ERROR(AssignShape(out, 1, (*in)[0], "output", OutputNames()));

@@ -86,6 +86,10 @@ class AffineNorm : public Operator {
   }
   int NumVisibleOutputs() const override { return output_mean_var_ ? 3 : 1; }
 
+  bool ComputesImagesApart(const std::vector<Shape>& image_in) const override {
+    return !image_in.empty() && (kind_ != kLayer || (axis_ < 0 ? axis_ + image_in[0].ndim() : axis_) != 0);
+  }
+
   Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
     MXL_RETURN_IF_ERROR(SameShapeInference(*this, in, out));
     const Shape& data = (*in)[0];
@@ -251,6 +255,11 @@ class L2Normalization : public Operator {
   L2Normalization(L2Mode mode, float eps) : mode_(mode), eps_(eps) {}
 
   std::vector<std::string> OutputNames() const override { return {"output", "norm"}; }
+
+  bool ComputesImagesApart(const std::vector<Shape>& image_in) const override {
+    (void)image_in;
+    return true;
+  }
 
   Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
     MXL_RETURN_IF_ERROR(SameShapeInference(*this, in, out));

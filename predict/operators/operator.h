@@ -69,10 +69,34 @@ struct InplacePair {
   bool identity;  // the output is the input's data unchanged (a view)
 };
 
+// A node's nested graph, as MXNet's subgraph operators (_sg_mkldnn_conv)
+// carry it in the symbol file's "subgraphs": its nodes in topological order
+// (op "null" for a variable), each input an (earlier node, output) pair, and
+// the heads. The operator that takes it validates it (SetSubgraph).
+struct SubgraphNode {
+  std::string op;
+  std::string name;
+  AttrMap attrs;
+  std::vector<std::pair<int, int>> inputs;
+};
+struct Subgraph {
+  std::vector<SubgraphNode> nodes;
+  std::vector<std::pair<int, int>> heads;
+};
+
 class Operator {
  public:
   virtual ~Operator() = default;
 
+  // Operators built around a nested graph (MXNet's subgraph operators)
+  // return true and take it, once, before any other question: their inputs
+  // and outputs depend on it. The symbol loader passes a node's "subgraphs"
+  // entry; for every other operator a non-empty one is an error.
+  virtual bool TakesSubgraph() const { return false; }
+  virtual Status SetSubgraph(const Subgraph& subgraph) {
+    (void)subgraph;
+    return Status::Error("internal error: this operator takes no subgraph");
+  }
   // Inputs in order, as MXNet names them ("data", "weight", "bias").
   virtual std::vector<std::string> InputNames() const { return {"data"}; }
   // All outputs, hidden ones included (BatchNorm: output, mean, var).
@@ -97,6 +121,17 @@ class Operator {
     (void)out;
     (void)element_bytes;
     (void)offsets;
+    return false;
+  }
+
+  // True when index b along axis 0 of every output depends only on index b
+  // along axis 0 of the inputs that carry the batch (and on the others, such
+  // as weights, whole), for inputs of these one-image shapes (axis 0 of
+  // size 1 where the batch was). The executor may then run a batch one
+  // image at a time (executor.h, "Splitting a batch"). The default, false,
+  // keeps the batch whole: an operator must opt in.
+  virtual bool ComputesImagesApart(const std::vector<Shape>& image_in) const {
+    (void)image_in;
     return false;
   }
 

@@ -39,6 +39,11 @@ class Pooling : public Operator {
         count_include_pad_(count_include_pad),
         layout_rank_(layout_rank) {}
 
+  bool ComputesImagesApart(const std::vector<Shape>& image_in) const override {
+    (void)image_in;
+    return true;
+  }
+
   Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
     const Shape& data = (*in)[0];
     if (!data.rank_known()) return Status();

@@ -36,6 +36,10 @@ class ViewOp : public Operator {
  public:
   std::vector<InplacePair> InplaceOptions() const override { return {{0, 0, true}}; }
   bool MovesBytesOnly() const override { return true; }
+  bool ComputesImagesApart(const std::vector<Shape>& image_in) const override {
+    (void)image_in;
+    return true;
+  }
 
   // A view keeps the element count and the dtype. Shape inference can leave
   // them apart (a Reshape without a shape whose output size a consumer

@@ -44,6 +44,11 @@ class AdaptiveAvgPooling2D : public Operator {
  public:
   AdaptiveAvgPooling2D(int64_t out_h, int64_t out_w) : out_h_(out_h), out_w_(out_w) {}
 
+  bool ComputesImagesApart(const std::vector<Shape>& image_in) const override {
+    (void)image_in;
+    return true;
+  }
+
   Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
     const Shape& data = (*in)[0];
     if (!data.is_complete()) return Status();
@@ -136,6 +141,11 @@ class BilinearResize2D : public Operator {
   std::vector<int> UnreadInputs() const override {
     if (mode_ == kLike) return {1};
     return {};
+  }
+
+  bool ComputesImagesApart(const std::vector<Shape>& image_in) const override {
+    (void)image_in;
+    return true;
   }
 
   Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {

@@ -70,6 +70,11 @@ class ScalarOp : public Operator {
     scalar_ = RoundToDType(in[0], scalar_);
   }
 
+  bool ComputesImagesApart(const std::vector<Shape>& image_in) const override {
+    (void)image_in;
+    return true;
+  }
+
   Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
     return SameShapeInference(*this, in, out);
   }

@@ -147,6 +147,10 @@ class Softmax : public Operator {
 
   std::vector<InplacePair> InplaceOptions() const override { return {{0, 0, false}}; }
 
+  bool ComputesImagesApart(const std::vector<Shape>& image_in) const override {
+    return !image_in.empty() && (axis_ < 0 ? axis_ + image_in[0].ndim() : axis_) != 0;
+  }
+
   Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
     MXL_RETURN_IF_ERROR(SameShape(*this, in, out));
     const Shape& data = (*in)[0];
@@ -279,6 +283,10 @@ class SoftmaxOutput : public Operator {
   std::vector<int> UnreadInputs() const override { return {1}; }
   std::vector<InplacePair> InplaceOptions() const override { return {{0, 0, false}}; }
 
+  bool ComputesImagesApart(const std::vector<Shape>& image_in) const override {
+    return !image_in.empty() && (!preserve_shape_ || image_in[0].ndim() >= 2);
+  }
+
   Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
     MXL_RETURN_IF_ERROR(SameShape(*this, in, out));
     const Shape& data = (*in)[0];
@@ -362,6 +370,11 @@ Status CreateSoftmaxOutput(AttrParser* attrs, std::unique_ptr<Operator>* out) {
 class SoftmaxActivation : public Operator {
  public:
   explicit SoftmaxActivation(bool channel) : channel_(channel) {}
+
+  bool ComputesImagesApart(const std::vector<Shape>& image_in) const override {
+    (void)image_in;
+    return true;
+  }
 
   Status InferShape(std::vector<Shape>* in, std::vector<Shape>* out) const override {
     MXL_RETURN_IF_ERROR(SameShape(*this, in, out));
