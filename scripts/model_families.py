@@ -134,8 +134,8 @@ def gluoncv_model(name: str, **kwargs) -> Callable[[], object]:
         base.update(kwargs)
         try:
             return model_zoo.get_model(name, **base)
-        except TypeError as e:
-            if "pretrained_base" not in str(e):
+        except (TypeError, Warning) as e:  # MXNet's Block raises Warning on unknown kwargs
+            if "pretrained_base" not in str(e) and "should only accept kwargs" not in str(e):
                 raise
             base.pop("pretrained_base")
             return model_zoo.get_model(name, **base)
@@ -623,6 +623,164 @@ def thin_mask_rcnn():
         rpn_min_size=1, num_sample=256, pos_iou_thresh=0.5, pos_ratio=0.25)
 
 
+def thin_icnet(nclass: int = 5, crop: int = 96):
+    """GluonCV's ICNet on thin_resnet_v1b (dilated, as SegBaseModel builds every backbone):
+    the three resolution branches, the cascade feature fusion and the four outputs (1, 1/4,
+    1/8, 1/16) as in the zoo. ICNet's PSP head and its two reduce convs hard-code a
+    ResNet-50's 2048 / 512 channels (icnet_resnet50_citys holds ~47 M parameters): the PSP
+    head is rebuilt for 512 channels (as psp_resnet_thin's, its block without the last conv)
+    and conv_sub4 / conv_sub2 take its 128 and layer2's 128 channels. A 96x96 input keeps the
+    1/32 branch at 3x3 (AdaptiveAvgPooling2D to 1, 2, 3 and 6 on it). ~6.9 M parameters, 4.9 M
+    of them the backbone's."""
+    def build():
+        from mxnet.gluon import nn
+        import gluoncv.model_zoo.segbase as segbase
+        from gluoncv.model_zoo.icnet import ICNet, ConvBnRelu
+        from gluoncv.model_zoo.pspnet import _PyramidPooling
+        with replaced(segbase, "get_backbone", lambda name, **kw: thin_resnet_v1b(
+                dilated=kw.get("dilated", False))):
+            net = ICNet(nclass, backbone="resnet18", pretrained_base=False,
+                        crop_size=crop, base_size=crop)
+        feat = crop // 32
+        with net.psp_head.name_scope():
+            net.psp_head.psp = _PyramidPooling(512, height=feat, width=feat,
+                                               norm_layer=nn.BatchNorm, norm_kwargs=None)
+            block = nn.HybridSequential(prefix="")
+            block.add(nn.Conv2D(in_channels=1024, channels=128, kernel_size=3, padding=1,
+                                use_bias=False),
+                      nn.BatchNorm(in_channels=128), nn.Activation("relu"), nn.Dropout(0.1))
+            net.psp_head.block = block
+        with net.name_scope():
+            net.conv_sub4 = ConvBnRelu(128, 256, 1)
+            net.conv_sub2 = ConvBnRelu(128, 256, 1)
+        return net
+    return build
+
+
+def thin_alphapose(num_joints: int = 5):
+    """GluonCV's AlphaPose (alpha_pose_resnet101_v1b_coco's class: a FastSEResNet, PixelShuffle,
+    two DUC blocks, a 3x3 conv to the joint heatmaps) made small: the FastSEResNet keeps its
+    Bottleneck + SELayer blocks but has one per stage and a quarter of the widths (planes 16,
+    32, 64, 128: 512 channels out instead of 2048), and the DUC blocks take the quarter widths
+    too (DUC(256, 128), DUC(128, 64), the heatmap conv 32 -> num_joints). The zoo's DUC head
+    alone is ~23 M parameters: this model has ~1.6 M."""
+    def build():
+        from mxnet.gluon import nn
+        from gluoncv.model_zoo.alpha_pose.fast_pose import (AlphaPose, Bottleneck, DUC,
+                                                            FastSEResNet)
+
+        class ThinFastSEResNet(FastSEResNet):
+            def __init__(self):
+                nn.HybridBlock.__init__(self)
+                self.inplanes, self.norm_layer, self.block = 16, nn.BatchNorm, Bottleneck
+                self.layers = [1, 1, 1, 1]
+                self.conv1 = nn.Conv2D(16, in_channels=3, kernel_size=7, strides=2, padding=3,
+                                       use_bias=False)
+                self.bn1 = nn.BatchNorm()
+                self.relu = nn.Activation("relu")
+                self.maxpool = nn.MaxPool2D(pool_size=3, strides=2, padding=1)
+                self.layer1 = self.make_layer(Bottleneck, 16, 1)
+                self.layer2 = self.make_layer(Bottleneck, 32, 1, stride=2)
+                self.layer3 = self.make_layer(Bottleneck, 64, 1, stride=2)
+                self.layer4 = self.make_layer(Bottleneck, 128, 1, stride=2)
+
+        net = AlphaPose(ThinFastSEResNet(), num_joints)
+        with net.name_scope():
+            net.duc1 = DUC(256, inplanes=128, upscale_factor=2)
+            net.duc2 = DUC(128, inplanes=64, upscale_factor=2)
+            net.conv_out = nn.Conv2D(channels=num_joints, in_channels=32, kernel_size=3,
+                                     strides=1, padding=1)
+        return net
+    return build
+
+
+def thin_ssd_vgg_atrous():
+    """ssd_300_vgg16_atrous_voc's recipe (GluonCV SSD on a VGGAtrousExtractor: the input
+    scaled by init_scale, conv4's map through Normalize (L2Normalization channel, learned
+    scale), fc6 as a dilation-6 3x3 conv, fc7 1x1, extra layers of 1x1 + 3x3 convs, the last
+    one unpadded) on a 128x128 image: one conv per VGG stage with an eighth of the widths
+    (8 .. 64), fc6 / fc7 with the zoo's 1024 channels, two extra layers (32 channels), three
+    classes. Feature maps 16, 8, 4 and 2; ~2.6 M parameters."""
+    def build():
+        from gluoncv.model_zoo.ssd.ssd import SSD
+        from gluoncv.model_zoo.ssd.vgg_atrous import VGGAtrousExtractor
+
+        def features(**kwargs):
+            return VGGAtrousExtractor([1, 1, 1, 1, 1], [8, 16, 32, 64, 64],
+                                      [((16, 1, 1, 0), (32, 3, 2, 1)),
+                                       ((16, 1, 1, 0), (32, 3, 1, 0))])
+        net = SSD(None, 128, features=features, num_filters=None,
+                  sizes=[13, 26, 51, 77, 102],
+                  ratios=[[1, 2, 0.5]] + [[1, 2, 0.5, 3, 1.0 / 3]] * 2 + [[1, 2, 0.5]],
+                  steps=[8, 16, 32, 64], classes=["a", "b", "c"], pretrained=False)
+        # init_scale (a Constant, exported as a parameter) is 255 * the ImageNet std, for the
+        # Caffe weights the zoo loads: on random weights it saturates every class softmax (88
+        # score ties at batch 1) and blows the box deltas up to 7e6. 4 * std keeps the scores
+        # apart (2 ties) and the boxes within the image's scale.
+        net.features.init_scale.value[:] = mx.nd.array([0.229, 0.224, 0.225]).reshape(
+            (1, 3, 1, 1)) * 4
+        return net
+    return build
+
+
+def unrolled_gru():
+    """A plain-symbol mx.rnn GRU unrolled over 5 steps: two GRUCells (begin states _zeros)."""
+    data = mx.sym.Variable("data")
+    cell = mx.rnn.SequentialRNNCell()
+    cell.add(mx.rnn.GRUCell(num_hidden=16, prefix="gru0_"))
+    cell.add(mx.rnn.GRUCell(num_hidden=12, prefix="gru1_"))
+    outputs, _ = cell.unroll(length=5, inputs=data, merge_outputs=True, layout="NTC")
+    pred = mx.sym.FullyConnected(mx.sym.reshape(outputs, shape=(-1, 12)), num_hidden=10,
+                                 name="pred")
+    return mx.sym.softmax(pred, name="prob")
+
+
+def arcface_resnet():
+    """InsightFace's ArcFace ResNet (recognition/symbol/fresnet.py, the LResNet-E-IR recipe) in
+    miniature: pixels (x - 127.5) * 0.0078125, a stride-1 3x3 conv0 + BN + PReLU, then
+    residual_unit_v3 blocks (BN, 3x3 conv, BN, PReLU, 3x3 conv with the stride, BN; a 1x1
+    conv + BN shortcut where the shape changes, the identity otherwise), three stages of
+    (16, 32, 48) channels with 2, 1, 1 units on a 32x32 face, and symbol_utils' fc1 of type
+    E: BN, Dropout(0.4), FullyConnected pre_fc1 to a 32-d embedding, BatchNorm fc1
+    (fix_gamma, eps 2e-5). The output is fc1, the embedding ArcFace's loss normalises."""
+    data = mx.sym.Variable("data")
+
+    def bn(x, name, fix_gamma=False):
+        return mx.sym.BatchNorm(x, fix_gamma=fix_gamma, eps=2e-5, momentum=0.9, name=name)
+
+    def conv(x, filters, kernel, stride, pad, name):
+        return mx.sym.Convolution(x, num_filter=filters, kernel=kernel, stride=stride, pad=pad,
+                                  no_bias=True, name=name)
+
+    def prelu(x, name):
+        return mx.sym.LeakyReLU(x, act_type="prelu", name=name)
+
+    def unit(x, filters, stride, dim_match, name):
+        y = bn(x, name + "_bn1")
+        y = conv(y, filters, (3, 3), (1, 1), (1, 1), name + "_conv1")
+        y = prelu(bn(y, name + "_bn2"), name + "_relu1")
+        y = conv(y, filters, (3, 3), (stride, stride), (1, 1), name + "_conv2")
+        y = bn(y, name + "_bn3")
+        if dim_match:
+            short = x
+        else:
+            short = bn(conv(x, filters, (1, 1), (stride, stride), (0, 0), name + "_conv1sc"),
+                       name + "_sc")
+        return y + short
+
+    x = mx.sym.identity(data, name="id")
+    x = (x - 127.5) * 0.0078125
+    x = prelu(bn(conv(x, 16, (3, 3), (1, 1), (1, 1), "conv0"), "bn0"), "relu0")
+    for i, (filters, units) in enumerate([(16, 2), (32, 1), (48, 1)]):
+        x = unit(x, filters, 2, False, "stage%d_unit1" % (i + 1))
+        for j in range(1, units):
+            x = unit(x, filters, 1, True, "stage%d_unit%d" % (i + 1, j + 1))
+    x = bn(x, "bn1")
+    x = mx.sym.Dropout(x, p=0.4)
+    x = mx.sym.FullyConnected(x, num_hidden=32, name="pre_fc1")
+    return bn(x, "fc1", fix_gamma=True)
+
+
 SUITE = [
     Spec("cifar_resnet20_v1", "CIFAR classification", gluoncv_model("cifar_resnet20_v1"),
          image(32), "match"),
@@ -646,11 +804,17 @@ SUITE = [
          "AdaptiveAvgPooling2D 1/2/3/6"),
     Spec("deeplab_resnet_thin", "semantic segmentation", thin_segmentation("deeplab"), image(64),
          "match", "GluonCV DeepLabV3 as fcn_resnet_thin: ASPP (dilation 12/24/36), image pooling"),
+    Spec("icnet_resnet_thin", "semantic segmentation", thin_icnet(), image(96), "match",
+         "GluonCV ICNet on thin_resnet_v1b, PSP head for its widths (see thin_icnet): three "
+         "resolution branches, cascade feature fusion, four outputs"),
     Spec("simple_pose_resnet18_v1b", "pose estimation", gluoncv_model("simple_pose_resnet18_v1b"),
          image((64, 48)), "match", "Deconvolution head"),
     Spec("mobile_pose_mobilenetv3_small", "pose estimation",
          gluoncv_model("mobile_pose_mobilenetv3_small"), image((64, 48)), "match",
          "MobilePose: MobileNetV3-small, DUC upsampling (PixelShuffle reshapes)"),
+    Spec("alpha_pose_thin", "pose estimation", thin_alphapose(), image((96, 64)), "match",
+         "GluonCV AlphaPose at a quarter of the widths (see thin_alphapose): SE bottlenecks "
+         "(AdaptiveAvgPooling2D, broadcast_like), PixelShuffle, DUC"),
     Spec("r2plus1d_resnet_thin", "video, 3-D convolution", thin_r2plus1d, video((4, 32)), "match",
          "R2Plus1D with one BasicBlock per stage (gluoncv R2Plus1D, layers [1, 1, 1, 1])"),
     Spec("p3d_resnet_thin", "video, 3-D convolution", thin_p3d, video((16, 32)), "match",
@@ -670,14 +834,22 @@ SUITE = [
          [{"data0": (5, 3, 8), "data1": (4, 3, 16), "data2": (4, 3, 16)}], "match",
          "rnn.LSTM(16, num_layers=2, bidirectional) with begin states; output, h and c",
          batch=0),  # already batch 3, on axis 1
+    Spec("rnn_gru_unrolled", "recurrent (plain symbol)", unrolled_gru,
+         [{"data": (2, 5, 8)}], "match",
+         "mx.rnn.GRUCell x2 (16, 12 units) unrolled 5 steps; begin states _zeros",
+         batch=0),  # already batch 2
     Spec("rnn_gluon_gru", "recurrent (Gluon)",
-         gluon_rnn("GRU", hidden_size=16, num_layers=2, layout="NTC"),
-         [{"data0": (3, 5, 8), "data1": (2, 3, 16)}], "match",
-         "rnn.GRU(16, num_layers=2, layout NTC) with a begin state; output and h",
+         gluon_rnn("GRU", hidden_size=16, num_layers=2, bidirectional=True, layout="NTC"),
+         [{"data0": (3, 5, 8), "data1": (4, 3, 16)}], "match",
+         "rnn.GRU(16, num_layers=2, bidirectional, layout NTC) with a begin state; output and h",
          batch=0),  # already batch 3 (the state's batch axis is 1)
     Spec("ssd_300_mobilenet0.25_voc", "object detection",
          gluoncv_model("ssd_300_mobilenet0.25_voc"), image(128), "match",
          "SSD decoder: softmax, where, _contrib_box_decode, _contrib_box_nms", scores=1),
+    Spec("ssd_vgg_atrous_thin", "object detection", thin_ssd_vgg_atrous(), image(128), "match",
+         "SSD on a thin VGGAtrousExtractor (see thin_ssd_vgg_atrous): init_scale, Normalize "
+         "(L2Normalization channel), dilated fc6, pooling_convention full, unpadded extra conv",
+         scores=1),
     Spec("center_net_mobilenetv3_small_duc_voc", "object detection",
          gluoncv_model("center_net_mobilenetv3_small_duc_voc"), image(128), "match",
          "CenterNet decoder: topk, int64 index arithmetic, gather_nd", scores=1),
@@ -716,6 +888,10 @@ SUITE = [
     Spec("mobilefacenet", "face recognition (plain symbol)", mobilefacenet,
          [{"data": (1, 3, 32, 32)}], "match",
          "InsightFace MobileFaceNet: PReLU, depthwise, GDC, BatchNorm fc1, L2Normalization"),
+    Spec("arcface_resnet", "face recognition (plain symbol)", arcface_resnet,
+         [{"data": (1, 3, 32, 32)}], "match",
+         "InsightFace ArcFace ResNet (fresnet residual_unit_v3, PReLU) with fc1 type E: "
+         "BN, Dropout, FC, BatchNorm fix_gamma"),
     Spec("retinaface_heads", "face detection (plain symbol)", retinaface_heads,
          [{"data": (1, 3, 100, 100)}], "match",
          "RetinaFace: FPN with UpSampling nearest + Crop / slice_like, SSH, per-level heads"),
@@ -779,7 +955,9 @@ def all_specs() -> List[Spec]:
             kwargs["crop_size"] = 64
             shapes = image(64, 128)
         elif family == "object detection":
-            shapes = image(128, 256)
+            # The VGG-atrous and ResNet-34 SSDs end in unpadded 3x3 convs: they need their size.
+            size = re.match(r"ssd_(300|512)_", name)
+            shapes = image(128, 256, *([int(size.group(1))] if size else []))
         elif family == "pose estimation":
             shapes = image((64, 48), (128, 96), (256, 192))
         elif family == "video, 3-D convolution":
@@ -844,7 +1022,7 @@ def random_inputs(shapes: Dict[str, tuple], rng, name: str) -> Dict[str, np.ndar
             values[key] = rng.randint(0, 50, shape).astype(np.float32)
         elif name == "nlp_transformer_encoder" and key == "data1":  # valid lengths 1..7
             values[key] = rng.randint(1, 8, shape).astype(np.float32)
-        elif name == "mobilefacenet":  # pixels: the model subtracts 127.5 and scales
+        elif name in ("mobilefacenet", "arcface_resnet"):  # pixels: the model subtracts 127.5
             values[key] = rng.uniform(0, 255, shape).astype(np.float32)
         elif key == "im_info":  # image height, width, scale (R-CNN)
             values[key] = np.array([[shapes["data"][2], shapes["data"][3], 1.0]], np.float32)
@@ -1128,7 +1306,7 @@ def main(argv=None) -> int:
     mode.add_argument("--suite", action="store_true", help="one small model per family (CI)")
     mode.add_argument("--all", action="store_true", help="every GluonCV model-zoo name")
     ap.add_argument("outdir")
-    ap.add_argument("--models", help="comma-separated subset")
+    ap.add_argument("--models", help="comma-separated subset, exported in this order")
     ap.add_argument("--limit", type=int, default=0, help="--all: export at most N new models, then stop")
     ap.add_argument("--skip", metavar="REGEX",
                     help="--all: record the models whose name matches as skipped, unbuilt")
@@ -1145,7 +1323,8 @@ def main(argv=None) -> int:
         unknown = set(wanted) - {s.name for s in specs}
         if unknown:
             ap.error("unknown models: " + ", ".join(sorted(unknown)))
-        specs = [s for s in specs if s.name in wanted]
+        by_name = {s.name: s for s in specs}
+        specs = [by_name[n] for n in dict.fromkeys(wanted)]  # in the order given
     timeout = a.timeout or (600 if a.suite else 180)
     os.makedirs(a.outdir, exist_ok=True)
     digest = script_sha256_here()

@@ -147,6 +147,23 @@ def test_bad_attribute_value(api):
         create(api, symbol=text)
 
 
+@pytest.mark.parametrize('edit, message', [
+    (lambda a: a.pop('key'), "required attribute 'key' is missing"),
+    (lambda a: a.update(axis='1'), "unknown attribute 'axis'"),
+    (lambda a: a.update(cudnn_off='False'), "unknown attribute 'cudnn_off'"),
+    (lambda a: a.update(ndev='two'), "attribute 'ndev'"),
+    (lambda a: a.update(output_mean_var='True'), "attribute 'output_mean_var': is not supported"),
+], ids=['no key', 'axis', 'cudnn_off', 'ndev', 'output_mean_var'])
+def test_sync_batch_norm_attributes_mxnet_refuses(api, edit, message):
+    # MXNet 1.9.1 requires key and has no axis or cudnn_off; at inference it leaves the mean
+    # and var outputs unwritten.
+    case = {c.name: c for c in load_cases(f'{FIXTURES}/ops')}['sync_bn_default_4d']
+    graph = json.loads(case.symbol_json)
+    edit(node(graph, 'sbn0')['attrs'])
+    with pytest.raises(CAPIError, match=r"node 'sbn0' \(_contrib_SyncBatchNorm\): " + message):
+        api.create(json.dumps(graph), case.params, {'data': (2, 5, 7, 13)})
+
+
 def test_bad_enum_value(api):
     text = edit_symbol(lambda g: node(g, 'r1')['attrs'].update(act_type='swish'))
     with pytest.raises(CAPIError, match="attribute 'act_type': value 'swish' is not supported"):

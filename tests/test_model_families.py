@@ -21,23 +21,25 @@ RTOL = 1e-4
 # The suite's models that mxlite must run (scripts/model_families.py SUITE, expect="match").
 EXPECTED_TO_MATCH = ['cifar_resnet20_v1', 'cifar_resnet20_v1_int8', 'mobilenetv3_small', 'se_resnet18_v1', 'resnest14',
                      'fastscnn_citys', 'fcn_resnet_thin', 'psp_resnet_thin', 'deeplab_resnet_thin',
-                     'simple_pose_resnet18_v1b', 'mobile_pose_mobilenetv3_small',
+                     'icnet_resnet_thin', 'simple_pose_resnet18_v1b',
+                     'mobile_pose_mobilenetv3_small', 'alpha_pose_thin',
                      'r2plus1d_resnet_thin', 'p3d_resnet_thin', 'i3d_inceptionv1_kinetics400',
                      'slowfast_4x16_thin', 'resnet18_v1b_kinetics400',
-                     'rnn_lstm_unrolled', 'rnn_gluon_lstm', 'rnn_gluon_gru',
-                     'center_net_mobilenetv3_small_duc_voc',
+                     'rnn_lstm_unrolled', 'rnn_gru_unrolled', 'rnn_gluon_lstm', 'rnn_gluon_gru',
+                     'ssd_vgg_atrous_thin', 'center_net_mobilenetv3_small_duc_voc',
                      'center_net_resnet18_v1b_dcnv2_voc', 'ssd_300_mobilenet0.25_voc',
                      'yolo3_mobilenet0.25_voc', 'faster_rcnn_resnet_thin', 'mask_rcnn_resnet_thin',
                      'monodepth2_resnet_thin', 'bert_tiny',
                      'rcnn_proposal_roipooling', 'rcnn_proposal_roialign', 'ssd_symbol',
-                     'mobilefacenet', 'retinaface_heads', 'rnn_fused_lstm', 'rnn_fused_gru',
+                     'mobilefacenet', 'arcface_resnet', 'retinaface_heads', 'rnn_fused_lstm',
+                     'rnn_fused_gru',
                      'nlp_standard_lstm_lm', 'nlp_awd_lstm_lm', 'nlp_transformer_encoder']
 # Those whose files must also match MXNet at batch 2 (Spec.batch: the manifest's "batch" entry
 # and NAME-b2-io.npz; the others' inputs are already batches, have the batch on axis 1, or the
 # graph takes one image).
-NO_BATCH_RUN = ('rnn_lstm_unrolled', 'rnn_gluon_lstm', 'rnn_gluon_gru', 'bert_tiny',
-                'faster_rcnn_resnet_thin', 'mask_rcnn_resnet_thin', 'rcnn_proposal_roipooling',
-                'rcnn_proposal_roialign', 'ssd_symbol', 'rnn_fused_lstm', 'rnn_fused_gru',
+NO_BATCH_RUN = ('rnn_lstm_unrolled', 'rnn_gru_unrolled', 'rnn_gluon_lstm', 'rnn_gluon_gru',
+                'bert_tiny', 'faster_rcnn_resnet_thin', 'mask_rcnn_resnet_thin',
+                'rcnn_proposal_roipooling', 'rcnn_proposal_roialign', 'ssd_symbol', 'rnn_fused_lstm', 'rnn_fused_gru',
                 'nlp_standard_lstm_lm', 'nlp_awd_lstm_lm', 'nlp_transformer_encoder')
 EXPECTED_TO_MATCH_AT_BATCH = [name for name in EXPECTED_TO_MATCH if name not in NO_BATCH_RUN]
 

@@ -55,6 +55,11 @@ std::string AttrOr(const Node& node, const char* key, const std::string& fallbac
   return it == node.attrs.end() ? fallback : it->second;
 }
 
+// BatchNorm, or _contrib_SyncBatchNorm (the same at inference, on axis 1).
+bool IsBatchNorm(const Node& node) {
+  return node.op_name == "BatchNorm" || node.op_name == "_contrib_SyncBatchNorm";
+}
+
 // Lower/upper clamp of an activation node, or false when it is not a clamp.
 bool ClampOf(const Node& node, std::string* lower, std::string* upper) {
   if (node.op_name == "Activation" && AttrOr(node, "act_type", "") == "relu") {
@@ -127,7 +132,7 @@ Chain FindChain(const Graph& graph, const Readers& readers, const std::vector<bo
     return reader >= 0 && !claimed[reader] ? reader : -1;
   };
   int next = sole_free_reader(chain.last, &slot);
-  if (next >= 0 && graph.nodes[next].op_name == "BatchNorm" && slot == 0 &&
+  if (next >= 0 && IsBatchNorm(graph.nodes[next]) && slot == 0 &&
       AllHiddenOutputsUnused(readers, next)) {
     const std::string axis = AttrOr(graph.nodes[next], "axis", "1");
     if (std::atoi(axis.c_str()) == 1 && AttrOr(graph.nodes[next], "output_mean_var", "False") !=
@@ -229,7 +234,7 @@ void FindInputNorms(FusionPlan* plan) {
   const Graph& graph = plan->graph;
   for (int n = 0; n < plan->count; ++n) {
     const Node& bn = graph.nodes[n];
-    if (plan->absorbed[n] || bn.op_name != "BatchNorm" ||
+    if (plan->absorbed[n] || !IsBatchNorm(bn) ||
         !AllHiddenOutputsUnused(plan->readers, n)) {
       continue;
     }
@@ -255,7 +260,7 @@ void FindInputNorms(FusionPlan* plan) {
 // relu/clip into its output loop (_FusedBatchNorm).
 void FindBatchNormClamps(FusionPlan* plan) {
   for (int n = 0; n < plan->count; ++n) {
-    if (plan->absorbed[n] || plan->graph.nodes[n].op_name != "BatchNorm") continue;
+    if (plan->absorbed[n] || !IsBatchNorm(plan->graph.nodes[n])) continue;
     if (!AllHiddenOutputsUnused(plan->readers, n)) continue;
     int slot = -1;
     const int next = SoleReader(plan->readers, n, &slot);
@@ -322,6 +327,8 @@ Status Rewrite(const FusionPlan& plan, Graph* out) {
       Node fused;
       fused.name = graph.nodes[n].name;
       fused.attrs = bn.attrs;
+      fused.attrs.erase("ndev");  // a SyncBatchNorm's device pairing: no effect here
+      fused.attrs.erase("key");
       std::string lower, upper;
       ClampOf(graph.nodes[n], &lower, &upper);
       fused.attrs["clamp_min"] = lower;

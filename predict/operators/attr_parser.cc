@@ -341,6 +341,12 @@ std::string AttrParser::String(const char* key, const std::string& default_value
   return raw ? *raw : default_value;
 }
 
+std::string AttrParser::String(const char* key) {
+  Document(key, "string", "", true);
+  const std::string* raw = Lookup(key, true);
+  return raw ? *raw : std::string();
+}
+
 int64_t AttrParser::OptionalInt(const char* key, int64_t default_value) {
   Document(key, "int or None",
            default_value == kNoneInt ? std::string("None") : std::to_string(default_value), false);

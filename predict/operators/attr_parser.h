@@ -63,6 +63,7 @@ class AttrParser {
   // type flag; "None" gives kUnknownDType. `default_index` as for Enum.
   int DType(const char* key, const std::vector<std::string>& choices, int default_index);
   std::string String(const char* key, const std::string& default_value);
+  std::string String(const char* key);  // required
   // An int or "None" (MXNet's "int or None" fields): "None" gives kNoneInt,
   // absence `default_value` (which may be kNoneInt).
   int64_t OptionalInt(const char* key, int64_t default_value = kNoneInt);

@@ -18,6 +18,12 @@
  * output_mean_var. At inference MXNet 1.9.1's CPU kernel returns the moving
  * mean in `mean` and the inverse standard deviation invstd (not a variance)
  * in `var`, and so does this one.
+ *
+ * _contrib_SyncBatchNorm is the same at inference (channel axis 1, no axis
+ * attribute; ndev and the required key unused). MXNet evaluates it
+ * as x * (gamma * invstd) + (beta - gamma * mean * invstd), a rounding away
+ * from BatchNorm's order; its mean and var outputs stay unwritten at
+ * inference, so output_mean_var is refused.
  */
 #include <cmath>
 #include <cstring>
@@ -137,12 +143,29 @@ Status CreateBatchNorm(AttrParser* attrs, std::unique_ptr<Operator>* out) {
   double eps = attrs->Float("eps", static_cast<double>(1e-3f));
   bool fix_gamma = attrs->Bool("fix_gamma", true);
   bool output_mean_var = attrs->Bool("output_mean_var", false);
-  int64_t axis = attrs->Int("axis", 1);
-  attrs->IgnoreFloat("momentum");
-  attrs->IgnoreBool("use_global_stats");  // inference always uses the moving statistics
-  attrs->IgnoreBool("cudnn_off");
-  attrs->Ignore("min_calib_range");  // only read by the quantized operator
-  attrs->Ignore("max_calib_range");
+  int64_t axis = 1;
+  if (attrs->op_name() == "_contrib_SyncBatchNorm") {
+    // Gluon's SyncBatchNorm (the *_syncbn_* detectors): at inference the same
+    // normalisation with the moving statistics, on axis 1 (MXNet gives it no
+    // axis, cudnn_off or calibration attributes). ndev and key pair the
+    // devices in training; MXNet requires key.
+    attrs->IgnoreFloat("momentum");
+    attrs->IgnoreBool("use_global_stats");
+    attrs->Int("ndev", 1);
+    attrs->String("key");
+    if (output_mean_var) {
+      // MXNet 1.9.1 leaves the mean and var outputs unwritten at inference.
+      attrs->Fail("output_mean_var", "is not supported: MXNet does not write the mean and var "
+                                     "outputs of _contrib_SyncBatchNorm at inference");
+    }
+  } else {
+    axis = attrs->Int("axis", 1);
+    attrs->IgnoreFloat("momentum");
+    attrs->IgnoreBool("use_global_stats");  // inference always uses the moving statistics
+    attrs->IgnoreBool("cudnn_off");
+    attrs->Ignore("min_calib_range");  // only read by the quantized operator
+    attrs->Ignore("max_calib_range");
+  }
   double lower = -HUGE_VAL, upper = HUGE_VAL;
   if (attrs->op_name() == "_FusedBatchNorm") {
     // Written by the graph optimizer (graph/fuse.cc), never by MXNet.
