@@ -12,7 +12,8 @@ For each target it compiles build/mxlite-all.cc (regenerated first) twice:
 strips the result and reports its size, and the single-core compile time of
 the -O2 object (one compiler process pinned to one core; CPU seconds, which
 a busy machine inflates less than wall seconds). The budget is the one
-issue 7 sets: x86-64 stripped library <= 1.5 MB, one -O2 compile <= 60 s.
+issue 7 set: x86-64 stripped library <= 1.5 MB, one -O2 compile <= 60 s. The size budget
+is 1.75 MB since 2026-11-27 (BENCHMARKS.md, "Size and compile time", says why).
 --write replaces the "Size and compile time" section of BENCHMARKS.md;
 --check exits 1 when the size budget is exceeded. The compile time is
 reported against its goal but not enforced: it depends on the machine (one
@@ -36,7 +37,7 @@ from bench_report import machine_description  # noqa: E402  (the CPU, as bench.p
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SECTION = 'Size and compile time'
-BUDGET_BYTES = 1.5 * 1024 * 1024
+BUDGET_BYTES = 1.75 * 1024 * 1024
 BUDGET_SECONDS = 60.0
 WASM_EXPORTS = ['MXGetLastError', 'MXPredCreate', 'MXPredCreateEx', 'MXPredCreatePartialOut',
                 'MXPredCreateMultiThread', 'MXPredReshape', 'MXPredGetOutputShape',
@@ -150,7 +151,7 @@ def over_budget(rows, compile_time=True):
     problems = []
     for row in rows:
         if row['target'] == 'x86-64' and row['stripped_bytes'] > BUDGET_BYTES:
-            problems.append(f'x86-64 stripped library {row["stripped_bytes"]} bytes > 1.5 MB')
+            problems.append(f'x86-64 stripped library {row["stripped_bytes"]} bytes > 1.75 MB')
         if compile_time and row['compile_cpu_s'] > BUDGET_SECONDS:
             problems.append(f'{row["target"]}: -O2 compile {row["compile_cpu_s"]:.1f} s > 60 s')
     return problems
@@ -184,7 +185,7 @@ def markdown(rows, lines, command):
         '',
         *table,
         '',
-        f'Budget (x86-64 stripped ≤ 1.5 MB, one -O2 compile ≤ 60 s): {verdict}.',
+        f'Budget (x86-64 stripped ≤ 1.75 MB, one -O2 compile ≤ 60 s): {verdict}.',
         '',
     ])
 
