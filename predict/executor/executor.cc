@@ -289,14 +289,13 @@ Status Executor::SplitBatch(const EntryShapes& shapes, const EntryDTypes& dtypes
   // are the larger (resnet18_v1 5%, resnet50_v2 13%, vgg11 20%); auto
   // splits the first kind only.
   if (options_.split_batch == RuntimeOptions::SplitBatch::kAuto) {
+    std::vector<std::vector<size_t>> entry_bytes;
+    MXL_RETURN_IF_ERROR(EntryBytes(graph_, one_image, dtypes, &entry_bytes));
     size_t weights = 0, activations = 0;
     for (size_t n = 0; n < graph_.nodes.size(); ++n) {
       const Node& node = graph_.nodes[n];
       if (!node.is_variable()) {
-        for (size_t i = 0; i < one_image[n].size(); ++i) {
-          activations = AddBytes(activations, static_cast<size_t>(one_image[n][i].Size()) *
-                                                  DTypeSize(dtypes[n][i]));
-        }
+        for (size_t bytes : entry_bytes[n]) activations = AddBytes(activations, bytes);
         continue;
       }
       auto param = model_->params.find(node.name);
@@ -705,13 +704,7 @@ Executor::~Executor() {
 
 Status Executor::Forward() {
   if (device_) return device_->Forward();
-  if (!image_workers_.empty()) {
-    std::vector<const char*> sources;
-    for (const std::string& name : input_names_) {
-      sources.push_back(static_cast<const char*>(entries_[graph_.FindNode(name)][0].data()));
-    }
-    return ForwardImages(sources);
-  }
+  if (!image_workers_.empty()) return ForwardImages(InputSources());
   for (size_t n = 0; n < ops_.size(); ++n) MXL_RETURN_IF_ERROR(RunNode(static_cast<int>(n)));
   return Status();
 }
@@ -729,6 +722,26 @@ std::string Executor::output_name(int index) const {
   return graph_.nodes[entry.node].OutputName(entry.index);
 }
 
+Status Executor::CheckExternalInput(const ExternalInput& input) const {
+  MXL_CHECK(input_shapes_.count(input.name), "'", input.name,
+            "' is not an input of this predictor");
+  const NDArray& array = entries_[graph_.FindNode(input.name)][0];
+  MXL_CHECK(input.dtype == array.dtype(), "input '", input.name, "' is ",
+            DTypeName(input.dtype), " but the predictor expects ", DTypeName(array.dtype()));
+  MXL_CHECK(input.count == static_cast<size_t>(array.Size()), "input '", input.name,
+            "' has shape ", array.shape().ToString(), " (", array.Size(), " elements) but ",
+            input.count, " elements were given");
+  return Status();
+}
+
+std::vector<const char*> Executor::InputSources() const {
+  std::vector<const char*> sources;
+  for (const std::string& name : input_names_) {
+    sources.push_back(static_cast<const char*>(entries_[graph_.FindNode(name)][0].data()));
+  }
+  return sources;
+}
+
 Status Executor::ForwardWithInputs(const std::vector<ExternalInput>& inputs) {
   const Graph& graph = graph_;
   // Each input's storage is pointed at the caller's buffer for this pass, so
@@ -736,15 +749,9 @@ Status Executor::ForwardWithInputs(const std::vector<ExternalInput>& inputs) {
   // is pointed back afterwards, on success or failure.
   std::vector<std::pair<Storage*, void*>> lent;  // storage, its own memory
   auto lend = [&](const ExternalInput& input) -> Status {
-    MXL_CHECK(input_shapes_.count(input.name), "'", input.name,
-              "' is not an input of this predictor");
+    MXL_RETURN_IF_ERROR(CheckExternalInput(input));
     const int node = graph.FindNode(input.name);
     const NDArray& array = entries_[node][0];
-    MXL_CHECK(input.dtype == array.dtype(), "input '", input.name, "' is ",
-              DTypeName(input.dtype), " but the predictor expects ", DTypeName(array.dtype()));
-    MXL_CHECK(input.count == static_cast<size_t>(array.Size()), "input '", input.name,
-              "' has shape ", array.shape().ToString(), " (", array.Size(), " elements) but ",
-              input.count, " elements were given");
     bool is_output = input.count == 0;
     for (const NodeEntry& output : graph.outputs) is_output |= output.node == node;
     // An output must still hold the value after the pass: copy that one.
@@ -755,19 +762,9 @@ Status Executor::ForwardWithInputs(const std::vector<ExternalInput>& inputs) {
   };
   if (!image_workers_.empty()) {
     // The workers read the caller's images in place.
-    std::vector<const char*> sources;
-    for (const std::string& name : input_names_) {
-      sources.push_back(static_cast<const char*>(entries_[graph.FindNode(name)][0].data()));
-    }
+    std::vector<const char*> sources = InputSources();
     for (const ExternalInput& input : inputs) {
-      MXL_CHECK(input_shapes_.count(input.name), "'", input.name,
-                "' is not an input of this predictor");
-      const NDArray& array = entries_[graph.FindNode(input.name)][0];
-      MXL_CHECK(input.dtype == array.dtype(), "input '", input.name, "' is ",
-                DTypeName(input.dtype), " but the predictor expects ", DTypeName(array.dtype()));
-      MXL_CHECK(input.count == static_cast<size_t>(array.Size()), "input '", input.name,
-                "' has shape ", array.shape().ToString(), " (", array.Size(),
-                " elements) but ", input.count, " elements were given");
+      MXL_RETURN_IF_ERROR(CheckExternalInput(input));
       for (size_t k = 0; k < input_names_.size(); ++k) {
         if (input_names_[k] == input.name) sources[k] = static_cast<const char*>(input.data);
       }

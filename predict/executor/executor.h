@@ -158,6 +158,11 @@ class Executor {
   // One pass of the batch through the workers; `sources` holds each input's
   // batch (input_names_ order).
   Status ForwardImages(const std::vector<const char*>& sources);
+  // Each input's data, in input_names_ order.
+  std::vector<const char*> InputSources() const;
+  // An error naming the problem when `input` is not an input of this
+  // executor or has the wrong dtype or element count.
+  Status CheckExternalInput(const ExternalInput& input) const;
 
   // Operators compute in float32. A node that reads or writes an array of
   // another dtype (float16, int32, ...) runs on float32 copies: its inputs
