@@ -14,10 +14,17 @@ every output with MXNet's, ``max|ours - MXNet| <= 1e-4 * max|MXNet|``. A model t
 * differs after NMS / top-k ties: an output differs, but every tensor entering the model's
   NMS and top-k operators matches MXNet's (computed in the oracle venv, --oracle-python): the
   differences come from the order of values a float32 rounding apart;
+* ill-conditioned: an output differs, MXNet's own float32 output is more than RTOL from its
+  float64 one (run in the oracle venv), and mxlite's is within ILL_CONDITIONED_FACTOR times
+  MXNet's error of the float64 output;
 * gives wrong numbers (!): it runs, and an output differs (or has another shape);
 * fails to load: MXPredCreate or MXPredForward returns an error (the operators the symbol
   uses that mxlite's registry, predict/operators/op_list.inc, does not hold are listed);
 * crashes (!): the child process died.
+
+With ``--record docs/models.json`` the results are merged into a record of every model's
+latest result (a model this run skipped keeps its earlier row), and ``--out`` is written from
+the record: the zoo is checked in parts, one run per part (``--run`` labels it).
 
 Results are kept in OUTDIR/report.json, so a run can be repeated while model_families.py
 --all is still exporting; ``--prune`` deletes a model's checkpoint once it is checked (the
@@ -60,11 +67,14 @@ def load_export(prefix):
     return symbol_json, params, io, inputs
 
 
-def check(prefix):
-    """Compare one model with MXNet's outputs: a dict with status and details."""
+def check(prefix, reference=None):
+    """Compare one model with MXNet's outputs (or those in the npz file reference): a dict with
+    status and details."""
     from capi import API, CAPIError, load_library
     api = API(load_library())
     symbol_json, params, io, inputs = load_export(prefix)
+    if reference is not None:
+        io = np.load(reference)
     expected = [io['output:%d' % i] for i in range(sum(k.startswith('output:') for k in io.files))]
     try:
         handle = api.create(symbol_json, params, {k: v.shape for k, v in inputs.items()})
@@ -127,7 +137,9 @@ os.environ['MXNET_SUBGRAPH_BACKEND'] = 'NONE'
 import numpy as np
 import mxnet as mx
 prefix, out_path, ops = sys.argv[1], sys.argv[2], sys.argv[3].split(',')
-sym = mx.sym.load(prefix + '-symbol.json')
+sys.path.insert(0, sys.argv[4])
+from model_families import zero_left_out_rois  # MXNet's goldens come from this graph
+sym = zero_left_out_rois(mx.sym.load(prefix + '-symbol.json'))
 nodes = json.loads(sym.tojson())['nodes']
 internals = sym.get_internals()
 available = set(internals.list_outputs())
@@ -195,7 +207,7 @@ def decision_check(prefix, oracle_python, timeout):
         npz_path = os.path.join(scratch, 'decision_inputs.npz')
         try:
             run = subprocess.run([oracle_python, '-c', DECISION_INPUTS_SNIPPET, prefix, npz_path,
-                                  ','.join(DECISION_OPS)], capture_output=True, text=True,
+                                  ','.join(DECISION_OPS), HERE], capture_output=True, text=True,
                                  timeout=timeout)
         except (OSError, subprocess.TimeoutExpired):
             return {}
@@ -222,8 +234,69 @@ def decision_check(prefix, oracle_python, timeout):
     return {'decision_inputs': errors}
 
 
-def check_in_child(prefix, timeout):
+# Runs in the oracle venv: MXNet's outputs in float64 (the same graph as the goldens).
+FLOAT64_SNIPPET = r"""
+import os, sys
+os.environ['MXNET_MKLDNN_ENABLED'] = '0'
+os.environ['MXNET_SUBGRAPH_BACKEND'] = 'NONE'
+import numpy as np
+prefix, out_path = sys.argv[1], sys.argv[2]
+sys.path.insert(0, sys.argv[3])
+from model_families import zero_left_out_rois
+from make_fixtures import load_checkpoint, run_symbol
+sym, args, auxs = load_checkpoint(prefix)
+io = np.load(prefix + '-io.npz')
+inputs = {k[6:]: io[k] for k in io.files if k.startswith('input:')}
+outs = run_symbol(zero_left_out_rois(sym), inputs, args, auxs, dtype=np.float64)
+np.savez(out_path, **{'output:%d' % i: o for i, o in enumerate(outs)})
+print('[saved]')
+"""
+
+# A model whose result MXNet's own float32 misses by more than RTOL is ill-conditioned: its 1e-4
+# comparison says nothing. mxlite's float32 is then held to float64, within this many times
+# MXNet's own float32 error (Winograd and other summation orders round differently).
+ILL_CONDITIONED_FACTOR = 10
+
+
+def conditioning_check(prefix, oracle_python, timeout):
+    """For a model whose outputs differ: how far MXNet's own float32 outputs are from its float64
+    ones, and mxlite's. A dict to update the model's result with (status 'ill-conditioned' when
+    MXNet's own error exceeds RTOL and mxlite's is within ILL_CONDITIONED_FACTOR of it), or {}
+    when the check cannot run (an operator without a float64 kernel)."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as scratch:
+        npz_path = os.path.join(scratch, 'float64.npz')
+        try:
+            run = subprocess.run([oracle_python, '-c', FLOAT64_SNIPPET, prefix, npz_path, HERE],
+                                 capture_output=True, text=True, timeout=timeout)
+        except (OSError, subprocess.TimeoutExpired):
+            return {}
+        if run.returncode != 0 or not os.path.exists(npz_path):
+            return {}
+        ours = check_in_child(prefix, timeout, reference=npz_path)
+        if 'rel_errors' not in ours:
+            return {}
+        float64 = np.load(npz_path)
+        mxnet32 = np.load(prefix + '-io.npz')
+        theirs = []
+        for key in float64.files:
+            exact, rounded = float64[key].astype(np.float64), mxnet32[key].astype(np.float64)
+            scale = float(np.max(np.abs(exact))) if exact.size else 0.0
+            theirs.append(float(np.max(np.abs(rounded - exact))) / max(scale, 1e-30)
+                          if exact.size and exact.shape == rounded.shape else 0.0)
+    mxnet_error, our_error = max(theirs), max(ours['rel_errors'])
+    result = {'float64': {'mxnet': theirs, 'mxlite': ours['rel_errors']}}
+    if mxnet_error > RTOL and our_error <= ILL_CONDITIONED_FACTOR * mxnet_error:
+        result.update(status='ill-conditioned', error=(
+            "MXNet's own float32 output is %.2g (relative) from its float64 one, mxlite's %.2g"
+            % (mxnet_error, our_error)))
+    return result
+
+
+def check_in_child(prefix, timeout, reference=None):
     cmd = [sys.executable, os.path.abspath(__file__), '--check', prefix]
+    if reference:
+        cmd += ['--reference', reference]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -240,29 +313,59 @@ FAMILY_ORDER = ['ImageNet classification', 'CIFAR classification', 'semantic seg
                 'depth estimation', 'tracking', 'recurrent (plain symbol)', 'NLP (GluonNLP)',
                 'quantized (int8)']
 MARK = {'matches': 'matches', 'differs after ties': 'differs after NMS / top-k ties',
+        'ill-conditioned': 'ill-conditioned (see below)',
         'wrong numbers': '**wrong numbers (!)**', 'fails to load': 'fails to load',
         'crashes': '**crashes (!)**'}
 
 
-def write_markdown(path, manifest, results, known, command):
-    models = manifest['models']
+def rows_of(manifest, results, run):
+    """One row per model of this run: family, status, input shapes, error, missing operators."""
+    rows = {}
+    for name, entry in manifest['models'].items():
+        row = {'family': entry['family'], 'run': run, 'missing': [],
+               'input': ', '.join('x'.join(str(d) for d in s)
+                                  for s in entry.get('inputs', {}).values())}
+        if entry['status'] != 'exported':
+            row.update(status=entry['status'], error=entry.get('error', ''))
+        else:
+            res = results.get(name, {'status': 'not checked'})
+            row.update(status=res['status'], error=res.get('error', ''),
+                       missing=res.get('missing', []))
+        rows[name] = row
+    return rows
+
+
+def merge_record(record, rows, run, run_info):
+    """The record (docs/models.json) with this run's rows: a model this run skipped or did not
+    check keeps its earlier row, so that a zoo too long for one sitting is checked in parts.
+    Runs no row refers to any more are dropped."""
+    models = dict(record.get('models', {}))
+    for name, row in rows.items():
+        earlier = models.get(name)
+        if row['status'] in ('skipped', 'not checked') and earlier and \
+                earlier['status'] not in ('skipped', 'not checked'):
+            continue
+        models[name] = row
+    runs = dict(record.get('runs', {}), **{run: run_info})
+    used = {row['run'] for row in models.values()}
+    return {'note': 'GENERATED FILE, do not edit: written by scripts/model_report.py --record',
+            'runs': {k: v for k, v in runs.items() if k in used}, 'models': models}
+
+
+def write_markdown(path, rows, runs):
     families = {}
-    for name, entry in models.items():
-        families.setdefault(entry['family'], []).append(name)
+    for name, row in rows.items():
+        families.setdefault(row['family'], []).append(name)
     order = [f for f in FAMILY_ORDER if f in families] + sorted(set(families) - set(FAMILY_ORDER))
 
     def row_status(name):
-        entry = models[name]
-        if entry['status'] != 'exported':
-            return entry['status'], entry.get('error', '')
-        res = results.get(name, {'status': 'not checked'})
-        return res['status'], res.get('error', '')
+        return rows[name]['status'], rows[name].get('error', '')
 
     counts, blockers, only = {}, {}, {}
-    for name in models:
+    for name in rows:
         status, _ = row_status(name)
         counts[status] = counts.get(status, 0) + 1
-        missing = results.get(name, {}).get('missing', [])
+        missing = rows[name].get('missing', [])
         if status == 'fails to load':
             for op in missing:
                 blockers[op] = blockers.get(op, 0) + 1
@@ -281,14 +384,19 @@ def write_markdown(path, manifest, results, known, command):
            'compared too (MXNet\'s values from its internal outputs): *differs after NMS / '
            'top-k ties* means they all match to 1e-4 and the outputs differ only after those '
            'operators, which order and suppress boxes by values that random weights leave a '
-           'float32 rounding apart (the closest two are printed).', '',
+           'float32 rounding apart (the closest two are printed). Where an output still '
+           'differs, MXNet runs the model again in float64: *ill-conditioned* means MXNet\'s own '
+           'float32 output is more than 1e-4 from its float64 one (random weights in a very deep '
+           'network amplify rounding), so the 1e-4 comparison says nothing, and mxlite\'s is '
+           'within %d times MXNet\'s own error of the float64 output (both printed).'
+           % ILL_CONDITIONED_FACTOR, '',
            '## Summary', '', '| status | models |', '|---|---:|']
-    for status in ['matches', 'differs after ties', 'wrong numbers', 'crashes', 'fails to load',
+    for status in ['matches', 'differs after ties', 'ill-conditioned', 'wrong numbers', 'crashes', 'fails to load',
                    'export failed',
                    'needs download', 'timed out', 'skipped', 'not checked']:
         if counts.get(status):
             out.append('| %s | %d |' % (MARK.get(status, status), counts[status]))
-    out.append('| all | %d |' % len(models))
+    out.append('| all | %d |' % len(rows))
     out += ['', 'Per family (matches / checked in mxlite / listed):', '']
     out += ['| family | matches | checked | listed |', '|---|---:|---:|---:|']
     for fam in order:
@@ -308,13 +416,12 @@ def write_markdown(path, manifest, results, known, command):
         out += ['', '## %s' % fam, '', '| model | input | status | missing operators or error |',
                 '|---|---|---|---|']
         for name in sorted(families[fam]):
-            entry = models[name]
             status, error = row_status(name)
-            shape = ', '.join('x'.join(str(d) for d in s) for s in entry.get('inputs', {}).values())
-            missing = results.get(name, {}).get('missing', [])
+            shape = rows[name].get('input', '')
+            missing = rows[name].get('missing', [])
             detail = ', '.join('`%s`' % op for op in missing) if missing else error
             if status == 'skipped':
-                detail = 'not built in this run (its --skip, below)'
+                detail = 'not built yet (left out by --skip)'
             detail = detail.replace('|', '\\|').replace('\n', ' ')
             if len(detail) > 300:
                 detail = detail[:297] + '...'
@@ -323,18 +430,43 @@ def write_markdown(path, manifest, results, known, command):
             '*export failed* (MXNet could not build, run or export the model at the input shapes '
             'tried; the error is MXNet\'s), *needs download* (GluonCV loads pretrained files '
             'whatever `pretrained=False` says), *timed out* (the per-model limit of '
-            'model_families.py), *skipped* (left out of the run by `--skip`: to keep the run '
-            'within a time budget on 2 cores, the deepest variants of a family and the R-CNN '
-            'detectors, whose export takes over a minute each, were not built; a few deep '
-            'ones checked before the cap was set are listed with their result).', '', '```sh', command, '```', '']
+            'model_families.py), *skipped* (left out of every run so far by `--skip`).', '',
+            'MXNet\'s outputs for the R-CNNs come from the exported graph with each '
+            '`_contrib_ROIAlign` output followed by `where(batch index > -1, output, 0)` '
+            '(`zero_left_out_rois` in scripts/model_families.py): MXNet documents zeros for a roi '
+            'whose batch index is below 0, and its GPU kernel writes them, but its CPU kernel '
+            'leaves that roi\'s output unwritten, and the FPN R-CNNs feed every level\'s ROIAlign '
+            'the other levels\' rois with batch index -1 and sum the levels, so MXNet\'s own CPU '
+            'result is whatever its memory held. The files exported are the original graph.', '',
+            'The zoo takes hours on 2 cores, so it is checked in parts, each a run of the two '
+            'commands below on its own list of models (`--models`, or `--skip` for the rest); '
+            'scripts/model_report.py --record keeps every model\'s latest result in '
+            'docs/models.json and writes this page from it. The run of each row:', '',
+            '| run | models | mxlite | command |', '|---|---:|---|---|']
+    for run, info in sorted(runs.items()):
+        n = sum(1 for row in rows.values() if row['run'] == run)
+        out.append('| %s | %d | %s | `%s` |' % (run, n, info.get('mxlite', ''),
+                                               info.get('command', '').replace('|', '\\|')))
+    out.append('')
     with open(path, 'w', encoding='utf-8') as f:
         f.write('\n'.join(out))
+
+
+
+def git_head():
+    """The checkout's commit (short), '' outside a git checkout."""
+    try:
+        return subprocess.run(['git', '-C', ROOT, 'rev-parse', '--short', 'HEAD'],
+                              capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return ''
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('outdir', nargs='?')
     ap.add_argument('--check', metavar='PREFIX', help=argparse.SUPPRESS)
+    ap.add_argument('--reference', help=argparse.SUPPRESS)
     ap.add_argument('--check-internals', nargs=2, metavar=('PREFIX', 'NPZ'), help=argparse.SUPPRESS)
     ap.add_argument('--oracle-python', default=os.path.join(ROOT, 'build', 'venv-mxnet', 'bin',
                                                             'python'),
@@ -343,12 +475,15 @@ def main(argv=None):
     ap.add_argument('--out', help='write this markdown file (docs/models.md)')
     ap.add_argument('--prune', action='store_true', help='delete checkpoints once checked')
     ap.add_argument('--timeout', type=int, default=600, help='seconds per model check')
-    ap.add_argument('--command', help='the command line to print in the markdown')
+    ap.add_argument('--command', help='the commands of this run, for the markdown')
+    ap.add_argument('--run', help="this run's label in the record (default: today's date)")
+    ap.add_argument('--record', help='merge into this record of every model\'s latest result '
+                                     '(docs/models.json) and write --out from it')
     ap.add_argument('--op-list', default=os.path.join(ROOT, 'predict', 'operators', 'op_list.inc'),
                     help="the library's operator list (names the missing operators)")
     a = ap.parse_args(argv)
     if a.check:
-        print(json.dumps(check(a.check)), flush=True)
+        print(json.dumps(check(a.check, a.reference)), flush=True)
         return 0
     if a.check_internals:
         print(json.dumps(check_decision_inputs(*a.check_internals)), flush=True)
@@ -385,6 +520,8 @@ def main(argv=None):
             if tie.get('status'):
                 tie['error'] = tie['error'] + ' (' + res['error'] + ')'
             res.update(tie)
+        if res['status'] == 'wrong numbers' and os.path.exists(a.oracle_python):
+            res.update(conditioning_check(prefix, a.oracle_python, a.timeout))
         res['seconds'] = round(time.time() - t0, 2)
         results[name] = res
         print('  %-44s %-14s %5.1fs %s' % (name, res['status'], res['seconds'],
@@ -395,9 +532,23 @@ def main(argv=None):
         if a.prune:
             for s in SUFFIXES:
                 os.remove(prefix + s)
+    run = a.run or time.strftime('%Y-%m-%d')
+    rows = rows_of(manifest, results, run)
+    runs = {run: {'date': time.strftime('%Y-%m-%d'), 'mxlite': git_head(),
+                  'command': a.command or 'model_report.py %s' % a.outdir}}
+    if a.record:
+        record = {}
+        if os.path.exists(a.record):
+            with open(a.record, encoding='utf-8') as f:
+                record = json.load(f)
+        record = merge_record(record, rows, run, runs[run])
+        with open(a.record + '.tmp', 'w', encoding='utf-8') as f:
+            json.dump(record, f, indent=1, sort_keys=True)
+            f.write('\n')
+        os.replace(a.record + '.tmp', a.record)
+        rows, runs = record['models'], record['runs']
     if a.out:
-        command = a.command or 'scripts/model_report.py %s --out %s' % (a.outdir, a.out)
-        write_markdown(a.out, manifest, results, known, command)
+        write_markdown(a.out, rows, runs)
     bad = [n for n, r in results.items() if r['status'] in ('wrong numbers', 'crashes')]
     if bad:
         print('model_report: WRONG NUMBERS OR CRASH: ' + ', '.join(sorted(bad)))

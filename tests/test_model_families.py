@@ -30,8 +30,8 @@ EXPECTED_TO_MATCH = ['cifar_resnet20_v1', 'cifar_resnet20_v1_int8', 'mobilenetv3
                      'center_net_resnet18_v1b_dcnv2_voc', 'ssd_300_mobilenet0.25_voc',
                      'yolo3_mobilenet0.25_voc', 'faster_rcnn_resnet_thin', 'mask_rcnn_resnet_thin',
                      'monodepth2_resnet_thin', 'bert_tiny',
-                     'rcnn_proposal_roipooling', 'rcnn_proposal_roialign', 'ssd_symbol',
-                     'mobilefacenet', 'arcface_resnet', 'retinaface_heads', 'rnn_fused_lstm',
+                     'rcnn_proposal_roipooling', 'rcnn_proposal_roialign', 'fpn_roi_levels',
+                     'ssd_symbol', 'mobilefacenet', 'arcface_resnet', 'retinaface_heads', 'rnn_fused_lstm',
                      'rnn_fused_gru',
                      'nlp_standard_lstm_lm', 'nlp_awd_lstm_lm', 'nlp_transformer_encoder']
 # Those whose files must also match MXNet at batch 2 (Spec.batch: the manifest's "batch" entry
@@ -39,7 +39,8 @@ EXPECTED_TO_MATCH = ['cifar_resnet20_v1', 'cifar_resnet20_v1_int8', 'mobilenetv3
 # graph takes one image).
 NO_BATCH_RUN = ('rnn_lstm_unrolled', 'rnn_gru_unrolled', 'rnn_gluon_lstm', 'rnn_gluon_gru',
                 'bert_tiny', 'faster_rcnn_resnet_thin', 'mask_rcnn_resnet_thin',
-                'rcnn_proposal_roipooling', 'rcnn_proposal_roialign', 'ssd_symbol', 'rnn_fused_lstm', 'rnn_fused_gru',
+                'rcnn_proposal_roipooling', 'rcnn_proposal_roialign', 'fpn_roi_levels', 'ssd_symbol',
+                'rnn_fused_lstm', 'rnn_fused_gru',
                 'nlp_standard_lstm_lm', 'nlp_awd_lstm_lm', 'nlp_transformer_encoder')
 EXPECTED_TO_MATCH_AT_BATCH = [name for name in EXPECTED_TO_MATCH if name not in NO_BATCH_RUN]
 
@@ -140,3 +141,26 @@ def test_report_compares_the_tensors_entering_nms():
     assert result.get('status') == 'differs after ties', result
     errors = result['decision_inputs']
     assert len(errors) == 1 and max(errors.values()) <= RTOL, errors
+
+
+def test_report_record_keeps_earlier_results():
+    """scripts/model_report.py --record: a model this run skipped keeps its earlier row, one it
+    checked gets the new row, and a run no row refers to any more is dropped."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        'mxlite_model_report', os.path.join(ROOT, 'scripts', 'model_report.py'))
+    report = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(report)
+    row = lambda status, run: {'family': 'f', 'status': status, 'run': run, 'error': '',
+                               'input': '', 'missing': []}
+    record = {'runs': {'A': {'command': 'a'}, 'old': {'command': 'o'}},
+              'models': {'m1': row('matches', 'A'), 'm2': row('skipped', 'A'),
+                         'm3': row('export failed', 'old')}}
+    merged = report.merge_record(record, {'m1': row('skipped', 'B'), 'm2': row('matches', 'B'),
+                                          'm3': row('matches', 'B'),
+                                          'm4': row('not checked', 'B')},
+                                 'B', {'command': 'b'})
+    assert {n: (r['status'], r['run']) for n, r in merged['models'].items()} == {
+        'm1': ('matches', 'A'), 'm2': ('matches', 'B'), 'm3': ('matches', 'B'),
+        'm4': ('not checked', 'B')}
+    assert sorted(merged['runs']) == ['A', 'B']
