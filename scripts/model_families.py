@@ -1050,6 +1050,8 @@ def all_specs() -> List[Spec]:
 def randomise(net, rng: np.random.RandomState) -> None:
     """BatchNorm statistics, gamma/beta and biases away from their neutral defaults."""
     for pname, p in sorted(net.collect_params().items()):
+        if p._data is None:  # never read by the forward, so never initialised (not exported)
+            continue
         for suffix, lo, hi in (("running_mean", -0.2, 0.2), ("running_var", 0.5, 1.5),
                                ("gamma", 0.5, 1.5), ("beta", -0.2, 0.2), ("bias", -0.1, 0.1)):
             if pname.endswith("_" + suffix):
