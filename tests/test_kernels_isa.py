@@ -2,9 +2,9 @@
 
 MXLITE_ISA caps the instruction set the run-time dispatch may pick, so one
 AVX-512 machine covers the AVX-512, AVX2 and portable paths. The C++
-drivers compare the blocked GEMM (all epilogues, threads), the GEMV and the
-3x3 depthwise, direct (few-channel) and Winograd kernels with naive loops on
-awkward sizes.
+drivers compare the blocked GEMM (all epilogues, threads), the GEMV, the
+3x3 depthwise, direct (few-channel) and Winograd kernels and the int8
+convolution's int16 pair GEMM with naive loops on awkward sizes.
 """
 import os
 import subprocess
@@ -16,7 +16,7 @@ from conftest import ROOT
 KERNELS = ['cpu_features.cc', 'thread_pool.cc', 'gemm_generic.cc', 'gemm_x86.cc', 'gemm_neon.cc',
            'gemm.cc',
            'depthwise.cc', 'depthwise_avx512.cc', 'depthwise_avx2.cc', 'direct_conv.cc',
-           'strided_copy.cc', 'winograd.cc',
+           'strided_copy.cc', 'winograd.cc', 'int16_pair_gemm.cc', 'int16_pair_gemm_avx2.cc',
            'winograd_avx512.cc', 'winograd_avx2.cc', 'winograd2x2.cc', 'winograd1d.cc']
 # What the kernels' drivers need besides kernels: the options the ISA cap
 # comes from, and the environment the driver (the API boundary) applies.
@@ -26,7 +26,7 @@ DRIVERS = {'gemm': 'gemm_test.cc', 'depthwise': 'depthwise_test.cc',
            'direct_conv': 'direct_conv_test.cc',
            'winograd': 'winograd_test.cc', 'winograd2x2': 'winograd2x2_test.cc',
            'winograd1d': 'winograd1d_test.cc',
-           'strided_copy': 'strided_copy_test.cc'}
+           'strided_copy': 'strided_copy_test.cc', 'int16_pair_gemm': 'int16_pair_gemm_test.cc'}
 
 
 @pytest.fixture(scope='module')

@@ -37,11 +37,12 @@
  * codes take one byte) and hands operators float32 copies; a code is an
  * integer from -128 to 255, exact in float32, and converting back truncates
  * an integral value to itself, so the operators below read and write codes
- * as floats without loss. The convolution converts its input codes to int16
- * once per call and accumulates in int32.
+ * as floats without loss. The convolution lays its input codes out as int16
+ * im2col columns, two rows to a word, once per image and group, and
+ * multiplies them by the weight codes with Int16PairGemm (int32 sums; AVX2's
+ * pmaddwd where there is one).
  *
- * Left undone: speed (the convolution is plain loops over an int16 column
- * matrix, with no VNNI kernel); the float (quantized=false) and the
+ * Left undone: a VNNI (vpdpbusd) kernel and blocked layouts for speed; the float (quantized=false) and the
  * uncalibrated (int32 output) forms of _sg_mkldnn_conv; activations other
  * than relu inside it; 3-D kernels; pooling other than 2-D NCHW.
  */
@@ -54,6 +55,7 @@
 #include <string>
 #include <vector>
 
+#include "../kernels/int16_pair_gemm.h"
 #include "../kernels/thread_pool.h"
 #include "operator.h"
 
@@ -432,7 +434,10 @@ struct ConvGeometry {
 // The quantized weights for one data (and sum) range.
 struct QuantizedWeights {
   float data_min = 0, data_max = 0, sum_min = 0, sum_max = 0;
-  std::vector<int16_t> weight;   // [num_filter][C/g * kh * kw]
+  // [num_filter][pairs]: the codes of a filter's C/g * kh * kw weights two
+  // to a word (PackInt16Pair), a last odd one with 0.
+  std::vector<int32_t> weight_pairs;
+  int64_t pairs = 0;
   std::vector<int32_t> bias;     // [num_filter], when there is one
   std::vector<float> requantize; // [num_filter]
   float sum_scale = 1.0f;
@@ -546,7 +551,7 @@ class SgMkldnnConv : public Operator {
   // depend on the data's range, known only then).
   size_t PreparedBytes() const override {
     if (!weights_) return 0;
-    return weights_->weight.size() * sizeof(int16_t) + weights_->bias.size() * sizeof(int32_t) +
+    return weights_->weight_pairs.size() * sizeof(int32_t) + weights_->bias.size() * sizeof(int32_t) +
            weights_->requantize.size() * sizeof(float);
   }
 
@@ -571,8 +576,8 @@ class SgMkldnnConv : public Operator {
   bool bn_fix_gamma_ = true;
   int data_type_ = kUint8, sum_type_ = kUint8;
   std::unique_ptr<QuantizedWeights> weights_;
-  std::vector<int16_t> columns_;
-  std::vector<uint32_t> accumulators_;
+  std::vector<int32_t> column_pairs_;  // [pairs][columns], see Forward
+  std::vector<int32_t> accumulators_;  // [filters per group][columns]
 };
 
 Status SgMkldnnConv::SetSubgraph(const Subgraph& subgraph) {
@@ -699,7 +704,8 @@ Status SgMkldnnConv::QuantizeWeights(const std::vector<NDArray>& in, float data_
   const float data_scale = QuantizeScale(data_type_, data_min, data_max);
   const int out_type = OutputType();
   const float output_scale = QuantizeScale(out_type, min_calib_, max_calib_);
-  q->weight.resize(weight.size());
+  q->pairs = (per_channel + 1) / 2;
+  q->weight_pairs.assign(static_cast<size_t>(channels * q->pairs), 0);
   if (has_bias) q->bias.resize(static_cast<size_t>(channels));
   q->requantize.resize(static_cast<size_t>(channels));
   std::vector<float> scales(static_cast<size_t>(channels));
@@ -729,8 +735,12 @@ Status SgMkldnnConv::QuantizeWeights(const std::vector<NDArray>& in, float data_
   for (int64_t c = 0; c < channels; ++c) {
     const float* w = weight.data() + c * per_channel;
     const float weight_scale = scales[groups > 1 ? c / per_group : c];
-    for (int64_t k = 0; k < per_channel; ++k) {
-      q->weight[c * per_channel + k] = static_cast<int16_t>(StoreCode(w[k] * weight_scale, kInt8));
+    auto code = [&](int64_t k) {
+      return k < per_channel ? static_cast<int16_t>(StoreCode(w[k] * weight_scale, kInt8))
+                             : static_cast<int16_t>(0);
+    };
+    for (int64_t kp = 0; kp < q->pairs; ++kp) {
+      q->weight_pairs[c * q->pairs + kp] = PackInt16Pair(code(2 * kp), code(2 * kp + 1));
     }
     const float scale = scales[c];
     if (has_bias) {
@@ -775,62 +785,78 @@ Status SgMkldnnConv::Forward(const OpContext& ctx, const std::vector<NDArray>& i
   const int64_t sh = geometry_.stride[0], sw = geometry_.stride[1];
   const int64_t dh = geometry_.dilate[0], dw = geometry_.dilate[1];
   const int64_t ph = geometry_.pad[0], pw = geometry_.pad[1];
-  const int64_t K = Cg * kh * kw, P = OH * OW;
-  columns_.assign(static_cast<size_t>(K * P), 0);
-  accumulators_.resize(static_cast<size_t>(Fg * P));
+  // The product runs as Int16PairGemm: the im2col columns of one image and
+  // group hold their codes two rows to a word, [pairs][columns] with the
+  // columns padded to the GEMM's step (zeros, never stored).
+  const int64_t K = Cg * kh * kw, P = OH * OW, pairs = q.pairs;
+  const int64_t columns = (P + kInt16PairColumnStep - 1) / kInt16PairColumnStep *
+                          kInt16PairColumnStep;
+  column_pairs_.assign(static_cast<size_t>(pairs * columns), 0);
+  accumulators_.resize(static_cast<size_t>(Fg * columns));
   const float* x = in[0].fdata();
   const float* sum = with_sum_ ? in[SumIndex()].fdata() : nullptr;
   float* y = out[0].fdata();
   const int out_type = OutputType();
   const int store_type = with_sum_ ? sum_type_ : out_type;
   const bool has_bias = !q.bias.empty();
+  constexpr int64_t kFilterBlock = 8;  // the parallel work unit
   for (int64_t n = 0; n < batch; ++n) {
     for (int64_t g = 0; g < groups; ++g) {
-      // Columns: [c][i][j] rows of the output plane, zero where padded.
-      int16_t* cols = columns_.data();
-      ParallelFor(ctx.pool, K, [&](int64_t row) {
-        const int64_t c = row / (kh * kw), i = row / kw % kh, j = row % kw;
-        const float* plane = x + ((n * C) + g * Cg + c) * H * W;
-        int16_t* dst = cols + row * P;
-        for (int64_t oh = 0; oh < OH; ++oh) {
-          const int64_t h = oh * sh - ph + i * dh;
-          for (int64_t ow = 0; ow < OW; ++ow) {
-            const int64_t w = ow * sw - pw + j * dw;
-            dst[oh * OW + ow] = h >= 0 && h < H && w >= 0 && w < W
-                                    ? static_cast<int16_t>(plane[h * W + w])
-                                    : static_cast<int16_t>(0);
+      int32_t* cols = column_pairs_.data();
+      ParallelFor(ctx.pool, pairs, [&](int64_t kp) {
+        // Rows 2kp and 2kp + 1 of the columns, then packed: the input codes
+        // a kernel tap reads at each output, 0 where padded or past row K.
+        std::vector<int16_t> rows(static_cast<size_t>(2 * P));
+        for (int half = 0; half < 2; ++half) {
+          const int64_t row = 2 * kp + half;
+          int16_t* out_row = rows.data() + half * P;
+          if (row >= K) {
+            std::fill(out_row, out_row + P, static_cast<int16_t>(0));
+            continue;
+          }
+          const int64_t c = row / (kh * kw), i = row / kw % kh, j = row % kw;
+          const float* plane = x + (n * C + g * Cg + c) * H * W;
+          for (int64_t oh = 0; oh < OH; ++oh) {
+            int16_t* out = out_row + oh * OW;
+            const int64_t h = oh * sh - ph + i * dh;
+            if (h < 0 || h >= H) {
+              std::fill(out, out + OW, static_cast<int16_t>(0));
+              continue;
+            }
+            const float* line = plane + h * W;
+            for (int64_t ow = 0; ow < OW; ++ow) {
+              const int64_t w = ow * sw - pw + j * dw;
+              out[ow] = w >= 0 && w < W ? static_cast<int16_t>(line[w]) : static_cast<int16_t>(0);
+            }
           }
         }
+        int32_t* dst = cols + kp * columns;
+        for (int64_t p = 0; p < P; ++p) dst[p] = PackInt16Pair(rows[p], rows[P + p]);
       });
-      ParallelFor(ctx.pool, Fg, [&](int64_t f) {
-        const int64_t oc = g * Fg + f;
-        // Accumulated in uint32: a sum past the int32 range wraps as the
-        // hardware's does, without signed overflow (each product fits).
-        uint32_t* acc = accumulators_.data() + f * P;
-        std::fill(acc, acc + P, 0u);
-        const int16_t* wrow = q.weight.data() + oc * K;
-        for (int64_t k = 0; k < K; ++k) {
-          const int32_t wk = wrow[k];
-          if (wk == 0) continue;
-          const int16_t* col = cols + k * P;
+      const int64_t blocks = (Fg + kFilterBlock - 1) / kFilterBlock;
+      ParallelFor(ctx.pool, blocks, [&](int64_t block) {
+        const int64_t f0 = block * kFilterBlock, f1 = std::min(Fg, f0 + kFilterBlock);
+        int32_t* acc = accumulators_.data();
+        Int16PairGemm(q.weight_pairs.data() + (g * Fg + f0) * pairs, cols, f1 - f0, pairs,
+                      columns, acc + f0 * columns);
+        for (int64_t f = f0; f < f1; ++f) {
+          const int64_t oc = g * Fg + f;
+          const int32_t* row = acc + f * columns;
+          const float bias = has_bias ? static_cast<float>(q.bias[oc]) : 0.0f;
+          const float scale = q.requantize[oc];
+          const int64_t base = (n * F + oc) * P;
           for (int64_t p = 0; p < P; ++p) {
-            acc[p] += static_cast<uint32_t>(wk * static_cast<int32_t>(col[p]));
+            float v = static_cast<float>(row[p]);
+            if (has_bias) v += bias;
+            v *= scale;
+            if (with_act_) v = v > 0.0f ? v : 0.0f;
+            if (with_sum_) {
+              const float previous = sum[base + p];
+              v = q.sum_scale == 1.0f ? v + previous : std::fma(previous, q.sum_scale, v);
+            }
+            if (with_postsum_act_) v = v > 0.0f ? v : 0.0f;
+            y[base + p] = Reinterpret(StoreCode(v, store_type), store_type, out_type);
           }
-        }
-        const float bias = has_bias ? static_cast<float>(q.bias[oc]) : 0.0f;
-        const float scale = q.requantize[oc];
-        const int64_t base = (n * F + oc) * P;
-        for (int64_t p = 0; p < P; ++p) {
-          float v = static_cast<float>(static_cast<int32_t>(acc[p]));
-          if (has_bias) v += bias;
-          v *= scale;
-          if (with_act_) v = v > 0.0f ? v : 0.0f;
-          if (with_sum_) {
-            const float previous = sum[base + p];
-            v = q.sum_scale == 1.0f ? v + previous : std::fma(previous, q.sum_scale, v);
-          }
-          if (with_postsum_act_) v = v > 0.0f ? v : 0.0f;
-          y[base + p] = Reinterpret(StoreCode(v, store_type), store_type, out_type);
         }
       });
     }
