@@ -40,7 +40,8 @@
  * as floats without loss. The convolution lays its input codes out as int16
  * im2col columns, two rows to a word, once per image and group, and
  * multiplies them by the weight codes with Int16PairGemm (int32 sums; AVX2's
- * pmaddwd where there is one).
+ * pmaddwd where there is one); a depthwise one sums each channel's taps
+ * directly.
  *
  * Left undone: a VNNI (vpdpbusd) kernel and blocked layouts for speed; the float (quantized=false) and the
  * uncalibrated (int32 output) forms of _sg_mkldnn_conv; activations other
@@ -791,74 +792,110 @@ Status SgMkldnnConv::Forward(const OpContext& ctx, const std::vector<NDArray>& i
   const int64_t K = Cg * kh * kw, P = OH * OW, pairs = q.pairs;
   const int64_t columns = (P + kInt16PairColumnStep - 1) / kInt16PairColumnStep *
                           kInt16PairColumnStep;
-  column_pairs_.assign(static_cast<size_t>(pairs * columns), 0);
-  accumulators_.resize(static_cast<size_t>(Fg * columns));
+  if (Cg != 1 || Fg != 1) {
+    column_pairs_.assign(static_cast<size_t>(pairs * columns), 0);
+    accumulators_.resize(static_cast<size_t>(Fg * columns));
+  }
   const float* x = in[0].fdata();
   const float* sum = with_sum_ ? in[SumIndex()].fdata() : nullptr;
   float* y = out[0].fdata();
   const int out_type = OutputType();
   const int store_type = with_sum_ ? sum_type_ : out_type;
   const bool has_bias = !q.bias.empty();
-  constexpr int64_t kFilterBlock = 8;  // the parallel work unit
-  for (int64_t n = 0; n < batch; ++n) {
-    for (int64_t g = 0; g < groups; ++g) {
-      int32_t* cols = column_pairs_.data();
-      ParallelFor(ctx.pool, pairs, [&](int64_t kp) {
-        // Rows 2kp and 2kp + 1 of the columns, then packed: the input codes
-        // a kernel tap reads at each output, 0 where padded or past row K.
-        std::vector<int16_t> rows(static_cast<size_t>(2 * P));
-        for (int half = 0; half < 2; ++half) {
-          const int64_t row = 2 * kp + half;
-          int16_t* out_row = rows.data() + half * P;
-          if (row >= K) {
-            std::fill(out_row, out_row + P, static_cast<int16_t>(0));
-            continue;
-          }
-          const int64_t c = row / (kh * kw), i = row / kw % kh, j = row % kw;
-          const float* plane = x + (n * C + g * Cg + c) * H * W;
+  // Output channel oc of image n from its int32 sums: bias, requantization,
+  // relu, the sum post-op, relu, stored as a code.
+  auto finish = [&](int64_t n, int64_t oc, const int32_t* sums) {
+    const float bias = has_bias ? static_cast<float>(q.bias[oc]) : 0.0f;
+    const float scale = q.requantize[oc];
+    const int64_t base = (n * F + oc) * P;
+    for (int64_t p = 0; p < P; ++p) {
+      float v = static_cast<float>(sums[p]);
+      if (has_bias) v += bias;
+      v *= scale;
+      if (with_act_) v = v > 0.0f ? v : 0.0f;
+      if (with_sum_) {
+        const float previous = sum[base + p];
+        v = q.sum_scale == 1.0f ? v + previous : std::fma(previous, q.sum_scale, v);
+      }
+      if (with_postsum_act_) v = v > 0.0f ? v : 0.0f;
+      y[base + p] = Reinterpret(StoreCode(v, store_type), store_type, out_type);
+    }
+  };
+  if (Cg == 1 && Fg == 1) {
+    // Depthwise: each channel's taps summed directly (unsigned, wrapping as
+    // the GEMM's sums do), one channel of one image per task.
+    ParallelFor(ctx.pool, batch * C, [&](int64_t task) {
+      const int64_t n = task / C, c = task % C;
+      std::vector<uint32_t> sums(static_cast<size_t>(P), 0u);
+      const float* plane = x + (n * C + c) * H * W;
+      for (int64_t i = 0; i < kh; ++i) {
+        for (int64_t j = 0; j < kw; ++j) {
+          const int64_t k = i * kw + j;
+          const int32_t pair = q.weight_pairs[c * pairs + k / 2];
+          const int32_t tap = k % 2 ? static_cast<int16_t>(static_cast<uint32_t>(pair) >> 16)
+                                    : static_cast<int16_t>(pair & 0xffff);
+          if (tap == 0) continue;
           for (int64_t oh = 0; oh < OH; ++oh) {
-            int16_t* out = out_row + oh * OW;
             const int64_t h = oh * sh - ph + i * dh;
-            if (h < 0 || h >= H) {
-              std::fill(out, out + OW, static_cast<int16_t>(0));
-              continue;
-            }
+            if (h < 0 || h >= H) continue;
             const float* line = plane + h * W;
+            uint32_t* out = sums.data() + oh * OW;
             for (int64_t ow = 0; ow < OW; ++ow) {
               const int64_t w = ow * sw - pw + j * dw;
-              out[ow] = w >= 0 && w < W ? static_cast<int16_t>(line[w]) : static_cast<int16_t>(0);
+              if (w >= 0 && w < W) {
+                out[ow] += static_cast<uint32_t>(tap * static_cast<int32_t>(line[w]));
+              }
             }
           }
         }
-        int32_t* dst = cols + kp * columns;
-        for (int64_t p = 0; p < P; ++p) dst[p] = PackInt16Pair(rows[p], rows[P + p]);
-      });
-      const int64_t blocks = (Fg + kFilterBlock - 1) / kFilterBlock;
-      ParallelFor(ctx.pool, blocks, [&](int64_t block) {
-        const int64_t f0 = block * kFilterBlock, f1 = std::min(Fg, f0 + kFilterBlock);
-        int32_t* acc = accumulators_.data();
-        Int16PairGemm(q.weight_pairs.data() + (g * Fg + f0) * pairs, cols, f1 - f0, pairs,
-                      columns, acc + f0 * columns);
-        for (int64_t f = f0; f < f1; ++f) {
-          const int64_t oc = g * Fg + f;
-          const int32_t* row = acc + f * columns;
-          const float bias = has_bias ? static_cast<float>(q.bias[oc]) : 0.0f;
-          const float scale = q.requantize[oc];
-          const int64_t base = (n * F + oc) * P;
-          for (int64_t p = 0; p < P; ++p) {
-            float v = static_cast<float>(row[p]);
-            if (has_bias) v += bias;
-            v *= scale;
-            if (with_act_) v = v > 0.0f ? v : 0.0f;
-            if (with_sum_) {
-              const float previous = sum[base + p];
-              v = q.sum_scale == 1.0f ? v + previous : std::fma(previous, q.sum_scale, v);
+      }
+      finish(n, c, reinterpret_cast<const int32_t*>(sums.data()));
+    });
+  } else {
+    constexpr int64_t kFilterBlock = 8;  // the parallel work unit
+    for (int64_t n = 0; n < batch; ++n) {
+      for (int64_t g = 0; g < groups; ++g) {
+        int32_t* cols = column_pairs_.data();
+        ParallelFor(ctx.pool, pairs, [&](int64_t kp) {
+          // Rows 2kp and 2kp + 1 of the columns, then packed: the input
+          // codes a kernel tap reads at each output, 0 where padded or past
+          // row K.
+          std::vector<int16_t> rows(static_cast<size_t>(2 * P));
+          for (int half = 0; half < 2; ++half) {
+            const int64_t row = 2 * kp + half;
+            int16_t* out_row = rows.data() + half * P;
+            if (row >= K) {
+              std::fill(out_row, out_row + P, static_cast<int16_t>(0));
+              continue;
             }
-            if (with_postsum_act_) v = v > 0.0f ? v : 0.0f;
-            y[base + p] = Reinterpret(StoreCode(v, store_type), store_type, out_type);
+            const int64_t c = row / (kh * kw), i = row / kw % kh, j = row % kw;
+            const float* plane = x + (n * C + g * Cg + c) * H * W;
+            for (int64_t oh = 0; oh < OH; ++oh) {
+              int16_t* out = out_row + oh * OW;
+              const int64_t h = oh * sh - ph + i * dh;
+              if (h < 0 || h >= H) {
+                std::fill(out, out + OW, static_cast<int16_t>(0));
+                continue;
+              }
+              const float* line = plane + h * W;
+              for (int64_t ow = 0; ow < OW; ++ow) {
+                const int64_t w = ow * sw - pw + j * dw;
+                out[ow] = w >= 0 && w < W ? static_cast<int16_t>(line[w]) : static_cast<int16_t>(0);
+              }
+            }
           }
-        }
-      });
+          int32_t* dst = cols + kp * columns;
+          for (int64_t p = 0; p < P; ++p) dst[p] = PackInt16Pair(rows[p], rows[P + p]);
+        });
+        const int64_t blocks = (Fg + kFilterBlock - 1) / kFilterBlock;
+        ParallelFor(ctx.pool, blocks, [&](int64_t block) {
+          const int64_t f0 = block * kFilterBlock, f1 = std::min(Fg, f0 + kFilterBlock);
+          int32_t* acc = accumulators_.data();
+          Int16PairGemm(q.weight_pairs.data() + (g * Fg + f0) * pairs, cols, f1 - f0, pairs,
+                        columns, acc + f0 * columns);
+          for (int64_t f = f0; f < f1; ++f) finish(n, g * Fg + f, acc + f * columns);
+        });
+      }
     }
   }
   out[1].fdata()[0] = min_calib_;
