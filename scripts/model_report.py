@@ -469,9 +469,9 @@ def write_markdown(path, rows, runs):
             'leaves that roi\'s output unwritten, and the FPN R-CNNs feed every level\'s ROIAlign '
             'the other levels\' rois with batch index -1 and sum the levels, so MXNet\'s own CPU '
             'result is whatever its memory held. The files exported are the original graph.', '',
-            'The zoo takes hours on 2 cores, so it is checked in parts, each a run of the two '
-            'commands below on its own list of models (`--models`, or `--skip` for the rest); '
-            'scripts/model_report.py --record keeps every model\'s latest result in '
+            'A run of the two commands below may cover part of the zoo (`--models`, or `--skip` '
+            'for the rest; all of it takes about 45 minutes on 2 cores, the R-CNNs most of '
+            'that): scripts/model_report.py --record keeps every model\'s latest result in '
             'docs/models.json and writes this page from it. The run of each row:', '',
             '| run | models | mxlite | command |', '|---|---:|---|---|']
     for run, info in sorted(runs.items()):
