@@ -510,6 +510,39 @@ def fused_rnn(mode: str, **kwargs):
     return build
 
 
+def gluonnlp_zoo_model(name: str, **kwargs) -> Callable[[], object]:
+    """GluonNLP's `name` at its full size with a 50-token vocabulary (the pretrained vocabularies
+    are downloads)."""
+    def build():
+        import gluonnlp as nlp
+        if name.startswith("bert_"):  # 5 special tokens + 45
+            vocab = nlp.vocab.BERTVocab(nlp.data.count_tokens(["w%d" % i for i in range(45)]))
+        else:  # 4 special tokens + 46
+            vocab = nlp.Vocab(nlp.data.count_tokens(["w%d" % i for i in range(46)]))
+        assert len(vocab) == 50, len(vocab)
+        model, _ = nlp.model.get_model(name, dataset_name=None, vocab=vocab, pretrained=False,
+                                       **kwargs)
+        return model
+    return build
+
+
+# GluonNLP 0.10's models of the kinds issue 30 names, checked by --all after the GluonCV zoo:
+# BERT without its pre-training heads, the standard LSTM language models without dropout
+# (StandardRNN calls nd.Dropout inside hybrid_forward when dropout > 0: it cannot be
+# hybridized), the AWD LSTM ones, and the LSTM-with-projection BigRNN.
+GLUONNLP_ZOO = [
+    (name, dict(use_pooler=True, use_decoder=False, use_classifier=False),
+     [{"data0": (2, 16), "data1": (2, 16), "data2": (2,)}])
+    for name in ("bert_12_768_12", "bert_24_1024_16")
+] + [
+    (name, dict(dropout=0.0), [{"data": (6, 2)}])
+    for name in ("standard_lstm_lm_200", "standard_lstm_lm_650", "standard_lstm_lm_1500")
+] + [
+    (name, {}, [{"data": (6, 2)}])
+    for name in ("awd_lstm_lm_600", "awd_lstm_lm_1150", "big_rnn_lm_2048_512")
+]
+
+
 def nlp_standard_lstm_lm():
     """dropout 0: with dropout > 0 GluonNLP 0.10's StandardRNN calls nd.Dropout inside
     hybrid_forward, so it cannot be hybridized (standard_lstm_lm_200 has 0.2)."""
@@ -1040,6 +1073,9 @@ def all_specs() -> List[Spec]:
         if tsn:
             build, notes = tsn_resnet(int(tsn.group(1))), "ActionRecResNetV1b built directly"
         specs.append(Spec(name, family, build, shapes, notes=notes, batch=0))  # suite only
+    for name, kwargs, shapes in GLUONNLP_ZOO:
+        specs.append(Spec(name, "NLP (GluonNLP)", gluonnlp_zoo_model(name, **kwargs), shapes,
+                          notes="GluonNLP 0.10, full size, a 50-token vocabulary", batch=0))
     return specs
 
 
@@ -1078,11 +1114,11 @@ def flatten(out) -> List[mx.nd.NDArray]:
 def random_inputs(shapes: Dict[str, tuple], rng, name: str) -> Dict[str, np.ndarray]:
     values = {}
     for key, shape in shapes.items():
-        if name == "bert_tiny":  # token ids, token types, valid lengths
-            high = {"data0": 50, "data1": 2, "data2": 9}[key]
+        if name.startswith("bert_"):  # token ids, token types, valid lengths
+            high = {"data0": 50, "data1": 2, "data2": shapes["data0"][1] + 1}[key]
             low = 1 if key == "data2" else 0
             values[key] = rng.randint(low, high, shape).astype(np.float32)
-        elif name.startswith("nlp_") and name.endswith("_lm"):  # token ids
+        elif (name.startswith("nlp_") and name.endswith("_lm")) or "_lm_" in name:  # token ids
             values[key] = rng.randint(0, 50, shape).astype(np.float32)
         elif name == "nlp_transformer_encoder" and key == "data1":  # valid lengths 1..7
             values[key] = rng.randint(1, 8, shape).astype(np.float32)
