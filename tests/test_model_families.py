@@ -184,3 +184,42 @@ def test_report_record_keeps_earlier_results():
         'm1': ('matches', 'A'), 'm2': ('matches', 'B'), 'm3': ('matches', 'B'),
         'm4': ('not checked', 'B')}
     assert sorted(merged['runs']) == ['A', 'B']
+
+
+def test_report_tells_ill_conditioned_models(tmp_path):
+    """scripts/model_report.py's float64 check: (x + 1e4) - 1e4 in float32 loses x's low bits
+    in MXNet and in mxlite alike, so against MXNet's own float64 outputs it is ill-conditioned
+    (MXNet's float32 misses by more than 1e-4, mxlite's no further); x * 2 is exact in
+    float32, so it is not."""
+    import importlib.util
+    import subprocess
+    oracle = os.environ.get('MXLITE_ORACLE_PYTHON',
+                            os.path.join(ROOT, 'build', 'venv-mxnet', 'bin', 'python'))
+    assert os.path.exists(oracle), 'the MXNet oracle venv is missing: run scripts/run_tests.sh'
+    spec = importlib.util.spec_from_file_location(
+        'mxlite_model_report', os.path.join(ROOT, 'scripts', 'model_report.py'))
+    report = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(report)
+
+    def export(name, expression):
+        prefix = str(tmp_path / name)
+        make = f"""
+import numpy as np, mxnet as mx
+x = mx.sym.var("data")
+y = mx.sym.identity({expression}, name="out")
+y.save({prefix!r} + "-symbol.json")
+mx.nd.save({prefix!r} + "-0000.params", {{}})
+data = np.random.RandomState(0).uniform(0.001, 0.01, (1, 64)).astype(np.float32)
+out = y.bind(mx.cpu(), {{"data": mx.nd.array(data)}}).forward()[0].asnumpy()
+np.savez({prefix!r} + "-io.npz", **{{"input:data": data, "output:0": out}})
+"""
+        subprocess.run([oracle, '-c', make], check=True, capture_output=True)
+        return prefix
+
+    result = report.conditioning_check(export('cancel', '(x + 1e4) - 1e4'), oracle, 600)
+    assert result.get('status') == 'ill-conditioned', result
+    assert max(result['float64']['mxnet']) > RTOL
+    assert max(result['float64']['mxlite']) <= report.ILL_CONDITIONED_FACTOR * max(
+        result['float64']['mxnet'])
+    exact = report.conditioning_check(export('double', 'x * 2'), oracle, 600)
+    assert 'status' not in exact and max(exact['float64']['mxnet']) == 0.0, exact
