@@ -23,6 +23,7 @@ TABLE_FILES = {
     'kernels/depthwise.cc',
     'kernels/direct_conv.cc',
     'kernels/gemm.cc',
+    'kernels/int16_pair_gemm.cc',
     'kernels/strided_copy.cc',
     'kernels/winograd.cc',
     'operators/batch_norm_row.cc',
