@@ -21,6 +21,8 @@ FAMILIES_DIR = os.environ.get('MXLITE_FAMILY_FIXTURES',
 RTOL = 1e-4
 # The suite's models that mxlite must run (scripts/model_families.py SUITE, expect="match").
 EXPECTED_TO_MATCH = ['cifar_resnet20_v1', 'cifar_resnet20_v1_int8', 'mobilenetv3_small', 'se_resnet18_v1', 'resnest14',
+                     'hrnet_w18_small_v1_c', 'nasnet_4_1056', 'cifar_resnext29_32x4d',
+                     'cifar_wideresnet16_10',
                      'fastscnn_citys', 'fcn_resnet_thin', 'psp_resnet_thin', 'deeplab_resnet_thin',
                      'icnet_resnet_thin', 'simple_pose_resnet18_v1b',
                      'mobile_pose_mobilenetv3_small', 'alpha_pose_thin',
