@@ -57,6 +57,15 @@ def known_operators(op_list):
     return names
 
 
+def relative_error(ours, theirs):
+    """max |ours - theirs| / max |theirs|, in float64 (0 for empty arrays)."""
+    if not theirs.size:
+        return 0.0
+    theirs = theirs.astype(np.float64)
+    return float(np.max(np.abs(ours.astype(np.float64) - theirs))) / max(
+        float(np.max(np.abs(theirs))), 1e-30)
+
+
 def load_export(prefix):
     """An exported model's symbol text, params bytes, the io.npz and its inputs by name."""
     with open(prefix + '-symbol.json', encoding='utf-8') as f:
@@ -95,12 +104,12 @@ def check(prefix, reference=None):
         if ours.shape != theirs.shape:
             return {'status': 'wrong numbers', 'error': 'output %d: shape %s, MXNet %s' % (
                 i, list(ours.shape), list(theirs.shape))}
-        scale = float(np.max(np.abs(theirs.astype(np.float64)))) if theirs.size else 0.0
-        err = float(np.max(np.abs(ours.astype(np.float64) - theirs))) if theirs.size else 0.0
-        rel = err / max(scale, 1e-30)
+        rel = relative_error(ours, theirs)
         errors.append(rel)
         if rel > RTOL and worst is None:
-            worst = 'output %d: max abs error %.3g, max|MXNet| %.3g' % (i, err, scale)
+            theirs = theirs.astype(np.float64)
+            worst = 'output %d: max abs error %.3g, max|MXNet| %.3g' % (
+                i, np.max(np.abs(ours - theirs)), np.max(np.abs(theirs)))
     if worst:
         gap = closest_values(expected)
         if gap is not None:
@@ -209,8 +218,7 @@ def check_decision_inputs(prefix, npz_path):
     errors = {}
     for name, ours in zip(names, outputs):
         theirs = reference[name]
-        scale = float(np.max(np.abs(theirs.astype(np.float64)))) if theirs.size else 0.0
-        errors[name] = (float(np.max(np.abs(ours.astype(np.float64) - theirs))) / max(scale, 1e-30)
+        errors[name] = (relative_error(ours, theirs)
                         if ours.shape == theirs.shape and theirs.size else float('inf'))
     return {'rel_errors': errors}
 
@@ -310,10 +318,8 @@ def conditioning_check(prefix, oracle_python, timeout):
         mxnet32 = np.load(prefix + '-io.npz')
         theirs = []
         for key in float64.files:
-            exact, rounded = float64[key].astype(np.float64), mxnet32[key].astype(np.float64)
-            scale = float(np.max(np.abs(exact))) if exact.size else 0.0
-            theirs.append(float(np.max(np.abs(rounded - exact))) / max(scale, 1e-30)
-                          if exact.size and exact.shape == rounded.shape else 0.0)
+            exact, rounded = float64[key], mxnet32[key]
+            theirs.append(relative_error(rounded, exact) if exact.shape == rounded.shape else 0.0)
     mxnet_error, our_error = max(theirs), max(ours['rel_errors'])
     result = {'float64': {'mxnet': theirs, 'mxlite': ours['rel_errors']}}
     if mxnet_error > RTOL and our_error <= ILL_CONDITIONED_FACTOR * mxnet_error:
@@ -463,12 +469,15 @@ def write_markdown(path, rows, runs):
             'whatever `pretrained=False` says), *timed out* (the per-model limit of '
             'model_families.py), *skipped* (left out of every run so far by `--skip`).', '',
             'MXNet\'s outputs for the R-CNNs come from the exported graph with each '
-            '`_contrib_ROIAlign` output followed by `where(batch index > -1, output, 0)` '
+            '`_contrib_ROIAlign` reading its rois with the batch indices raised to at least 0 '
+            'and its output followed by `where(batch index > -1, output, 0)` '
             '(`zero_left_out_rois` in scripts/model_families.py): MXNet documents zeros for a roi '
             'whose batch index is below 0, and its GPU kernel writes them, but its CPU kernel '
-            'leaves that roi\'s output unwritten, and the FPN R-CNNs feed every level\'s ROIAlign '
-            'the other levels\' rois with batch index -1 and sum the levels, so MXNet\'s own CPU '
-            'result is whatever its memory held. The files exported are the original graph.', '',
+            'leaves that roi\'s output unwritten and writes a 0 at flat index n of the output '
+            '(inside the first rois\' values) instead. The FPN R-CNNs feed every level\'s '
+            'ROIAlign the other levels\' rois with batch index -1 and sum the levels, so '
+            'MXNet\'s own CPU result is wrong in the first roi and whatever its memory held in '
+            'the others. The files exported are the original graph.', '',
             'A run of the two commands below may cover part of the zoo (`--models`, or `--skip` '
             'for the rest; all of it takes about 45 minutes on 2 cores, the R-CNNs most of '
             'that): scripts/model_report.py --record keeps every model\'s latest result in '
