@@ -127,7 +127,6 @@ class Spec:
                                          # until every box_nms is well_conditioned
 
 
-@contextlib.contextmanager
 def reset_ctx_skips_uninitialised():
     """GluonCV's TSN builders (inceptionv1_ucf101 & co.) end with collect_params().reset_ctx(ctx),
     which MXNet refuses for parameters not initialised yet (pretrained_base=False leaves them
@@ -138,11 +137,7 @@ def reset_ctx_skips_uninitialised():
         if self._data is None and self._deferred_init == ():
             return
         original(self, ctx)
-    mx.gluon.Parameter.reset_ctx = reset_ctx
-    try:
-        yield
-    finally:
-        mx.gluon.Parameter.reset_ctx = original
+    return replaced(mx.gluon.Parameter, "reset_ctx", reset_ctx)
 
 
 def gluoncv_model(name: str, **kwargs) -> Callable[[], object]:
@@ -1144,15 +1139,11 @@ def random_inputs(shapes: Dict[str, tuple], rng, name: str) -> Dict[str, np.ndar
     return values
 
 
-@contextlib.contextmanager
 def shape_inference_skips_unused_parameters():
     """Gluon's deferred shape inference (HybridBlock._infer_attrs) looks every parameter of the
     block up in the graph's inferred shapes, and fails with a KeyError for one the forward never
     reads (monodepth2's encoder holds ResNet's classifier). The same inference, passing over
     those: they stay uninitialised, and export() leaves them out."""
-    block = mx.gluon.HybridBlock
-    original = block._infer_attrs
-
     def infer_attrs(self, infer_fn, attr, *args):
         inputs, graph = self._get_graph(*args)
         values = [a for a in mx.gluon.block._flatten(args, "input")[0] if a is not None]
@@ -1165,11 +1156,7 @@ def shape_inference_skips_unused_parameters():
         for param in self.collect_params().values():
             if param.name in found:
                 setattr(param, attr, found[param.name])
-    block._infer_attrs = infer_attrs
-    try:
-        yield
-    finally:
-        block._infer_attrs = original
+    return replaced(mx.gluon.HybridBlock, "_infer_attrs", infer_attrs)
 
 
 def build_gluon(spec: Spec, rng) -> Tuple[object, Dict[str, np.ndarray], List[np.ndarray]]:

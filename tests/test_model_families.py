@@ -146,17 +146,28 @@ def test_other_family_models_load_or_match(api, name):
             np.testing.assert_array_equal(ours, theirs, f'{name} output {i}')
 
 
-def test_report_compares_the_tensors_entering_nms():
-    """scripts/model_report.py's check for a model whose detections differ: MXNet's values of
-    the tensor the suite's SSD gives box_nms (from the oracle venv) against mxlite's."""
+def model_report():
+    """scripts/model_report.py as a module."""
     import importlib.util
-    oracle = os.environ.get('MXLITE_ORACLE_PYTHON',
-                            os.path.join(ROOT, 'build', 'venv-mxnet', 'bin', 'python'))
-    assert os.path.exists(oracle), 'the MXNet oracle venv is missing: run scripts/run_tests.sh'
     spec = importlib.util.spec_from_file_location(
         'mxlite_model_report', os.path.join(ROOT, 'scripts', 'model_report.py'))
     report = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(report)
+    return report
+
+
+def oracle_python():
+    """The MXNet 1.9.1 venv's python (MXLITE_ORACLE_PYTHON, else build/venv-mxnet)."""
+    oracle = os.environ.get('MXLITE_ORACLE_PYTHON',
+                            os.path.join(ROOT, 'build', 'venv-mxnet', 'bin', 'python'))
+    assert os.path.exists(oracle), 'the MXNet oracle venv is missing: run scripts/run_tests.sh'
+    return oracle
+
+
+def test_report_compares_the_tensors_entering_nms():
+    """scripts/model_report.py's check for a model whose detections differ: MXNet's values of
+    the tensor the suite's SSD gives box_nms (from the oracle venv) against mxlite's."""
+    oracle, report = oracle_python(), model_report()
     result = report.decision_check(os.path.join(FAMILIES_DIR, 'ssd_300_mobilenet0.25_voc'),
                                    oracle, 600)
     assert result.get('status') == 'differs after ties', result
@@ -168,11 +179,7 @@ def test_report_compares_the_tensors_entering_nms():
 def test_report_record_keeps_earlier_results():
     """scripts/model_report.py --record: a model this run skipped keeps its earlier row, one it
     checked gets the new row, and a run no row refers to any more is dropped."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location(
-        'mxlite_model_report', os.path.join(ROOT, 'scripts', 'model_report.py'))
-    report = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(report)
+    report = model_report()
     row = lambda status, run: {'family': 'f', 'status': status, 'run': run, 'error': '',
                                'input': '', 'missing': []}
     record = {'runs': {'A': {'command': 'a'}, 'old': {'command': 'o'}},
@@ -193,15 +200,8 @@ def test_report_tells_ill_conditioned_models(tmp_path):
     in MXNet and in mxlite alike, so against MXNet's own float64 outputs it is ill-conditioned
     (MXNet's float32 misses by more than 1e-4, mxlite's no further); x * 2 is exact in
     float32, so it is not."""
-    import importlib.util
     import subprocess
-    oracle = os.environ.get('MXLITE_ORACLE_PYTHON',
-                            os.path.join(ROOT, 'build', 'venv-mxnet', 'bin', 'python'))
-    assert os.path.exists(oracle), 'the MXNet oracle venv is missing: run scripts/run_tests.sh'
-    spec = importlib.util.spec_from_file_location(
-        'mxlite_model_report', os.path.join(ROOT, 'scripts', 'model_report.py'))
-    report = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(report)
+    oracle, report = oracle_python(), model_report()
 
     def export(name, expression):
         prefix = str(tmp_path / name)

@@ -12,9 +12,6 @@
 namespace mxlite {
 namespace int16_pair_gemm_cc {
 
-inline int32_t Low(int32_t pair) { return static_cast<int16_t>(pair & 0xffff); }
-inline int32_t High(int32_t pair) { return static_cast<int16_t>(static_cast<uint32_t>(pair) >> 16); }
-
 // Unsigned sums: they wrap as the hardware's int32 additions do, without
 // signed overflow.
 void GemmScalar(const int32_t* w, const int32_t* x, int64_t filters, int64_t pairs,
@@ -24,11 +21,11 @@ void GemmScalar(const int32_t* w, const int32_t* x, int64_t filters, int64_t pai
     for (int64_t p = 0; p < columns; ++p) row[p] = 0;
     for (int64_t kp = 0; kp < pairs; ++kp) {
       const int32_t pair = w[f * pairs + kp];
-      const int32_t wl = Low(pair), wh = High(pair);
+      const int32_t wl = Int16PairLow(pair), wh = Int16PairHigh(pair);
       if (wl == 0 && wh == 0) continue;
       const int32_t* xr = x + kp * columns;
       for (int64_t p = 0; p < columns; ++p) {
-        row[p] += static_cast<uint32_t>(wl * Low(xr[p]) + wh * High(xr[p]));
+        row[p] += static_cast<uint32_t>(wl * Int16PairLow(xr[p]) + wh * Int16PairHigh(xr[p]));
       }
     }
   }

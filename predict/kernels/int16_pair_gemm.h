@@ -29,6 +29,12 @@ inline int32_t PackInt16Pair(int16_t low, int16_t high) {
                               (static_cast<uint32_t>(static_cast<uint16_t>(high)) << 16));
 }
 
+// The two values of a pair, as PackInt16Pair took them.
+inline int32_t Int16PairLow(int32_t pair) { return static_cast<int16_t>(pair & 0xffff); }
+inline int32_t Int16PairHigh(int32_t pair) {
+  return static_cast<int16_t>(static_cast<uint32_t>(pair) >> 16);
+}
+
 // acc rows [0, filters) of the product above, picked once per process from
 // the instruction set (SelectedIsa).
 void Int16PairGemm(const int32_t* w, const int32_t* x, int64_t filters, int64_t pairs,

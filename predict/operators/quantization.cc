@@ -832,8 +832,7 @@ Status SgMkldnnConv::Forward(const OpContext& ctx, const std::vector<NDArray>& i
         for (int64_t j = 0; j < kw; ++j) {
           const int64_t k = i * kw + j;
           const int32_t pair = q.weight_pairs[c * pairs + k / 2];
-          const int32_t tap = k % 2 ? static_cast<int16_t>(static_cast<uint32_t>(pair) >> 16)
-                                    : static_cast<int16_t>(pair & 0xffff);
+          const int32_t tap = k % 2 ? Int16PairHigh(pair) : Int16PairLow(pair);
           if (tap == 0) continue;
           for (int64_t oh = 0; oh < OH; ++oh) {
             const int64_t h = oh * sh - ph + i * dh;
