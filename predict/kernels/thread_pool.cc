@@ -65,6 +65,7 @@ ThreadPool::ThreadPool(int threads, int spin_ms)
       spin_(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
           std::chrono::milliseconds(std::max(0, spin_ms)))) {
   workers_.reserve(static_cast<size_t>(threads_ - 1));
+  ranges_.reset(new OwnedRange[static_cast<size_t>(threads_)]);
   for (int i = 1; i < threads_; ++i) {
 #ifndef MXLITE_NO_EXCEPTIONS
     // The system may refuse a thread (address space, a process limit):
@@ -72,12 +73,12 @@ ThreadPool::ThreadPool(int threads, int spin_ms)
     // the constructor, whose vector of still joinable threads would then
     // terminate the process.
     try {
-      workers_.emplace_back([this] { WorkerLoop(); });
+      workers_.emplace_back([this, i] { WorkerLoop(i); });
     } catch (const std::system_error&) {
       break;
     }
 #else
-    workers_.emplace_back([this] { WorkerLoop(); });
+    workers_.emplace_back([this, i] { WorkerLoop(i); });
 #endif  // !MXLITE_NO_EXCEPTIONS
   }
   threads_ = 1 + static_cast<int>(workers_.size());
@@ -93,38 +94,43 @@ ThreadPool::~ThreadPool() {
   for (std::thread& worker : workers_) worker.join();
 }
 
-void ThreadPool::RunTasks(const std::function<void(int64_t)>& fn, int64_t count, int64_t chunk) {
+void ThreadPool::RunTasks(const std::function<void(int64_t)>& fn, int thread, int64_t chunk) {
   int64_t done = 0;
-  for (int64_t first = next_index_.fetch_add(chunk); first < count;
-       first = next_index_.fetch_add(chunk)) {
-    const int64_t last = std::min(count, first + chunk);
-    for (int64_t i = first; i < last; ++i) {
+  // Its own range first, then the others' in turn.
+  for (int k = 0; k < threads_; ++k) {
+    OwnedRange& range = ranges_[static_cast<size_t>((thread + k) % threads_)];
+    const int64_t end = range.end;
+    for (int64_t first = range.next.fetch_add(chunk); first < end;
+         first = range.next.fetch_add(chunk)) {
+      const int64_t last = std::min(end, first + chunk);
+      for (int64_t i = first; i < last; ++i) {
 #ifndef MXLITE_NO_EXCEPTIONS
-      // An exception (std::bad_alloc from a scratch buffer) must not escape
-      // a worker thread, where it would terminate the process: keep the
-      // first one for ParallelFor to rethrow on the calling thread.
-      try {
-        fn(i);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (!error_) error_ = std::current_exception();
-      }
+        // An exception (std::bad_alloc from a scratch buffer) must not escape
+        // a worker thread, where it would terminate the process: keep the
+        // first one for ParallelFor to rethrow on the calling thread.
+        try {
+          fn(i);
+        } catch (...) {
+          std::lock_guard<std::mutex> lock(mutex_);
+          if (!error_) error_ = std::current_exception();
+        }
 #else
-      fn(i);
+        fn(i);
 #endif  // !MXLITE_NO_EXCEPTIONS
-      ++done;
+        ++done;
+      }
     }
   }
   finished_.fetch_add(done);
 }
 
-void ThreadPool::WorkerLoop() {
+void ThreadPool::WorkerLoop(int thread) {
   uint64_t seen = 0;
   while (true) {
     // Spin a while for the next loop, then sleep.
     thread_pool_cc::SpinUntil(spin_, [&] { return generation_.load() != seen; });
     const std::function<void(int64_t)>* job = nullptr;
-    int64_t count = 0, chunk = 1;
+    int64_t chunk = 1;
     {
       std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait(lock, [&] { return generation_.load() != seen; });
@@ -134,11 +140,10 @@ void ThreadPool::WorkerLoop() {
       // Joining under the lock, counted in active_, guarantees the caller
       // does not retire the job (and its fn) while this thread holds it.
       job = job_;
-      count = job_count_;
       chunk = job_chunk_;
       ++active_;
     }
-    RunTasks(*job, count, chunk);
+    RunTasks(*job, thread, chunk);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       --active_;
@@ -157,22 +162,24 @@ void ThreadPool::ParallelFor(int64_t count, const std::function<void(int64_t)>& 
   }
   // Indices are taken a chunk at a time: with one atomic increment per
   // index, small tasks (a depthwise 7x7 plane, well under a microsecond)
-  // spent more time passing the counter's cache line between the cores
-  // than computing (MobileNet's 7x7 depthwise layers ran slower on two
-  // threads than on one). Eight chunks per thread still balance uneven
+  // spent more time on the counter than computing once another thread
+  // took from the same range. Eight chunks per thread still balance uneven
   // tasks; a loop of up to 8 * threads tasks keeps one index per chunk.
   const int64_t chunk = std::max<int64_t>(1, count / (int64_t{threads_} * 8));
   {
     std::lock_guard<std::mutex> lock(mutex_);
     job_ = &fn;
-    job_count_ = count;
     job_chunk_ = chunk;
-    next_index_.store(0);
+    for (int t = 0; t < threads_; ++t) {
+      OwnedRange& range = ranges_[static_cast<size_t>(t)];
+      range.next.store(count * t / threads_);
+      range.end = count * (t + 1) / threads_;
+    }
     finished_.store(0);
     generation_.fetch_add(1);
   }
   wake_.notify_all();
-  RunTasks(fn, count, chunk);
+  RunTasks(fn, 0, chunk);
   // The workers usually finish within microseconds of the caller; sleeping
   // on done_ instead would add a futex wake-up (tens of microseconds) to
   // every loop, which is most of a small operator's time.

@@ -3,9 +3,14 @@
  *
  * ParallelFor(count, fn) runs fn(0) ... fn(count - 1), each index exactly
  * once, on the workers and on the calling thread, and returns when all are
- * done. Indices are handed out through an atomic counter, a chunk of
- * consecutive ones at a time (about eight chunks per thread), so uneven
- * tasks balance themselves. Workers spin (yielding) after a loop before sleeping,
+ * done. Thread t of T (the caller is thread 0) owns the contiguous range
+ * [t * count / T, (t + 1) * count / T) and runs it first, so that
+ * consecutive layers split the same way give each thread the same part of
+ * every tensor: the data a task reads was written by its own core and is in
+ * its own L2, not the other core's (thread-local data flow). A thread done
+ * with its range then takes what is left of the others' ranges, a chunk of
+ * consecutive indices at a time (about eight chunks per thread), so uneven
+ * tasks and a late or preempted thread still balance. Workers spin (yielding) after a loop before sleeping,
  * because operators come in quick succession and waking a sleeping thread
  * costs more than a small operator; for the same reason the caller spins
  * while the last tasks finish on the workers before it sleeps. The spin
@@ -77,8 +82,18 @@ class ThreadPool {
  private:
   int threads_ = 1;
 #if MXLITE_THREADS
-  void WorkerLoop();
-  void RunTasks(const std::function<void(int64_t)>& fn, int64_t count, int64_t chunk);
+  void WorkerLoop(int thread);
+  void RunTasks(const std::function<void(int64_t)>& fn, int thread, int64_t chunk);
+
+  // The indices thread t owns in the current loop: next (taken a chunk at
+  // a time, by t and then by threads that finished their own) up to end.
+  // One cache line each, so that taking one's own indices passes no line
+  // between the cores.
+  struct alignas(64) OwnedRange {
+    std::atomic<int64_t> next{0};
+    int64_t end = 0;
+  };
+  std::unique_ptr<OwnedRange[]> ranges_;
 
   std::vector<std::thread> workers_;
   std::chrono::steady_clock::duration spin_;
@@ -87,9 +102,7 @@ class ThreadPool {
   std::condition_variable wake_;
   std::condition_variable done_;
   const std::function<void(int64_t)>* job_ = nullptr;
-  int64_t job_count_ = 0;
   int64_t job_chunk_ = 1;  // indices taken per atomic increment
-  std::atomic<int64_t> next_index_{0};
   std::atomic<int64_t> finished_{0};
   std::atomic<uint64_t> generation_{0};
   // Workers inside the current job (changed under mutex_, read without it
