@@ -11,14 +11,20 @@ namespace gemm_cc {
 
 constexpr int64_t kKc = 256;  // depth block: an A strip + a B strip stay in L1
 constexpr int64_t kNc = 384;  // columns per B panel: KC x NC stays in L2
-// Bytes of packed A per row block (see GemmRange): the block stays in L2
-// while a column tile's B strip, in L1, meets each of its row strips.
-// Against walking all rows under one A strip (B from L2 every tile), one
-// thread, Xeon model 167, median of 4 alternating rounds: inceptionv3 65.6
-// -> 62.3 ms, densenet121 39.2 -> 36.7, resnet50_v2 56.3 -> 53.9,
-// mobilenet1.0 9.04 -> 8.68 (with kPrefetchAheadB in both the micro-kernel
-// change and this one; 256 KiB and unblocked were slower on 1x1 layers).
-constexpr int64_t kRowBlockBytes = 512 * 1024;
+// Bytes of packed A per row block (see GemmRange): a quarter of L2, so the
+// block stays there beside the B panel while a column tile's B strip, in
+// L1, meets each of its row strips. Against walking all rows under one A
+// strip (B from L2 every tile), one thread, Xeon model 167 (2 MiB L2: 512
+// KiB blocks), median of 4 alternating rounds: inceptionv3 65.6 -> 62.3 ms,
+// densenet121 39.2 -> 36.7, resnet50_v2 56.3 -> 53.9, mobilenet1.0 9.04 ->
+// 8.68 (with kPrefetchAheadB in both); there 256 KiB blocks and no blocks
+// were slower on 1x1 layers.
+int64_t RowBlockBytes() {
+  static const int64_t bytes = std::min<int64_t>(
+      int64_t{1} << 20,
+      std::max<int64_t>(int64_t{128} << 10, static_cast<int64_t>(GetCacheSizes().l2 / 4)));
+  return bytes;
+}
 
 const MicroKernel& ActiveKernel() { return *GemmKernels().kernel; }
 
@@ -223,10 +229,10 @@ void GemmRange(const PackedMatrix& a, const float* b, const float* const* b_segm
                         tail_cols <= kernel.tail_max_cols;
       const int64_t tail_jr = nc - tail_cols;
       // B-stationary order: a column tile's B strip stays in L1 while the
-      // row strips of one row block of A (kRowBlockBytes, from L2) stream
+      // row strips of one row block of A (RowBlockBytes(), from L2) stream
       // past it.
       const int64_t block_rows =
-          std::max<int64_t>(1, kRowBlockBytes / (int64_t{sizeof(float)} * mr * kc)) * mr;
+          std::max<int64_t>(1, RowBlockBytes() / (int64_t{sizeof(float)} * mr * kc)) * mr;
       for (int64_t ib = row_begin; ib < row_end; ib += block_rows) {
         const int64_t ie = std::min(row_end, ib + block_rows);
         for (int64_t jr = 0, cols = 0; jr < nc; jr += cols) {

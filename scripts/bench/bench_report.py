@@ -132,8 +132,15 @@ def machine_description():
     model = fields.get('Model name') or platform.processor() or platform.machine()
     if fields.get('CPU family'):
         model += ' (family %s, model %s)' % (fields['CPU family'], fields.get('Model', '?'))
-    return '%s, %d cores, %s; %s' % (model, os.cpu_count() or 0, ' '.join(isa) or 'no SIMD flags',
-                                     platform.platform())
+    # lscpu's totals over all instances, e.g. "4 MiB (2 instances)": the sizes the
+    # GEMM's blocking is derived from (per core for L1d and L2).
+    caches = ', '.join('%s %s' % (name, fields[key]) for name, key in
+                       (('L1d', 'L1d cache'), ('L2', 'L2 cache'), ('L3', 'L3 cache'))
+                       if fields.get(key))
+    return '%s, %d cores, %s%s; %s' % (model, os.cpu_count() or 0,
+                                       ' '.join(isa) or 'no SIMD flags',
+                                       '; caches: ' + caches if caches else '',
+                                       platform.platform())
 
 
 def git_description(args):
