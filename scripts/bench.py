@@ -49,14 +49,18 @@ one after the other (load time = build the predictor or session from the
 files), warm up, check their output against MXNet's from the fixture, and then
 run alternately, --turn inferences each (default 5), in an order that rotates
 every round, so that clock drift and other load on the machine hit all
-runtimes alike. A short pause after each turn lets the previous runtime's
-threads settle. Thread pools spin for a while after their work (ONNX Runtime's,
-OpenMP's and mxlite's all do, 100 ms or more by default); with one inference
-per turn the next runtime's inference would share the cores with those
-spinners and time the contention rather than itself (measured: mxlite's
-resnet18_v1 at 2 threads 13 ms in turns of 5, 26 ms in turns of 1). In turns
-of several, only the first inference of a turn meets the leftover spinning,
-and the median passes over it. The number of rounds is chosen from the warm-up
+runtimes alike; every other round runs in the reverse order, so that each
+runtime follows each other one equally often. Thread pools spin for a while
+after their work (ONNX Runtime's, OpenMP's and mxlite's all do, mxlite's 100 ms
+by default), and the next runtime's turn shares the cores with those spinners:
+it times the contention rather than itself. So the pause after each turn is
+longer than that at more than one thread (150 ms; 10 ms at one thread, where
+no pool has workers). With 10 ms and the order only rotated (which keeps each
+runtime behind the same one), the same library measured twice in one run of
+mobilenetv2_1.0 at two threads took 4.27 ms in one slot and 6.15 ms in the one
+behind it; with the 150 ms pause, 3.99 and 3.98 (Xeon model 167). Turns of
+several inferences (--turn) still matter for the spin inside a runtime's own
+turn (resnet18_v1 at 2 threads: 13 ms in turns of 5, 26 ms in turns of 1). The number of rounds is chosen from the warm-up
 times to spend about --budget-s seconds per model and thread count, within
 [--min-iters, --max-iters]; --iters fixes it. The table reports medians.
 
@@ -119,8 +123,10 @@ def parse_args(argv):
     parser.add_argument('--turn', type=int, default=5,
                         help='consecutive inferences of one runtime per turn (default: 5; see '
                              'the module docstring for why not 1)')
-    parser.add_argument('--gap-ms', type=float, default=10.0,
-                        help='pause after each turn (default: %(default)s)')
+    parser.add_argument('--gap-ms', type=float, default=None,
+                        help='pause after each turn (default: 10 at one thread, %g above: '
+                             'longer than the thread pools spin after their work, see the '
+                             'module docstring)' % MULTI_THREAD_GAP_MS)
     parser.add_argument('--quiet-wait-s', type=float, default=10.0,
                         help='per model and thread count, wait up to this long for other '
                              'processes to leave the CPUs idle before measuring, and measure '
@@ -242,14 +248,16 @@ def main(argv=None):
 
     plan = {'warmup': args.warmup, 'iters': args.iters, 'budget_s': args.budget_s,
             'min_iters': args.min_iters, 'max_iters': args.max_iters,
-            'gap_s': args.gap_ms / 1000.0, 'quiet_wait_s': args.quiet_wait_s,
+            'gap_s': (10.0 if args.gap_ms is None else args.gap_ms) / 1000.0,
+            'gap_multi_s': (MULTI_THREAD_GAP_MS if args.gap_ms is None else args.gap_ms) / 1000.0,
+            'quiet_wait_s': args.quiet_wait_s,
             'turn': args.turn}
     report = {'command': command_line(argv), 'date': datetime.datetime.now(
         datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC'), 'machine': machine_description(),
         'commit': git_description(args), 'mxlite_lib': setup['mxlite_lib'], 'versions': versions,
         'threads': args.thread_list, 'runtimes': args.runtime_list, 'models': args.model_list,
         'args': {'warmup': args.warmup, 'note': args.note, 'nice': args.nice,
-                 'turn': args.turn},
+                 'turn': args.turn, 'gap_ms': args.gap_ms},
         'results': {}, 'background': {}, 'warnings': [],
         'load_warnings': [], 'results_json': args.results_json, 'section': args.section,
         'batches': args.batch_list, 'batch_models': args.batch_model_list,

@@ -201,15 +201,22 @@ class CaseMeasurement:
                     load_s=loaded['load_s'], rss_start_kb=self.workers[runtime].ready['maxrss_kb'],
                     rss_before_load_kb=loaded['rss_before_kb'])
 
+    def gap_s(self):
+        """The pause after a turn: longer than the pools spin, above one thread."""
+        return self.plan['gap_s'] if self.threads == 1 else self.plan.get(
+            'gap_multi_s', self.plan['gap_s'])
+
     def one_round(self, index, into):
         """One turn per runtime (plan['turn'] inferences), in an order that
-        rotates with index."""
-        for runtime in rotate(self.live(), index):
+        rotates with index, reversed every other round (so each runtime
+        follows each of the others, whose pools may still spin, as often)."""
+        order = rotate(self.live(), index // 2)
+        for runtime in (order[::-1] if index % 2 else order):
             reply = self.ask(runtime, cmd='run', n=self.plan['turn'])
             if reply:
                 into.setdefault(runtime, []).extend(
                     zip(reply['times'], reply['preempted'], reply['cpu']))
-            time.sleep(self.plan['gap_s'])
+            time.sleep(self.gap_s())
 
     def workers_cpu(self):
         total = 0.0
@@ -285,7 +292,7 @@ class CaseMeasurement:
                 rounds = plan['iters']
             else:
                 per_round = sum(statistics.median(self.results[r]['warmup'] or [0.0]) *
-                                plan['turn'] + plan['gap_s'] for r in self.live())
+                                plan['turn'] + self.gap_s() for r in self.live())
                 rounds = math.ceil(plan['budget_s'] / max(per_round, 1e-6))
                 rounds = max(plan['min_iters'], min(plan['max_iters'], rounds))
             background = self.measure(rounds, extend_s)

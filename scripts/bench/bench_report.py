@@ -124,6 +124,16 @@ def cpu_flags():
     return set(lscpu_fields().get('Flags', '').split())
 
 
+def gap_text(args, threads):
+    """The pause after each turn, as bench.py chose it per thread count."""
+    if 'gap_ms' not in args:  # a run from before the pause depended on threads
+        return '10 ms'
+    if args['gap_ms'] is not None:
+        return '%g ms' % args['gap_ms']
+    multi = ' and %g ms above one thread' % MULTI_THREAD_GAP_MS if max(threads) > 1 else ''
+    return '10 ms at one thread' + multi if 1 in threads else '%g ms' % MULTI_THREAD_GAP_MS
+
+
 def machine_description():
     fields = lscpu_fields()
     flags = set(fields.get('Flags', '').split())
@@ -217,12 +227,13 @@ def render(report):
             report['versions'].get('onnxruntime'), report['versions'].get('onnx')),
         '- workers at niceness %d' % args['nice'] if args['nice'] else None,
         '- batch 1%s, float32; one inference = set input + forward + copy output; the runtimes '
-        'take turns of %d consecutive inferences, after %d warm-up rounds; the median is over %s '
+        'take turns of %d consecutive inferences (order rotating, reversed every other round; '
+        'a pause of %s after each turn), after %d warm-up rounds; the median is over %s '
         'inferences per runtime, leaving out those that another process preempted when '
         'enough others remain; thread counts %s' % (
             ', and batch %s (one image repeated) for the throughput table' % ', '.join(
                 map(str, batches)) if batches else '',
-            args.get('turn', 1), args['warmup'], report['rounds_text'],
+            args.get('turn', 1), gap_text(args, threads), args['warmup'], report['rounds_text'],
             ', '.join(map(str, threads))),
         '']
     lines = [line for line in lines if line is not None]

@@ -9,6 +9,10 @@ import subprocess
 import sys
 
 
+# The pause after each turn above one thread: longer than the thread pools
+# spin after their work (see scripts/bench.py).
+MULTI_THREAD_GAP_MS = 150.0
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BENCH_TOOLS = os.path.join(ROOT, 'scripts', 'bench')
 WORKER = os.path.join(BENCH_TOOLS, 'worker.py')
