@@ -56,37 +56,6 @@ def test_kernel_variant_matches_reference(drivers, driver, isa):
         assert 'micro-kernel: generic-6x8' in result.stdout
 
 
-def sysfs_cache_sizes():
-    """The data and unified caches of CPU 0 by level, as Linux reports them."""
-    root = '/sys/devices/system/cpu/cpu0/cache'
-    sizes = {}
-    for entry in sorted(os.listdir(root)) if os.path.isdir(root) else []:
-        def read(name):
-            with open(os.path.join(root, entry, name)) as f:
-                return f.read().strip()
-        if not entry.startswith('index') or read('type') == 'Instruction':
-            continue
-        text = read('size')
-        scale = {'K': 1 << 10, 'M': 1 << 20, 'G': 1 << 30}.get(text[-1], 1)
-        sizes[int(read('level'))] = int(text.rstrip('KMG')) * scale
-    return sizes
-
-
-def test_cache_sizes_match_the_kernel(drivers):
-    """The cache sizes the GEMM blocks by (CPUID) are those Linux reads from the processor."""
-    expected = sysfs_cache_sizes()
-    if not expected or not (os.uname().machine in ('x86_64', 'AMD64')):
-        pytest.skip('no x86 cache description in sysfs')
-    result = subprocess.run([str(drivers['gemm'])], capture_output=True, text=True, timeout=600)
-    line = next(l for l in result.stdout.splitlines() if l.startswith('caches: '))
-    words = line.split()[1:]
-    found = dict(zip(words[::2], (int(w) for w in words[1::2])))
-    assert found['measured'] == 1
-    for level, key in ((1, 'l1d'), (2, 'l2'), (3, 'l3')):
-        if level in expected:
-            assert found[key] == expected[level], (key, found, expected)
-
-
 ARM_TARGETS = {
     'aarch64': (['aarch64-linux-gnu-g++'], 'qemu-aarch64', 'neon-8x12'),
     'armv7-neon': (['arm-linux-gnueabihf-g++', '-mfpu=neon'], 'qemu-arm', 'neon-4x8'),

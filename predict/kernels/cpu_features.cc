@@ -66,55 +66,7 @@ CpuFeatures Detect() {
   return features;
 }
 
-CacheSizes DetectCaches() {
-  CacheSizes sizes;
-#if defined(MXLITE_X86)
-  // The vendor decides the leaf; both describe one cache per subleaf in
-  // the same format, ending with a subleaf of type 0.
-  unsigned regs[4];
-  Cpuid(0, 0, regs);
-  const unsigned max_leaf = regs[0];
-  const bool intel = regs[1] == 0x756e6547u && regs[3] == 0x49656e69u && regs[2] == 0x6c65746eu;
-  Cpuid(0x80000000u, 0, regs);
-  const unsigned max_extended = regs[0];
-  unsigned leaf = 0;
-  if (intel && max_leaf >= 4) {
-    leaf = 4;
-  } else if (!intel && max_extended >= 0x8000001Du) {
-    Cpuid(0x80000001u, 0, regs);
-    if ((regs[2] >> 22) & 1) leaf = 0x8000001Du;  // TOPOEXT
-  }
-  if (leaf == 0) return sizes;
-  for (unsigned subleaf = 0; subleaf < 16; ++subleaf) {
-    Cpuid(leaf, subleaf, regs);
-    const unsigned type = regs[0] & 0x1f;  // 1 data, 2 instruction, 3 unified
-    if (type == 0) break;
-    if (type == 2) continue;
-    const unsigned level = (regs[0] >> 5) & 0x7;
-    const size_t ways = ((regs[1] >> 22) & 0x3ff) + 1;
-    const size_t partitions = ((regs[1] >> 12) & 0x3ff) + 1;
-    const size_t line = (regs[1] & 0xfff) + 1;
-    const size_t sets = static_cast<size_t>(regs[2]) + 1;
-    const size_t bytes = ways * partitions * line * sets;
-    if (level == 1) {
-      sizes.l1d = bytes;
-      sizes.measured = true;
-    } else if (level == 2) {
-      sizes.l2 = bytes;
-    } else if (level == 3) {
-      sizes.l3 = bytes;
-    }
-  }
-#endif  // defined(MXLITE_X86)
-  return sizes;
-}
-
 }  // namespace cpu_features_cc
-
-const CacheSizes& GetCacheSizes() {
-  static const CacheSizes sizes = cpu_features_cc::DetectCaches();
-  return sizes;
-}
 
 const CpuFeatures& GetCpuFeatures() {
   static const CpuFeatures features = cpu_features_cc::Detect();

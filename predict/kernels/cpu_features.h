@@ -23,22 +23,6 @@ struct CpuFeatures {
 
 // Features of this processor (computed once, thread-safe).
 const CpuFeatures& GetCpuFeatures();
-
-// The data caches one core sees, in bytes. x86: CPUID's deterministic
-// cache parameters (leaf 4 on Intel, 0x8000001D on AMD with TOPOEXT),
-// what the processor reports about itself (under a hypervisor, the L3 it
-// reports may be far larger than a guest's share of it). Where the
-// processor does not say (other targets, old or emulated x86), a level
-// keeps the typical size below and `measured` is false. Blocking sizes
-// that must fit a cache level are derived from these, never from a table
-// of processor models.
-struct CacheSizes {
-  size_t l1d = 32 * 1024;
-  size_t l2 = 1024 * 1024;
-  size_t l3 = 8 * 1024 * 1024;  // the whole shared level
-  bool measured = false;        // read from the processor
-};
-const CacheSizes& GetCacheSizes();
 // The processor's model as it names itself (x86: the CPUID brand string,
 // "Intel(R) Xeon(R) Processor @ 2.50GHz"), or the target's name where it has
 // no such string: what results measured on one processor are filed under.

@@ -11,20 +11,6 @@ namespace gemm_cc {
 
 constexpr int64_t kKc = 256;  // depth block: an A strip + a B strip stay in L1
 constexpr int64_t kNc = 384;  // columns per B panel: KC x NC stays in L2
-// Bytes of packed A per row block (see GemmRange): a quarter of L2, so the
-// block stays there beside the B panel while a column tile's B strip, in
-// L1, meets each of its row strips. Against walking all rows under one A
-// strip (B from L2 every tile), one thread, Xeon model 167 (2 MiB L2: 512
-// KiB blocks), median of 4 alternating rounds: inceptionv3 65.6 -> 62.3 ms,
-// densenet121 39.2 -> 36.7, resnet50_v2 56.3 -> 53.9, mobilenet1.0 9.04 ->
-// 8.68 (with kPrefetchAheadB in both); there 256 KiB blocks and no blocks
-// were slower on 1x1 layers.
-int64_t RowBlockBytes() {
-  static const int64_t bytes = std::min<int64_t>(
-      int64_t{1} << 20,
-      std::max<int64_t>(int64_t{128} << 10, static_cast<int64_t>(GetCacheSizes().l2 / 4)));
-  return bytes;
-}
 
 const MicroKernel& ActiveKernel() { return *GemmKernels().kernel; }
 
@@ -228,53 +214,45 @@ void GemmRange(const PackedMatrix& a, const float* b, const float* const* b_segm
       const bool tail = kernel.run_tail && !b_in_place && tail_cols > 0 &&
                         tail_cols <= kernel.tail_max_cols;
       const int64_t tail_jr = nc - tail_cols;
-      // B-stationary order: a column tile's B strip stays in L1 while the
-      // row strips of one row block of A (RowBlockBytes(), from L2) stream
-      // past it.
-      const int64_t block_rows =
-          std::max<int64_t>(1, RowBlockBytes() / (int64_t{sizeof(float)} * mr * kc)) * mr;
-      for (int64_t ib = row_begin; ib < row_end; ib += block_rows) {
-        const int64_t ie = std::min(row_end, ib + block_rows);
+      for (int64_t i0 = row_begin; i0 < row_end; i0 += mr) {
+        const int64_t rows = std::min<int64_t>(mr, row_end - i0);
+        const float* a_strip = a.Strip(block, i0 / mr);
         for (int64_t jr = 0, cols = 0; jr < nc; jr += cols) {
           const int64_t remaining = nc - jr;
           const bool wide = b_in_place && remaining >= kernel.wide_min_cols &&
                             remaining <= kernel.wide_max_cols;
           cols = wide ? remaining : std::min<int64_t>(nr, remaining);
+          if (tail && jr == tail_jr && rows == mr) continue;
+          float* c_tile = c + i0 * ldc + j0 + jr;
           const float* b_strip = b_strip_at(jr);
-          for (int64_t i0 = ib; i0 < ie; i0 += mr) {
-            const int64_t rows = std::min<int64_t>(mr, ie - i0);
-            if (tail && jr == tail_jr && rows == mr) continue;
-            const float* a_strip = a.Strip(block, i0 / mr);
-            float* c_tile = c + i0 * ldc + j0 + jr;
-            if (kernel.run_tile) {
-              const TileEpilogue tile_ep = TileEpilogueAt(ep, i0, j0 + jr);
-              kernel.run_tile(kc, a_strip, b_strip, b_in_place ? b_block_ld : nr, c_tile, ldc,
-                              !first, static_cast<int>(rows), static_cast<int>(cols),
-                              last ? &tile_ep : nullptr);
-              continue;
-            }
-            const bool full = rows == mr && cols == nr;
-            if (full && last && kernel.run_epilogue) {
-              const TileEpilogue tile_ep = TileEpilogueAt(ep, i0, j0 + jr);
-              kernel.run_epilogue(kc, a_strip, b_strip, c_tile, ldc, !first, tile_ep);
-              continue;
-            }
-            if (full) {
-              kernel.run(kc, a_strip, b_strip, c_tile, ldc, !first);
-            } else {
-              kernel.run(kc, a_strip, b_strip, tile, nr, false);
-              for (int64_t r = 0; r < rows; ++r) {
-                float* dst = c_tile + r * ldc;
-                const float* src = tile + r * nr;
-                if (first) {
-                  std::memcpy(dst, src, sizeof(float) * cols);
-                } else {
-                  for (int64_t j = 0; j < cols; ++j) dst[j] += src[j];
-                }
+          if (kernel.run_tile) {
+            const TileEpilogue tile_ep = TileEpilogueAt(ep, i0, j0 + jr);
+            kernel.run_tile(kc, a_strip, b_strip, b_in_place ? b_block_ld : nr, c_tile, ldc, !first,
+                            static_cast<int>(rows), static_cast<int>(cols),
+                            last ? &tile_ep : nullptr);
+            continue;
+          }
+          const bool full = rows == mr && cols == nr;
+          if (full && last && kernel.run_epilogue) {
+            const TileEpilogue tile_ep = TileEpilogueAt(ep, i0, j0 + jr);
+            kernel.run_epilogue(kc, a_strip, b_strip, c_tile, ldc, !first, tile_ep);
+            continue;
+          }
+          if (full) {
+            kernel.run(kc, a_strip, b_strip, c_tile, ldc, !first);
+          } else {
+            kernel.run(kc, a_strip, b_strip, tile, nr, false);
+            for (int64_t r = 0; r < rows; ++r) {
+              float* dst = c_tile + r * ldc;
+              const float* src = tile + r * nr;
+              if (first) {
+                std::memcpy(dst, src, sizeof(float) * cols);
+              } else {
+                for (int64_t j = 0; j < cols; ++j) dst[j] += src[j];
               }
             }
-            if (last) ApplyGemmEpilogue(ep, i0, j0 + jr, rows, cols, c_tile, ldc);
           }
+          if (last) ApplyGemmEpilogue(ep, i0, j0 + jr, rows, cols, c_tile, ldc);
         }
       }
       const int64_t full_strips = (row_end - row_begin) / mr;

@@ -286,9 +286,6 @@ int main() {
   }
   using namespace gemm_test;
   std::printf("micro-kernel: %s\n", GemmKernelName());
-  const CacheSizes& caches = GetCacheSizes();
-  std::printf("caches: l1d %zu l2 %zu l3 %zu measured %d\n", caches.l1d, caches.l2, caches.l3,
-              caches.measured ? 1 : 0);
   ThreadPool single(1), three(3);
   const int64_t sizes[][3] = {{1, 1, 1},    {5, 7, 3},     {12, 32, 256}, {13, 33, 257},
                               {25, 100, 9}, {64, 49, 576}, {37, 401, 513}, {200, 13, 1000},
