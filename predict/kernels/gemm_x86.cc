@@ -332,9 +332,10 @@ constexpr int kPrefetchAheadA = 2048;
 // page to the hardware prefetchers, so the first row strip to read a column
 // tile waited on every row (from L3, or the other core's L2). From a packed
 // panel the lines come from L2 a little early. One thread, Xeon model 167,
-// per product (GFLOP/s, 0 -> 16 rows ahead): 120 x 256 x 3136 114-121 ->
-// 144, 512 x 512 x 196 151-156 -> 162-169, 128 x 128 x 3136 115-119 ->
-// 133-136; 8 rows ahead within noise of 16.
+// per product (GFLOP/s, 0 -> 16 rows ahead, measured with the row blocks of
+// 12cca4b, since reverted): 120 x 256 x 3136 114-121 -> 144, 512 x 512 x
+// 196 151-156 -> 162-169, 128 x 128 x 3136 115-119 -> 133-136; 8 rows ahead
+// within noise of 16. Whole models without row blocks: BENCHMARKS.md.
 constexpr int kPrefetchAheadB = 16;
 template <int kVecs>
 MXLITE_TARGET_AVX512_INLINE void PrefetchRowsAhead(const float* b, int64_t ldb) {
