@@ -60,8 +60,9 @@ runtime behind the same one), the same library measured twice in one run of
 mobilenetv2_1.0 at two threads took 4.27 ms in one slot and 6.15 ms in the one
 behind it; with the 150 ms pause, 3.99 and 3.98 (Xeon model 167). Turns of
 several inferences (--turn) still matter for the spin inside a runtime's own
-turn (resnet18_v1 at 2 threads: 13 ms in turns of 5, 26 ms in turns of 1). The number of rounds is chosen from the warm-up
-times to spend about --budget-s seconds per model and thread count, within
+turn (resnet18_v1 at 2 threads: 13 ms in turns of 5, 26 ms in turns of 1). The
+number of rounds is chosen from the warm-up times to spend about --budget-s
+seconds per model and thread count, within
 [--min-iters, --max-iters]; --iters fixes it. The table reports medians.
 
 On a shared machine (other builds, other test runs) a measurement can time
@@ -124,9 +125,9 @@ def parse_args(argv):
                         help='consecutive inferences of one runtime per turn (default: 5; see '
                              'the module docstring for why not 1)')
     parser.add_argument('--gap-ms', type=float, default=None,
-                        help='pause after each turn (default: 10 at one thread, %g above: '
+                        help='pause after each turn (default: %g at one thread, %g above: '
                              'longer than the thread pools spin after their work, see the '
-                             'module docstring)' % MULTI_THREAD_GAP_MS)
+                             'module docstring)' % (SINGLE_THREAD_GAP_MS, MULTI_THREAD_GAP_MS))
     parser.add_argument('--quiet-wait-s', type=float, default=10.0,
                         help='per model and thread count, wait up to this long for other '
                              'processes to leave the CPUs idle before measuring, and measure '
@@ -248,9 +249,7 @@ def main(argv=None):
 
     plan = {'warmup': args.warmup, 'iters': args.iters, 'budget_s': args.budget_s,
             'min_iters': args.min_iters, 'max_iters': args.max_iters,
-            'gap_s': (10.0 if args.gap_ms is None else args.gap_ms) / 1000.0,
-            'gap_multi_s': (MULTI_THREAD_GAP_MS if args.gap_ms is None else args.gap_ms) / 1000.0,
-            'quiet_wait_s': args.quiet_wait_s,
+            'gap_ms': args.gap_ms, 'quiet_wait_s': args.quiet_wait_s,
             'turn': args.turn}
     report = {'command': command_line(argv), 'date': datetime.datetime.now(
         datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC'), 'machine': machine_description(),

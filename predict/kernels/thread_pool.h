@@ -10,11 +10,12 @@
  * its own L2, not the other core's (thread-local data flow). A thread done
  * with its range then takes what is left of the others' ranges, a chunk of
  * consecutive indices at a time (about eight chunks per thread), so uneven
- * tasks and a late or preempted thread still balance. Workers spin (yielding) after a loop before sleeping,
- * because operators come in quick succession and waking a sleeping thread
- * costs more than a small operator; for the same reason the caller spins
- * while the last tasks finish on the workers before it sleeps. The spin
- * lasts the pool's spin time (RuntimeOptions::spin_ms; 0: sleep at once).
+ * tasks and a late or preempted thread still balance. Workers spin
+ * (yielding) after a loop before sleeping, because operators come in quick
+ * succession and waking a sleeping thread costs more than a small
+ * operator; for the same reason the caller spins while the last tasks
+ * finish on the workers before it sleeps. The spin lasts the pool's spin
+ * time (RuntimeOptions::spin_ms; 0: sleep at once).
  *
  * A pool has at most kMaxThreads threads (larger requests are clamped),
  * and fewer when the system refuses to create more (an address-space or

@@ -203,8 +203,7 @@ class CaseMeasurement:
 
     def gap_s(self):
         """The pause after a turn: longer than the pools spin, above one thread."""
-        return self.plan['gap_s'] if self.threads == 1 else self.plan.get(
-            'gap_multi_s', self.plan['gap_s'])
+        return turn_gap_ms(self.plan['gap_ms'], self.threads) / 1000.0
 
     def one_round(self, index, into):
         """One turn per runtime (plan['turn'] inferences), in an order that

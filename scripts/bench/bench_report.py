@@ -127,11 +127,13 @@ def cpu_flags():
 def gap_text(args, threads):
     """The pause after each turn, as bench.py chose it per thread count."""
     if 'gap_ms' not in args:  # a run from before the pause depended on threads
-        return '10 ms'
-    if args['gap_ms'] is not None:
-        return '%g ms' % args['gap_ms']
-    multi = ' and %g ms above one thread' % MULTI_THREAD_GAP_MS if max(threads) > 1 else ''
-    return '10 ms at one thread' + multi if 1 in threads else '%g ms' % MULTI_THREAD_GAP_MS
+        return '%g ms' % SINGLE_THREAD_GAP_MS
+    one, multi = turn_gap_ms(args['gap_ms'], 1), turn_gap_ms(args['gap_ms'], 2)
+    if max(threads) == 1 or one == multi:
+        return '%g ms' % one
+    if 1 not in threads:
+        return '%g ms' % multi
+    return '%g ms at one thread and %g ms above one thread' % (one, multi)
 
 
 def machine_description():
@@ -142,8 +144,8 @@ def machine_description():
     model = fields.get('Model name') or platform.processor() or platform.machine()
     if fields.get('CPU family'):
         model += ' (family %s, model %s)' % (fields['CPU family'], fields.get('Model', '?'))
-    # lscpu's totals over all instances, e.g. "4 MiB (2 instances)": the sizes the
-    # GEMM's blocking is derived from (per core for L1d and L2).
+    # lscpu's totals over all instances, e.g. "4 MiB (2 instances)" (L1d and L2
+    # are per core): what the GEMM's fixed block sizes are measured against.
     caches = ', '.join('%s %s' % (name, fields[key]) for name, key in
                        (('L1d', 'L1d cache'), ('L2', 'L2 cache'), ('L3', 'L3 cache'))
                        if fields.get(key))

@@ -9,9 +9,17 @@ import subprocess
 import sys
 
 
-# The pause after each turn above one thread: longer than the thread pools
-# spin after their work (see scripts/bench.py).
+# The pause after each turn: at one thread no pool has workers; above one it
+# is longer than the thread pools spin after their work (see scripts/bench.py).
+SINGLE_THREAD_GAP_MS = 10.0
 MULTI_THREAD_GAP_MS = 150.0
+
+
+def turn_gap_ms(gap_ms, threads):
+    """The pause after each turn at `threads` threads: gap_ms (--gap-ms) if given."""
+    if gap_ms is not None:
+        return gap_ms
+    return SINGLE_THREAD_GAP_MS if threads == 1 else MULTI_THREAD_GAP_MS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BENCH_TOOLS = os.path.join(ROOT, 'scripts', 'bench')
