@@ -155,11 +155,25 @@ Chain FindChain(const Graph& graph, const Readers& readers, const std::vector<bo
   return chain;
 }
 
+// A depthwise convolution: one filter per group, more than one group.
+bool IsDepthwiseConvolution(const Node& node) {
+  if (node.op_name != "Convolution" && node.op_name != "_FusedConvolution") return false;
+  const long groups = std::strtol(AttrOr(node, "num_group", "1").c_str(), nullptr, 10);
+  const long filters = std::strtol(AttrOr(node, "num_filter", "0").c_str(), nullptr, 10);
+  return groups > 1 && groups == filters;
+}
+
 // Makes `fused` a _FusedConvolution, appends it to *out and points the
-// nodes it replaces (-1: none) at it.
+// nodes it replaces (-1: none) at it. A convolution whose data is a
+// depthwise convolution's output is marked so (with_depthwise_input), for
+// the kernels that follow how the threads wrote it (see
+// ProjectsByDepthHalves in conv_gemm.cc).
 Status EmitFused(Node fused, std::initializer_list<int> members, std::vector<int>* new_index,
                  Graph* out) {
   fused.op_name = "_FusedConvolution";
+  if (!fused.inputs.empty() && IsDepthwiseConvolution(out->nodes[fused.inputs[0].node])) {
+    fused.attrs["with_depthwise_input"] = "True";
+  }
   std::unique_ptr<Operator> op;
   MXL_RETURN_IF_ERROR(
       CreateOperator(fused.op_name, fused.name, fused.attrs, &op, OpSource::kInternal));

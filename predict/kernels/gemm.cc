@@ -33,17 +33,6 @@ constexpr int64_t kPackPrefetchBytes = 256;
 constexpr int64_t kTransformPrefetchRows = 12;
 #endif  // defined(MXLITE_X86_64)
 
-// A product with a transformed B of at most this many columns whose A is
-// packed in two depth segments (a 1x1 convolution that normalises its
-// input, deeper than 256 channels, on a 14x14 or 7x7 map; see
-// convolution.cc) splits its depth: on two threads each transforms and
-// multiplies one segment into all of C (the second into a scratch), then
-// the halves are added and the epilogue applied. Split by rows, each
-// thread transformed all of B and one took 72 of DenseNet's 128 rows; by
-// columns, 112 of 196. Measured, two threads: 128 x 1024 x 196 137 ->
-// 118 us, 128 x 992 x 49 33.8 -> 29.9 (hot); densenet121 12.15 -> 11.90 ms,
-// resnet50_v2 16.34 -> 16.22 (alternating in one process).
-constexpr int64_t kSplitDepthMaxColumns = 256;
 
 // Copies kc rows of NR floats (row stride ldb) into a packed strip; NR is a
 // compile-time constant so each row copy is a few inlined vector moves, not
@@ -324,7 +313,7 @@ void GemmDispatch(const PackedMatrix& a, const float* b, const float* const* b_s
                   int64_t ldb, bool b_transposed, const float* b_packed, int64_t n, float* c,
                   int64_t ldc, const GemmEpilogue& ep, ThreadPool* pool,
                   const GemmRowTransform* transform = nullptr, int64_t segment_begin = 0,
-                  int64_t segment_end = -1) {
+                  int64_t segment_end = -1, bool split_depth = false) {
   // A's depth blocks to multiply: all, or those of segments [segment_begin,
   // segment_end) (GemmPackedSegments); none leaves C as it is.
   int64_t block_begin = 0, block_end = a.blocks();
@@ -344,20 +333,37 @@ void GemmDispatch(const PackedMatrix& a, const float* b, const float* const* b_s
   }
   const int threads = pool ? pool->size() : 1;
   const int mr = a.kernel().mr, nr = a.kernel().nr;
-  if (transform && b && !b_transposed && !ep.accumulate && a.segment_depth() > 0 &&
-      2 * a.segment_depth() == a.depth() && n <= kSplitDepthMaxColumns) {
-    // A transformed B of few columns, its depth in two segments (see
-    // kSplitDepthMaxColumns): one half of the threads multiplies the first
-    // segment into C, the other the second into a scratch, each by rows;
-    // then the scratch is added and the epilogue applied. On one thread
-    // too, in the same order, so that the thread count changes no bits.
+  // A transformed B, or a caller's request (GemmPackedDepthHalves), of few
+  // columns with its depth in two segments (see kGemmSplitDepthMaxColumns).
+  const bool two_halves = a.segment_depth() > 0 && 2 * a.segment_depth() == a.depth();
+  if (transform) split_depth = true;
+  split_depth = split_depth && two_halves && n <= kGemmSplitDepthMaxColumns && b && !b_segments &&
+                !b_transposed && !b_packed && !ep.accumulate && segment_end < 0;
+  int64_t first_half_blocks = 0, second_half_blocks = 0;
+  if (split_depth) {
+    int64_t begin = 0, end = 0;
+    SegmentBlocks(a, 0, 1, &begin, &end);
+    first_half_blocks = end - begin;
+    SegmentBlocks(a, 1, 2, &begin, &end);
+    second_half_blocks = end - begin;
+  }
+  // On one thread the blocks run in order, which gives the split's bits
+  // when each half is one block: the micro-kernels add the second block's
+  // sum to the first's as the split adds its two halves.
+  if (split_depth && (threads > 1 || first_half_blocks > 1 || second_half_blocks > 1)) {
+    // One half of the threads multiplies the first segment into C, the
+    // other the second into a scratch, each by rows; then the scratch is
+    // added and the epilogue applied. On one thread too (halves of several
+    // blocks), in the same order, so that the thread count changes no bits.
     thread_local std::vector<float> second_half;
     second_half.resize(static_cast<size_t>(m * n));
     float* const second = second_half.data();
     const int64_t row_strips = CeilDiv(m, mr);
     const int64_t row_chunks = std::min<int64_t>(std::max(1, threads / 2), row_strips);
+    // Threads [0, row_chunks) take the first half: the thread pool gives
+    // thread t the t-th part of a loop, as it gave the layer before.
     ParallelFor(pool, 2 * row_chunks, [&](int64_t task) {
-      const int64_t half = task % 2, chunk = task / 2;
+      const int64_t half = task / row_chunks, chunk = task % row_chunks;
       const int64_t r0 = chunk * row_strips / row_chunks * mr;
       const int64_t r1 = std::min(m, (chunk + 1) * row_strips / row_chunks * mr);
       int64_t half_begin = 0, half_end = 0;
@@ -542,6 +548,13 @@ void PackedMatrix::ScaleRows(const float* scale) {
 void GemmPacked(const PackedMatrix& a, const float* b, int64_t ldb, int64_t n, float* c,
                 int64_t ldc, const GemmEpilogue& epilogue, ThreadPool* pool) {
   gemm_cc::GemmDispatch(a, b, nullptr, ldb, false, nullptr, n, c, ldc, epilogue, pool);
+}
+
+void GemmPackedDepthHalves(const PackedMatrix& a, const float* b, int64_t ldb, int64_t n,
+                           float* c, int64_t ldc, const GemmEpilogue& epilogue,
+                           ThreadPool* pool) {
+  gemm_cc::GemmDispatch(a, b, nullptr, ldb, false, nullptr, n, c, ldc, epilogue, pool, nullptr, 0,
+                        -1, /*split_depth=*/true);
 }
 
 void GemmPackedTransformedB(const PackedMatrix& a, const float* b, int64_t ldb, int64_t n,

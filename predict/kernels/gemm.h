@@ -105,6 +105,30 @@ inline size_t HeldBytes(const std::vector<PackedMatrix>& matrices) {
 void GemmPacked(const PackedMatrix& a, const float* b, int64_t ldb, int64_t n, float* c,
                 int64_t ldc, const GemmEpilogue& epilogue, ThreadPool* pool);
 
+// A product of at most this many columns whose A is packed in two depth
+// halves splits its depth between the threads (GemmPackedTransformedB,
+// GemmPackedDepthHalves): half of them multiply each half, the second into
+// a scratch, then the halves are added and the epilogue applied. For a 1x1
+// convolution that normalises its input (deeper than 256 channels, on a
+// 14x14 or 7x7 map; see conv_gemm.cc): split by rows, each thread
+// transformed all of B and one took 72 of DenseNet's 128 rows; by columns,
+// 112 of 196. Measured, two threads: 128 x 1024 x 196 137 -> 118 us,
+// 128 x 992 x 49 33.8 -> 29.9 (hot); densenet121 12.15 -> 11.90 ms,
+// resnet50_v2 16.34 -> 16.22 (alternating in one process). On more columns
+// the scratch and the sum cost more than they save.
+constexpr int64_t kGemmSplitDepthMaxColumns = 256;
+
+// GemmPacked for A packed in two depth halves (segment_depth = depth / 2),
+// the depth split as above on at most kGemmSplitDepthMaxColumns columns.
+// For a projection (a 1x1 convolution to far fewer channels than it reads)
+// after a layer that split its output channels between the threads: each
+// thread then reads the rows of B that it wrote, where a split of C by rows
+// or columns has every thread read all of B's rows, half of them from
+// another core's cache. Any thread count gives the bits of one thread.
+void GemmPackedDepthHalves(const PackedMatrix& a, const float* b, int64_t ldb, int64_t n,
+                           float* c, int64_t ldc, const GemmEpilogue& epilogue,
+                           ThreadPool* pool);
+
 // A per-row function of B applied as the GEMM reads it: apply(context,
 // row, src, dst, count) writes count values of B's row `row` (from src,
 // stored B) to dst. For a right-hand matrix that is a cheap function of a

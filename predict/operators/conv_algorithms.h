@@ -57,6 +57,9 @@ struct ConvGeometry {
           dilate[3] = {1, 1, 1};
   // The input passes through a BatchNorm (and clamp) as it is read.
   bool normalises_input = false;
+  // The input is a depthwise convolution's output, which the threads write
+  // by channels (each its own part of the channel blocks).
+  bool input_from_depthwise = false;
 
   int64_t InSpatial() const { return in[0] * in[1] * in[2]; }
   int64_t OutSpatial() const { return out[0] * out[1] * out[2]; }

@@ -69,12 +69,12 @@ class PointwiseKernel : public ConvKernel {
     w_ = std::move(w);
     // A layer that normalises its input and is deeper than one depth block
     // packs its weights in two depth halves, which two threads split on
-    // small maps (see kSplitDepthMaxColumns in gemm.cc).
-    const int64_t segment = g.normalises_input && g.groups == 1 && g.channels % 2 == 0 &&
-                                    g.channels > 256
-                                ? g.channels / 2
-                                : 0;
-    MXL_RETURN_IF_ERROR(PackGroups(g, w_.weights, segment, &packed_));
+    // small maps (see kGemmSplitDepthMaxColumns in gemm.h); so does a
+    // projection (see ProjectsByDepthHalves).
+    const bool halves = g.groups == 1 && g.channels % 2 == 0 &&
+                        (g.normalises_input ? g.channels > 256 : ProjectsByDepthHalves(g));
+    MXL_RETURN_IF_ERROR(PackGroups(g, w_.weights, halves ? g.channels / 2 : 0, &packed_));
+    split_depth_ = halves && !g.normalises_input;
     w_.weights.clear();
     w_.weights.shrink_to_fit();
     return Status();
@@ -95,6 +95,9 @@ class PointwiseKernel : public ConvKernel {
                      call.residual ? call.residual + out_offset : nullptr, plane);
         if (g.normalises_input) {
           ForwardNormalised(in_g, call.output + out_offset, epilogue, call.pool);
+        } else if (split_depth_) {
+          GemmPackedDepthHalves(packed_[grp], in_g, plane, plane, call.output + out_offset, plane,
+                                epilogue, call.pool);
         } else {
           GemmPacked(packed_[grp], in_g, plane, plane, call.output + out_offset, plane, epilogue,
                      call.pool);
@@ -127,9 +130,30 @@ class PointwiseKernel : public ConvKernel {
                            pool);
   }
 
+  // A projection to at most half as many channels as it reads, from at
+  // least kMinProjectionDepth, of a depthwise layer's output: MobileNetV2's
+  // linear bottlenecks. The depthwise layer's threads wrote its channels in
+  // contiguous parts, so with the depth split each reads the rows of B it
+  // wrote, and only the partial products (filters rows, not channels)
+  // cross between cores. Two threads, B written by channels, Xeon model
+  // 167, per product, medians of 7 alternating runs (us), split by rows or
+  // columns -> by depth: 64 x 384 x 196 56.5 -> 43.4, 96 x 576 x 196 99.2
+  // -> 82.0, 32 x 192 x 784 59.3 -> 52.3, 24 x 144 x 3136 122 -> 104,
+  // 160 x 960 x 49 71.0 -> 67.4. In the model (profile, two threads) the
+  // 14x14 and 7x7 projections gained as much, the 56x56 one lost 124 ->
+  // 183 us (its output then crosses cores on its way to the next layer,
+  // split by columns), hence the GEMM's column limit. After layers split
+  // by columns (SqueezeNet's squeeze layers) the depth split was slower.
+  static bool ProjectsByDepthHalves(const ConvGeometry& g) {
+    return g.input_from_depthwise && g.channels >= kMinProjectionDepth &&
+           2 * g.filters <= g.channels && g.InSpatial() <= kGemmSplitDepthMaxColumns;
+  }
+  static constexpr int64_t kMinProjectionDepth = 128;
+
   ConvGeometry g_;
   ConvWeights w_;
   std::vector<PackedMatrix> packed_;  // per group
+  bool split_depth_ = false;          // packed_[0] in depth halves, see ProjectsByDepthHalves
 };
 
 // ---------------------------------------------------------------------------

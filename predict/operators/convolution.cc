@@ -44,15 +44,17 @@ struct Fusion {
   bool in_bn_fix_gamma = true;
   float in_lower = -std::numeric_limits<float>::infinity();
   float in_upper = std::numeric_limits<float>::infinity();
+  // The data is a depthwise convolution's output (ConvGeometry).
+  bool depthwise_input = false;
 };
 
 // Everything in a Fusion that the prepared weights depend on, exactly
 // (floats in hexadecimal), for the prepared-weight cache's keys.
 std::string FusionForm(const Fusion& f) {
   char text[256];
-  std::snprintf(text, sizeof(text), "bn%d:%a:%d,res%d,clamp%a:%a,inbn%d:%a:%d,inclamp%a:%a",
+  std::snprintf(text, sizeof(text), "bn%d:%a:%d,res%d,clamp%a:%a,inbn%d:%a:%d,inclamp%a:%a,dw%d",
                 f.batch_norm, f.bn_eps, f.bn_fix_gamma, f.residual, f.lower, f.upper, f.input_bn,
-                f.in_bn_eps, f.in_bn_fix_gamma, f.in_lower, f.in_upper);
+                f.in_bn_eps, f.in_bn_fix_gamma, f.in_lower, f.in_upper, f.depthwise_input);
   return text;
 }
 
@@ -180,6 +182,7 @@ class Convolution : public Operator {
       g.dilate[d] = dilate_[i];
     }
     g.normalises_input = fusion_.input_bn;
+    g.input_from_depthwise = fusion_.depthwise_input;
     MXL_CHECK(g.channels % g.groups == 0, "input 'data' has ", g.channels,
               " channels, not divisible by num_group=", g.groups);
 
@@ -378,6 +381,7 @@ Status CreateConvolution(AttrParser* attrs, std::unique_ptr<Operator>* out) {
     fusion.in_bn_fix_gamma = attrs->Bool("in_bn_fix_gamma", true);
     fusion.in_lower = static_cast<float>(attrs->Float("in_clamp_min", -HUGE_VAL));
     fusion.in_upper = static_cast<float>(attrs->Float("in_clamp_max", HUGE_VAL));
+    fusion.depthwise_input = attrs->Bool("with_depthwise_input", false);
   }
   MXL_RETURN_IF_ERROR(attrs->Finish());
 

@@ -123,17 +123,20 @@ void ScaleRow(const void*, int64_t row, const float* src, float* dst, int64_t co
   for (int64_t j = 0; j < count; ++j) dst[j] = src[j] * scale + shift;
 }
 
-// GemmPackedTransformedB with A in two depth halves on few columns, which
-// splits the depth between threads (kSplitDepthMaxColumns in gemm.cc): right
-// against the naive product, with bias and clamp, and the same bits on 1, 2
-// and 3 threads.
-void TestTransformedDepthHalves(int64_t m, int64_t n, int64_t half) {
+// A in two depth halves, which the threads split on few columns
+// (kGemmSplitDepthMaxColumns; GemmPackedTransformedB, GemmPackedDepthHalves):
+// right against the naive product, with bias, residual and clamp, and the
+// same bits on 1, 2, 3 and 4 threads.
+void TestDepthHalves(int64_t m, int64_t n, int64_t half, bool transformed) {
   const int64_t k = 2 * half;
-  std::vector<float> a = Random(m * k, 17), b = Random(k * n, 18), bias = Random(m, 19);
+  std::vector<float> a = Random(m * k, 17), b = Random(k * n, 18), bias = Random(m, 19),
+                     residual = Random(m * n, 20);
   PackedMatrix packed;
   if (!PackInSegments(a, m, k, half, "depth-half", &packed)) return;
   GemmEpilogue ep;
   ep.bias = bias.data();
+  ep.residual = residual.data();
+  ep.residual_stride = n;
   ep.lower = -1.5f;
   ep.upper = 1.5f;
   GemmRowTransform transform;
@@ -142,27 +145,35 @@ void TestTransformedDepthHalves(int64_t m, int64_t n, int64_t half) {
   std::vector<float> row(static_cast<size_t>(n));
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
-      double sum = bias[i];
+      double sum = bias[i] + double(residual[i * n + j]);
       for (int64_t p = 0; p < k; ++p) {
-        ScaleRow(nullptr, p, b.data() + p * n + j, row.data(), 1);
+        if (transformed) {
+          ScaleRow(nullptr, p, b.data() + p * n + j, row.data(), 1);
+        } else {
+          row[0] = b[p * n + j];
+        }
         sum += double(a[i * k + p]) * row[0];
       }
       want[i * n + j] = std::min(std::max(sum, -1.5), 1.5);
     }
   }
-  ThreadPool one(1), two(2), three(3);
+  const char* what = transformed ? "GemmPackedTransformedB depth halves" : "GemmPackedDepthHalves";
+  ThreadPool one(1), two(2), three(3), four(4);
   std::vector<float> first;
-  for (ThreadPool* pool : {&one, &two, &three}) {
+  for (ThreadPool* pool : {&one, &two, &three, &four}) {
     std::vector<float> c(static_cast<size_t>(m * n), NAN);
-    GemmPackedTransformedB(packed, b.data(), n, n, c.data(), n, ep, transform, pool);
-    Compare(c, want, 1.0, "GemmPackedTransformedB depth halves", m, n, k);
+    if (transformed) {
+      GemmPackedTransformedB(packed, b.data(), n, n, c.data(), n, ep, transform, pool);
+    } else {
+      GemmPackedDepthHalves(packed, b.data(), n, n, c.data(), n, ep, pool);
+    }
+    Compare(c, want, 1.0, what, m, n, k);
     if (first.empty()) {
       first = c;
       continue;
     }
-    CheckSameBits(c, first, pool->size() == 2 ? "depth halves, 2 threads against 1"
-                                              : "depth halves, 3 threads against 1",
-                  m, n, k);
+    const std::string against = StrCat(what, ", ", pool->size(), " threads against 1");
+    CheckSameBits(c, first, against.c_str(), m, n, k);
   }
 }
 
@@ -327,7 +338,12 @@ int main() {
   // Halves of one depth block, of two (600 = 2 x 300), on 49 and 196
   // columns; 300 columns take the whole-depth path.
   const int64_t transformed[][3] = {{128, 196, 144}, {13, 49, 600}, {30, 300, 150}};
-  for (const auto& s : transformed) TestTransformedDepthHalves(s[0], s[1], s[2]);
+  for (const auto& s : transformed) TestDepthHalves(s[0], s[1], s[2], true);
+  // MobileNetV2's projections: halves of one block, of two (960 = 2 x 480),
+  // on 49 and 196 columns (3136 take the whole-depth path); rows of a
+  // partial strip.
+  const int64_t projections[][3] = {{64, 196, 192}, {160, 49, 480}, {24, 3136, 72}, {7, 50, 100}};
+  for (const auto& s : projections) TestDepthHalves(s[0], s[1], s[2], false);
   // A segment depth that does not divide the depth is an error.
   {
     ++g_checks;
