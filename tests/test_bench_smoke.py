@@ -12,6 +12,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from conftest import ROOT, ZOO_DIR
 
 BENCH = os.path.join(ROOT, 'scripts', 'bench.py')
@@ -135,6 +137,29 @@ def test_core_latency_probe_builds_warning_free_and_reports(tmp_path):
         assert run.returncode == 0, run.stderr
         report = json.loads(run.stdout)
         assert report['cpus'] == [0, 1] and report['round_trip_ns'] > 0
+
+
+def test_nchwc_probe_builds_warning_free_and_agrees_with_the_gemm(tmp_path):
+    # The probe's NCHW16c kernel is AVX-512 only; the machines of this
+    # project have it.
+    with open('/proc/cpuinfo') as cpuinfo:
+        if ' avx512f' not in cpuinfo.read():
+            pytest.skip('no AVX-512 on this CPU')
+    subprocess.run([sys.executable, os.path.join(ROOT, 'amalgamation', 'amalgamate.py'),
+                    '--out-dir', str(tmp_path)], check=True, capture_output=True)
+    exe = str(tmp_path / 'nchwc_probe')
+    source = os.path.join(ROOT, 'scripts', 'bench', 'nchwc_probe.cc')
+    build = subprocess.run(['g++', '-std=c++17', '-O1', '-Wall', '-Wextra', '-Werror',
+                            '-I', str(tmp_path), source, '-o', exe, '-lpthread'],
+                           capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr[-3000:]
+    # 64 filters, 48 channels, 25 pixels (a partial group of 6), blocks of 32.
+    run = subprocess.run([exe, '64', '48', '25', '32'], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    difference = float(run.stdout.rsplit('largest difference ', 1)[1])
+    assert difference <= 1e-4, run.stdout
+    bad = subprocess.run([exe, '60', '48', '25'], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and 'multiple of 64' in bad.stderr
 
 
 def test_placement_check_prints_windows_and_both_summaries():
