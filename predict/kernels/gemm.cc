@@ -33,7 +33,6 @@ constexpr int64_t kPackPrefetchBytes = 256;
 constexpr int64_t kTransformPrefetchRows = 12;
 #endif  // defined(MXLITE_X86_64)
 
-
 // Copies kc rows of NR floats (row stride ldb) into a packed strip; NR is a
 // compile-time constant so each row copy is a few inlined vector moves, not
 // a call to memcpy (a call per 128-byte row cost 40% of a small-M GEMM).
