@@ -338,18 +338,10 @@ void GemmDispatch(const PackedMatrix& a, const float* b, const float* const* b_s
   if (transform) split_depth = true;
   split_depth = split_depth && two_halves && n <= kGemmSplitDepthMaxColumns && b && !b_segments &&
                 !b_transposed && !b_packed && !ep.accumulate && segment_end < 0;
-  int64_t first_half_blocks = 0, second_half_blocks = 0;
-  if (split_depth) {
-    int64_t begin = 0, end = 0;
-    SegmentBlocks(a, 0, 1, &begin, &end);
-    first_half_blocks = end - begin;
-    SegmentBlocks(a, 1, 2, &begin, &end);
-    second_half_blocks = end - begin;
-  }
   // On one thread the blocks run in order, which gives the split's bits
-  // when each half is one block: the micro-kernels add the second block's
-  // sum to the first's as the split adds its two halves.
-  if (split_depth && (threads > 1 || first_half_blocks > 1 || second_half_blocks > 1)) {
+  // when each half is one block (two blocks in all): the micro-kernels add
+  // the second block's sum to the first's as the split adds its two halves.
+  if (split_depth && (threads > 1 || a.blocks() > 2)) {
     // One half of the threads multiplies the first segment into C, the
     // other the second into a scratch, each by rows; then the scratch is
     // added and the epilogue applied. On one thread too (halves of several

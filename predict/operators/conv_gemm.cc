@@ -74,7 +74,6 @@ class PointwiseKernel : public ConvKernel {
     const bool halves = g.groups == 1 && g.channels % 2 == 0 &&
                         (g.normalises_input ? g.channels > 256 : ProjectsByDepthHalves(g));
     MXL_RETURN_IF_ERROR(PackGroups(g, w_.weights, halves ? g.channels / 2 : 0, &packed_));
-    split_depth_ = halves && !g.normalises_input;
     w_.weights.clear();
     w_.weights.shrink_to_fit();
     return Status();
@@ -95,7 +94,7 @@ class PointwiseKernel : public ConvKernel {
                      call.residual ? call.residual + out_offset : nullptr, plane);
         if (g.normalises_input) {
           ForwardNormalised(in_g, call.output + out_offset, epilogue, call.pool);
-        } else if (split_depth_) {
+        } else if (packed_[grp].segment_depth() > 0) {  // see ProjectsByDepthHalves
           GemmPackedDepthHalves(packed_[grp], in_g, plane, plane, call.output + out_offset, plane,
                                 epilogue, call.pool);
         } else {
@@ -153,7 +152,6 @@ class PointwiseKernel : public ConvKernel {
   ConvGeometry g_;
   ConvWeights w_;
   std::vector<PackedMatrix> packed_;  // per group
-  bool split_depth_ = false;          // packed_[0] in depth halves, see ProjectsByDepthHalves
 };
 
 // ---------------------------------------------------------------------------
