@@ -1,7 +1,8 @@
 // Does a blocked channel layout pay for 1x1 convolutions? A probe, not part
-// of the library: one 1x1 layer (relu(W x + bias)) through mxlite's NCHW GEMM
-// and through a plain NCHW16c kernel, one thread, operands warm, the two
-// alternating, median microseconds of 60 runs in each of 3 rounds.
+// of the library: one 1x1 layer (relu(W x + bias)) through mxlite's NCHW GEMM,
+// through a plain NCHW16c kernel and through an NCHW kernel with the NCHW16c
+// kernel's register tile, one thread, operands warm, the three alternating,
+// median microseconds of 60 runs in each of 3 rounds.
 //
 // The NCHW16c kernel keeps 4 output blocks x 6 pixels in 24 accumulators: per
 // input channel it loads 64 filter values (4 vectors) and broadcasts 6 input
@@ -10,6 +11,14 @@
 // [output group of 64][input channel][64]). Input channels go in blocks of
 // `block` so the filters of a block stay in L1; the output is read back and
 // added between blocks.
+//
+// The channel-vector kernel keeps the same kind of tile (4 vectors of 16
+// output channels x 7 pixels, 28 accumulators) on NCHW data: per input
+// channel it loads 64 filter values and broadcasts 7 consecutive values of
+// that channel's row of the input, over the whole depth; the finished tile
+// is transposed in registers (16 channels x 8 pixels at a time) and stored as
+// 7-float runs of 64 output rows. It asks whether the tile, not the layout,
+// is what the blocked kernel gains (it is not: see BENCHMARKS.md).
 //
 //   make amalgamation
 //   g++ -std=c++17 -O2 -I build scripts/bench/nchwc_probe.cc -o build/nchwc_probe -lpthread
@@ -88,6 +97,97 @@ __attribute__((target("avx512f,fma"))) void Conv1x1Blocked(const float* w, const
   }
 }
 
+// Stores pixels[0..count) (count <= 8; 16 channels each) as rows: channel c's
+// values at y + c * ldy. Three shuffle steps turn 8 vectors of 16 channels
+// into 16 runs of 8 pixels, two channels per vector.
+__attribute__((target("avx512f,avx512vl,fma"))) inline void StoreTransposed(const __m512* pixels,
+                                                                             int count, float* y,
+                                                                             int64_t ldy) {
+  __m512 pairs[8], quads[8];
+  for (int i = 0; i < 4; ++i) {
+    pairs[2 * i] = _mm512_maskz_unpacklo_ps(0xffff, pixels[2 * i], pixels[2 * i + 1]);
+    pairs[2 * i + 1] = _mm512_maskz_unpackhi_ps(0xffff, pixels[2 * i], pixels[2 * i + 1]);
+  }
+  for (int h = 0; h < 2; ++h) {
+    const __m512d p0 = _mm512_castps_pd(pairs[4 * h]), p1 = _mm512_castps_pd(pairs[4 * h + 1]),
+                  p2 = _mm512_castps_pd(pairs[4 * h + 2]), p3 = _mm512_castps_pd(pairs[4 * h + 3]);
+    quads[4 * h] = _mm512_castpd_ps(_mm512_maskz_unpacklo_pd(0xff, p0, p2));
+    quads[4 * h + 1] = _mm512_castpd_ps(_mm512_maskz_unpackhi_pd(0xff, p0, p2));
+    quads[4 * h + 2] = _mm512_castpd_ps(_mm512_maskz_unpacklo_pd(0xff, p1, p3));
+    quads[4 * h + 3] = _mm512_castpd_ps(_mm512_maskz_unpackhi_pd(0xff, p1, p3));
+  }
+  // (The masked forms of the shuffles: GCC 12 warns about an undefined
+  // operand inside the plain ones.)
+  // 128-bit lane L of quads[j] holds pixels 0-3 of channel 4L + j, of
+  // quads[4 + j] pixels 4-7; pick lanes into channel j | 4 + j and 8 + j | 12 + j.
+  const __m512i low = _mm512_set_epi32(23, 22, 21, 20, 7, 6, 5, 4, 19, 18, 17, 16, 3, 2, 1, 0);
+  const __m512i high =
+      _mm512_set_epi32(31, 30, 29, 28, 15, 14, 13, 12, 27, 26, 25, 24, 11, 10, 9, 8);
+  const __mmask8 mask = static_cast<__mmask8>((1u << count) - 1);
+  for (int j = 0; j < 4; ++j) {
+    const __m512d first = _mm512_castps_pd(_mm512_permutex2var_ps(quads[j], low, quads[4 + j]));
+    const __m512d second = _mm512_castps_pd(_mm512_permutex2var_ps(quads[j], high, quads[4 + j]));
+    _mm256_mask_storeu_ps(y + j * ldy, mask, _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xf, first, 0)));
+    _mm256_mask_storeu_ps(y + (4 + j) * ldy, mask,
+                          _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xf, first, 1)));
+    _mm256_mask_storeu_ps(y + (8 + j) * ldy, mask, _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xf, second, 0)));
+    _mm256_mask_storeu_ps(y + (12 + j) * ldy, mask,
+                          _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xf, second, 1)));
+  }
+}
+
+// 64 output channels x kPixels pixels of relu(W x + bias) in NCHW, w packed
+// [input channel][64], x at the tile's first pixel of channel 0.
+template <int kPixels>
+__attribute__((target("avx512f,avx512vl,fma"))) void ChannelVectorTile(
+    const float* w, const float* x, int64_t channels, int64_t pixels, const float* bias,
+    float* y) {
+  __m512 acc[4][kPixels];
+  _Pragma("GCC unroll 8") for (int v = 0; v < 4; ++v) {
+    _Pragma("GCC unroll 8") for (int p = 0; p < kPixels; ++p) acc[v][p] = _mm512_setzero_ps();
+  }
+  for (int64_t c = 0; c < channels; ++c, w += 64, x += pixels) {
+    const __m512 w0 = _mm512_loadu_ps(w), w1 = _mm512_loadu_ps(w + 16),
+                 w2 = _mm512_loadu_ps(w + 32), w3 = _mm512_loadu_ps(w + 48);
+    _Pragma("GCC unroll 8") for (int p = 0; p < kPixels; ++p) {
+      const __m512 xv = _mm512_set1_ps(x[p]);
+      acc[0][p] = _mm512_fmadd_ps(w0, xv, acc[0][p]);
+      acc[1][p] = _mm512_fmadd_ps(w1, xv, acc[1][p]);
+      acc[2][p] = _mm512_fmadd_ps(w2, xv, acc[2][p]);
+      acc[3][p] = _mm512_fmadd_ps(w3, xv, acc[3][p]);
+    }
+  }
+  const __m512 zero = _mm512_setzero_ps();
+  for (int v = 0; v < 4; ++v) {
+    const __m512 b = _mm512_loadu_ps(bias + 16 * v);
+    __m512 finished[8];
+    for (int p = 0; p < 8; ++p) {
+      finished[p] = p < kPixels ? _mm512_maskz_max_ps(0xffff, _mm512_add_ps(acc[v][p], b), zero)
+                                : zero;
+    }
+    StoreTransposed(finished, kPixels, y + 16 * v * pixels, pixels);
+  }
+}
+
+using ChannelVectorTileFn = void (*)(const float*, const float*, int64_t, int64_t, const float*,
+                                     float*);
+// [pixels - 1]
+const ChannelVectorTileFn kChannelVectorTiles[7] = {
+    &ChannelVectorTile<1>, &ChannelVectorTile<2>, &ChannelVectorTile<3>, &ChannelVectorTile<4>,
+    &ChannelVectorTile<5>, &ChannelVectorTile<6>, &ChannelVectorTile<7>};
+
+// w: [output group of 64][input channel][64], as for Conv1x1Blocked.
+void Conv1x1ChannelVectors(const float* w, const float* x, const float* bias, int64_t channels,
+                           int64_t filters, int64_t pixels, float* y) {
+  for (int64_t group = 0; group < filters / 64; ++group) {
+    for (int64_t p = 0; p < pixels; p += 7) {
+      const int64_t count = std::min<int64_t>(7, pixels - p);
+      kChannelVectorTiles[count - 1](w + group * channels * 64, x + p, channels, pixels,
+                                     bias + group * 64, y + group * 64 * pixels + p);
+    }
+  }
+}
+
 template <class F>
 double MedianMicroseconds(F&& run) {
   std::vector<double> times;
@@ -122,7 +222,8 @@ int Main(int argc, char** argv) {
   random(&w);
   random(&x);
   random(&bias);
-  std::vector<float> w_blocked(w.size()), x_blocked(x.size()), y_blocked(y.size());
+  std::vector<float> w_blocked(w.size()), x_blocked(x.size()), y_blocked(y.size()),
+      y_vectors(y.size());
   for (int64_t o = 0; o < filters; ++o) {
     for (int64_t c = 0; c < channels; ++c) {
       w_blocked[(o / 64) * channels * 64 + c * 64 + o % 64] = w[o * channels + c];
@@ -138,7 +239,7 @@ int Main(int argc, char** argv) {
   GemmEpilogue epilogue;
   epilogue.bias = bias.data();
   epilogue.lower = 0.f;
-  double gemm = 0, blocked = 0;
+  double gemm = 0, blocked = 0, vectors = 0;
   for (int round = 0; round < 3; ++round) {
     gemm += MedianMicroseconds(
         [&] { GemmPacked(packed, x.data(), pixels, pixels, y.data(), pixels, epilogue, nullptr); });
@@ -146,21 +247,28 @@ int Main(int argc, char** argv) {
       Conv1x1Blocked(w_blocked.data(), x_blocked.data(), bias.data(), channels, filters, pixels,
                      y_blocked.data(), block);
     });
+    vectors += MedianMicroseconds([&] {
+      Conv1x1ChannelVectors(w_blocked.data(), x.data(), bias.data(), channels, filters, pixels,
+                            y_vectors.data());
+    });
   }
   double largest_difference = 0;
   for (int64_t o = 0; o < filters; ++o) {
     for (int64_t p = 0; p < pixels; ++p) {
       const float blocked_value = y_blocked[((o / 16) * pixels + p) * 16 + o % 16];
-      const double d = std::fabs(y[o * pixels + p] - blocked_value);
+      const double d = std::max(std::fabs(y[o * pixels + p] - blocked_value),
+                                std::fabs(y[o * pixels + p] - y_vectors[o * pixels + p]));
       largest_difference = std::max(largest_difference, d);
     }
   }
   const double flops = 2.0 * filters * channels * pixels;
   std::printf("%ld x %ld x %ld, block %ld: NCHW GEMM %.1f us (%.0f GFLOP/s), NCHW16c %.1f us "
-              "(%.0f GFLOP/s), largest difference %.2g\n",
+              "(%.0f GFLOP/s), NCHW channel vectors %.1f us (%.0f GFLOP/s), largest difference "
+              "%.2g\n",
               static_cast<long>(filters), static_cast<long>(channels), static_cast<long>(pixels),
               static_cast<long>(block), gemm / 3, flops / (gemm / 3) / 1e3, blocked / 3,
-              flops / (blocked / 3) / 1e3, largest_difference);
+              flops / (blocked / 3) / 1e3, vectors / 3, flops / (vectors / 3) / 1e3,
+              largest_difference);
   return 0;
 }
 
