@@ -12,6 +12,10 @@ out specially, in random combinations and sizes:
     another reader, which must keep the BatchNorm);
   * Concat of branches (batch 1 lays inputs in place), Pooling, Dropout,
     Flatten + FullyConnected heads, two outputs (Group);
+  * stems (STEMS more cases, their own random stream): a convolution of the
+    input [+ BatchNorm] [+ clamp] then max pooling, which the optimiser
+    folds into the convolution (3-4 input channels: the direct kernel, in
+    row bands; 8: whole planes), on inputs large enough for several bands;
 BatchNorm statistics and every bias are random. Writes per case
 NAME-symbol.json, NAME-0000.params (arg:/aux: prefixed) and NAME-io.npz
 (input:data, output:<i>), and OUTDIR/cases.txt with one name a line.
@@ -141,6 +145,32 @@ def random_network(rng):
     return net, c
 
 
+STEMS = 24
+
+
+def stem_network(rng):
+    """conv [+ bn] [+ clamp] of the input, max pooling, maybe one more unit."""
+    b = Builder(rng)
+    c = int(rng.choice([3, 3, 4, 8]))
+    kernel, stride = int(rng.choice([3, 5, 7])), int(rng.choice([1, 2]))
+    y = S.Convolution(S.Variable("data"), kernel=(kernel, kernel), stride=(stride, stride),
+                      pad=(kernel // 2, kernel // 2), num_filter=int(rng.choice([4, 8, 12, 16])),
+                      no_bias=bool(b.chance(0.5)), name=b.name("conv"))
+    if b.chance(0.6):
+        y = b.batch_norm(y)
+    if b.chance(0.8):
+        y = b.clamp(y)
+    pool_kernel = int(rng.choice([2, 3]))
+    pool_pad = int(rng.choice([0, 1])) if pool_kernel == 3 else 0
+    pool_stride = int(rng.choice([1, 2, 2]))
+    y = S.Pooling(y, kernel=(pool_kernel, pool_kernel), stride=(pool_stride, pool_stride),
+                  pad=(pool_pad, pool_pad), pool_type="max",
+                  pooling_convention=str(rng.choice(["valid", "full"])), name=b.name("pool"))
+    if b.chance(0.5):
+        y = b.conv_unit(y, 0, 8)
+    return y, c
+
+
 def main():
     args, stamp = oracle_cases.start(__file__, __doc__, default_count=60,
                                      default_seed=20261126)
@@ -148,11 +178,18 @@ def main():
         return 0
     manifest = os.path.join(args.outdir, "cases.txt")
     rng = np.random.RandomState(args.seed)
+    stem_rng = np.random.RandomState(args.seed + 1)
     names = []
-    for index in range(args.count):
-        net, channels = random_network(rng)
-        batch = 1 if rng.rand() < 0.6 else 2
-        shape = (batch, channels, int(rng.randint(5, 18)), int(rng.randint(5, 18)))
+    for index in range(args.count + STEMS):
+        if index < args.count:
+            net, channels = random_network(rng)
+            batch = 1 if rng.rand() < 0.6 else 2
+            shape = (batch, channels, int(rng.randint(5, 18)), int(rng.randint(5, 18)))
+        else:
+            rng = stem_rng
+            net, channels = stem_network(rng)
+            batch = 1 if rng.rand() < 0.6 else 2
+            shape = (batch, channels, int(rng.randint(9, 48)), int(rng.randint(9, 48)))
         arg_shapes, _, aux_shapes = net.infer_shape(data=shape)
         args_ = {n: random_param(n, s, rng)
                  for n, s in zip(net.list_arguments(), arg_shapes) if n != "data"}
@@ -162,7 +199,7 @@ def main():
                                        **{k: mx.nd.array(v) for k, v in args_.items()}},
                        aux_states={k: mx.nd.array(v) for k, v in auxs.items()}, grad_req="null")
         outs = [o.asnumpy() for o in exe.forward(is_train=False)]
-        name = f"graph{index}"
+        name = f"graph{index}" if index < args.count else f"stem{index - args.count}"
         base = os.path.join(args.outdir, name)
         net.save(f"{base}-symbol.json")
         mx.nd.save(f"{base}-0000.params",

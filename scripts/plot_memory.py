@@ -135,7 +135,10 @@ def section_text(results, fused, mxnet, command):
              '`grad_req=\'null\'`, the pip build, whose max pooling has a hidden workspace '
              'output of the output\'s size; exact figure from `tests/mxnet_memory_plan.py`, '
              'which agrees with MXNet\'s printed whole-MiB figure). *Fused* is the plan for the graph the executor runs by default '
-             '(convolution + BatchNorm + add + activation folded).', '']
+             '(convolution + BatchNorm + add + activation folded; on x86 with AVX2 or AVX-512 '
+             'also a stem\'s max pooling, whose convolution output the plan then no longer '
+             'holds: the operator pools bands of it in its workspace, a few hundred KiB a '
+             'thread).', '']
     for batch in BATCHES:
         lines += [f'Batch {batch}:', '',
                   '| model | no sharing | in place | co-share | both | lower bound | MXNet 1.9.1 '

@@ -702,7 +702,7 @@ for label, kwargs, expected in [
         ('shape-zero', {'input_shapes': {'data': (0, 3, 8, 8)}}, 'dimensions must be positive'),
         ('shape-negative', {'input_shapes': {'data': (-2, 3, 8, 8)}}, r'data|negative|positive'),
         ('shape-huge', {'input_shapes': {'data': (2 ** 40, 3, 8, 8)}},
-         r'data|large|range|out of memory'),
+         r'data|large|range|out of memory|over the memory budget'),
         ('shape-rank-2', {'input_shapes': {'data': (1, 3)}}, "input 'data'"),
         ('shape-rank-40', {'input_shapes': {'data': (1,) * 40}}, r"'data'|dim"),
         ('shape-unknown', {'input_shapes': {'label': (1,)}}, 'not an input of this model'),
@@ -737,7 +737,7 @@ for label, call, expected in [
         ('reshape-rank-2', lambda p: p.reshape(data=(1, 3)), "input 'data'"),
         ('reshape-unknown', lambda p: p.reshape(label=(1,)), 'not an input'),
         ('reshape-huge', lambda p: p.reshape(data=(2 ** 40, 3, 8, 8)),
-         r'data|large|range|out of memory'),
+         r'data|large|range|out of memory|over the memory budget'),
         ('with-outputs-unknown', lambda p: p.with_outputs('nope'), "nope")]:
     py_case(f'py-call/{label}', expected, lambda call=call: call(bound_predictor()))
 

@@ -8,6 +8,7 @@ default) and without them (MXLITE_GRAPH_OPT=0, another process: the switch
 is read once)."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -76,3 +77,76 @@ def test_networks_match_mxnet_without_graph_rewrites():
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report['ran'] == len(CASES) and not report['failed'], report['failed'][:5]
+
+
+STEMS = [name for name in CASES if name.startswith('stem')]
+
+
+def test_stem_cases_present():
+    assert len(STEMS) >= 20, f'{CASES_DIR} has no stem cases (scripts/run_tests.sh makes them)'
+
+
+@pytest.mark.parametrize('isa', [None, 'generic'])
+def test_stem_max_pool_is_fused_and_free_of_the_thread_count(isa):
+    """A max pooling after a convolution of the input runs inside it (fuse.cc,
+    convolution.cc) where the direct kernels run (x86 with AVX2 or
+    AVX-512): in row bands for stems the direct kernel computes (3-4
+    channels), after the whole convolution for the others (8). Each stem
+    case matches MXNet at 1, 2 and 3 threads with the same bits at each, and
+    the profile (one line a node on stderr when a handle is freed) names the
+    fused pooling; the unoptimised graph, and every graph under
+    MXLITE_ISA=generic, runs it as its own node. MXLITE_ISA is read once per
+    process, hence another process."""
+    script = (
+        'import json, re, sys\n'
+        f'sys.path.insert(0, {HERE!r})\n'
+        'import numpy as np\n'
+        'from capi import API, load_library\n'
+        'from conftest import assert_close\n'
+        'from test_graph_sweep import CASES_DIR, STEMS\n'
+        'api = API(load_library())\n'
+        'report = {"failed": []}\n'
+        'for name in STEMS:\n'
+        '    base = f"{CASES_DIR}/{name}"\n'
+        '    sym = open(base + "-symbol.json").read()\n'
+        '    params = open(base + "-0000.params", "rb").read()\n'
+        '    io = np.load(base + "-io.npz")\n'
+        '    x, expected = io["input:data"], io["output:0"]\n'
+        '    for optimise in (1, 0):\n'
+        '        outputs = []\n'
+        '        for threads in (1, 2, 3):\n'
+        '            options = {"threads": threads, "graph_optimization": optimise,\n'
+        '                       "profile": 2 if threads == 1 else 0}\n'
+        '            handle = api.create_with_options(sym, params, {"data": x.shape}, options)[0]\n'
+        '            api.set_input(handle, "data", x)\n'
+        '            api.forward(handle)\n'
+        '            outputs.append(api.output(handle, 0))\n'
+        '            api.free(handle)\n'
+        '        try:\n'
+        '            assert_close(outputs[0], expected, 1e-4, name)\n'
+        '            assert all(np.array_equal(o, outputs[0]) for o in outputs[1:]), name\n'
+        '        except AssertionError as e:\n'
+        '            report["failed"].append(f"{name} graph_optimization={optimise}: {e}"[:300])\n'
+        'print(json.dumps(report))\n')
+    env = {**os.environ}
+    env.pop('MXLITE_ISA', None)
+    if isa:
+        env['MXLITE_ISA'] = isa
+    result = subprocess.run([sys.executable, '-c', script], cwd=HERE, capture_output=True,
+                            text=True, env=env, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert not report['failed'], report['failed'][:5]
+    nodes = [line for line in result.stderr.splitlines() if re.match(r'\s+\d+ ', line)]
+    fused = [line for line in nodes if '_FusedConvolution' in line and 'max pool' in line]
+    standing = [line for line in nodes if ' Pooling ' in line]
+    assert len(fused) + len(standing) == 2 * len(STEMS), nodes
+    with open('/proc/cpuinfo') as cpuinfo:
+        direct_kernels = isa is None and ' avx2' in cpuinfo.read()
+    if not direct_kernels:
+        assert not fused, fused
+        return
+    # Most stems end in a clamp or nothing (a sigmoid stops the fusion).
+    assert len(fused) >= len(STEMS) // 2, nodes
+    assert any('in row bands' in line for line in fused), fused
+    assert any('then max pool' in line for line in fused), fused

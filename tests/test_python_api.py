@@ -465,7 +465,9 @@ def test_profile_report_on_stderr(level):
     numbers = [int(line.split()[0]) for line in rows]
     assert numbers == sorted(numbers)
     assert all(line.endswith(' 2 calls') for line in rows), rows
-    assert rows[0].split()[1] == 'resnetv10_relu0_fwd' and '-> (1,64,112,112)' in rows[0]
+    # The stem's convolution, BatchNorm, relu and max pooling run as one node.
+    assert rows[0].split()[1] == 'resnetv10_pool0_fwd' and '-> (1,64,56,56)' in rows[0]
+    assert 'max pool' in rows[0], rows[0]
     assert rows[-1].split()[1] == graph['nodes'][graph['heads'][0][0]]['name']
     assert '-> (1,1000)' in rows[-1]
 

@@ -36,7 +36,8 @@ const RuntimeOptionInfo kRuntimeOptionList[] = {
      "the shifted-view GEMM convolution (default on)"},
     {"compact_weights", "MXLITE_COMPACT_WEIGHTS", "switch",
      "keep the weights only as the params file holds them, with no packed, Winograd or "
-     "BatchNorm-folded copies: about half the memory, slower convolutions (default off)"},
+     "BatchNorm-folded copies (but the few KiB a stem's direct kernel packs): about half the "
+     "memory, slower convolutions (default off)"},
     {"conv_tuning", "MXLITE_CONV_TUNING", "switch",
      "time every convolution algorithm that applies to a layer when the predictor is created "
      "and take the fastest, instead of the built-in heuristics (default off; see "

@@ -1,5 +1,7 @@
 #include "fuse.h"
 
+#include "../kernels/direct_conv.h"
+
 #include <cstdlib>
 #include <initializer_list>
 #include <memory>
@@ -117,8 +119,35 @@ struct Chain {
   int add = -1;
   int add_other_slot = -1;  // the add's input slot holding the residual
   int clamp = -1;
+  int pool = -1;
   int last = -1;
 };
+
+// Entries of a tuple attribute ("(3, 3)": 2; absent or "()": 0).
+int TupleSize(const Node& node, const char* key) {
+  const std::string text = AttrOr(node, key, "");
+  int count = 0;
+  bool in_number = false;
+  for (char ch : text) {
+    const bool digit = ch == '-' || (ch >= '0' && ch <= '9');
+    if (digit && !in_number) ++count;
+    in_number = digit;
+  }
+  return count;
+}
+
+bool IsTrue(const std::string& text) { return text == "True" || text == "true" || text == "1"; }
+
+// A 2-D max pooling in NCHW, 'valid' or 'full' convention, not global:
+// what a convolution can pool as it goes (see convolution.cc).
+bool IsFusableMaxPool(const Node& node) {
+  const std::string layout = AttrOr(node, "layout", "None");
+  const std::string convention = AttrOr(node, "pooling_convention", "valid");
+  return node.op_name == "Pooling" && AttrOr(node, "pool_type", "max") == "max" &&
+         !IsTrue(AttrOr(node, "global_pool", "False")) && TupleSize(node, "kernel") == 2 &&
+         (convention == "valid" || convention == "full") &&
+         (layout == "None" || layout == "NCHW");
+}
 
 // The chain starting at `conv`; nodes already claimed by an earlier chain
 // (an add can end two convolutions' chains) are not taken again.
@@ -151,7 +180,27 @@ Chain FindChain(const Graph& graph, const Readers& readers, const std::vector<bo
     }
   }
   std::string lower, upper;
-  if (next >= 0 && ClampOf(graph.nodes[next], &lower, &upper)) chain.clamp = chain.last = next;
+  if (next >= 0 && ClampOf(graph.nodes[next], &lower, &upper)) {
+    chain.clamp = chain.last = next;
+    next = sole_free_reader(chain.last, &slot);
+  }
+  // The max pooling after a stem: a 2-D convolution of a graph input
+  // (its output, the size of the image times the filters, is the largest
+  // tensor of most networks; fused, it stays in cache, see convolution.cc).
+  // Only where the direct kernel, which computes it in bands of rows, runs
+  // a stem's shape (the number of channels is not known here: a wider
+  // layer computes all of its output into the workspace first, which costs
+  // memory the unfused graph's plan would share).
+  const Node& conv_node = graph.nodes[conv];
+  const bool stem_shape = TupleSize(conv_node, "kernel") == 2 &&
+                          AttrOr(conv_node, "num_group", "1") == "1" &&
+                          TupleAll(conv_node, "dilate", 1) &&
+                          (TupleAll(conv_node, "stride", 1) || TupleAll(conv_node, "stride", 2));
+  if (next >= 0 && chain.add < 0 && stem_shape && DirectConvKernelsPay() &&
+      IsFusableMaxPool(graph.nodes[next]) && !conv_node.inputs.empty() &&
+      graph.nodes[conv_node.inputs[0].node].is_variable()) {
+    chain.pool = chain.last = next;
+  }
   return chain;
 }
 
@@ -234,7 +283,7 @@ void FindConvolutionChains(FusionPlan* plan) {
     if (plan->graph.nodes[n].op_name != "Convolution") continue;
     Chain chain = FindChain(plan->graph, plan->readers, plan->absorbed, n);
     if (chain.last == n) continue;
-    for (int member : {chain.conv, chain.batch_norm, chain.add, chain.clamp}) {
+    for (int member : {chain.conv, chain.batch_norm, chain.add, chain.clamp, chain.pool}) {
       if (member >= 0) plan->absorbed[member] = true;
     }
     plan->chain_ending_at[chain.last] = chain;
@@ -396,12 +445,21 @@ Status Rewrite(const FusionPlan& plan, Graph* out) {
       fused.attrs["clamp_min"] = lower;
       fused.attrs["clamp_max"] = upper;
     }
+    if (chain.pool >= 0) {
+      const Node& pool = graph.nodes[chain.pool];
+      fused.attrs["with_max_pool"] = "True";
+      fused.attrs["pool_kernel"] = AttrOr(pool, "kernel", "");
+      fused.attrs["pool_stride"] = AttrOr(pool, "stride", "()");
+      fused.attrs["pool_pad"] = AttrOr(pool, "pad", "()");
+      fused.attrs["pool_convention"] = AttrOr(pool, "pooling_convention", "valid");
+    }
     if (input_norm_of[chain.conv].batch_norm >= 0) {
       AddInputNorm(graph, input_norm_of[chain.conv], remap, &fused);
     }
     // Every entry of the chain now reads as the fused node's output.
     MXL_RETURN_IF_ERROR(EmitFused(std::move(fused),
-                                  {chain.conv, chain.batch_norm, chain.add, chain.clamp},
+                                  {chain.conv, chain.batch_norm, chain.add, chain.clamp,
+                                   chain.pool},
                                   &new_index, out));
   }
   for (const NodeEntry& output : graph.outputs) out->outputs.push_back(remap(output));

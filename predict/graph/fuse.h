@@ -17,7 +17,11 @@
  * (each link optional, in this order) becomes one _FusedConvolution node:
  * the BatchNorm's statistics are folded into the weights and bias when the
  * operator is prepared, the residual is added and the clamp applied while
- * each output tile is still in cache. A link is taken only when the
+ * each output tile is still in cache. A chain without a residual whose
+ * convolution is a stem (2-D, one group, dilation 1, stride 1 or 2, reading
+ * a graph input) takes a following 2-D max pooling too, where the direct
+ * convolution kernels run (DirectConvKernelsPay): the operator then pools
+ * bands of its output rows while they are in cache (convolution.cc). A link is taken only when the
  * previous output has exactly one reader and is not a graph output, and,
  * for BatchNorm, when its hidden outputs are unused and it normalises axis
  * 1; so the rewritten graph computes the same values (up to float rounding

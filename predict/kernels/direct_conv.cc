@@ -24,7 +24,7 @@ constexpr int64_t kTileFilters = kDirectConvTileFilters;
 void RowScalar(const DirectConvGeometry& g, const float* input, const float* packed,
                const float* bias, int64_t oy, float* output, const float* residual, float lower,
                float upper) {
-  const int64_t out_plane = g.out_h * g.out_w, taps = g.Taps();
+  const int64_t out_plane = g.OutputPlane(), taps = g.Taps();
   for (int64_t f = 0; f < g.filters; ++f) {
     const float* w = packed + (f / kTileFilters) * taps * kTileFilters + f % kTileFilters;
     for (int64_t ox = 0; ox < g.out_w; ++ox) {
@@ -41,7 +41,7 @@ void RowScalar(const DirectConvGeometry& g, const float* input, const float* pac
           }
         }
       }
-      const int64_t index = f * out_plane + oy * g.out_w + ox;
+      const int64_t index = f * out_plane + (oy - g.output_first_row) * g.out_w + ox;
       float value = sum + bias[f];
       if (residual) value += residual[index];
       output[index] = std::min(std::max(value, lower), upper);
@@ -87,6 +87,8 @@ const DirectConvImplementation& Chosen() {
 }
 
 }  // namespace direct_conv_cc
+
+bool DirectConvKernelsPay() { return direct_conv_cc::Chosen().pays; }
 
 bool DirectConvPays(int64_t channels, int64_t groups, int64_t kernel_h, int64_t kernel_w,
                        int64_t stride_h, int64_t stride_w, int64_t dilate_h, int64_t dilate_w) {

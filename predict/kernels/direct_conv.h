@@ -34,8 +34,14 @@ struct DirectConvGeometry {
   int64_t stride;  // the same along both axes, 1 or 2
   int64_t pad_h, pad_w;
   int64_t out_h, out_w;
+  // Floats from one filter's output plane to the next (0: out_h * out_w, a
+  // whole image), and the row stored first in each: a band of rows may go
+  // to a buffer that holds only its own rows.
+  int64_t output_plane = 0;
+  int64_t output_first_row = 0;
 
   int64_t Taps() const { return channels * kernel_h * kernel_w; }
+  int64_t OutputPlane() const { return output_plane > 0 ? output_plane : out_h * out_w; }
 };
 
 // Filters per packed group (PackDirectConvWeights): one broadcast weight
@@ -48,14 +54,19 @@ constexpr int64_t kDirectConvTileFilters = 8;
 bool DirectConvPays(int64_t channels, int64_t groups, int64_t kernel_h, int64_t kernel_w,
                        int64_t stride_h, int64_t stride_w, int64_t dilate_h, int64_t dilate_w);
 
+// True when the direct kernel is taken on this machine at all (the family's
+// chosen implementation has vector kernels): AVX-512 or AVX2 with FMA.
+bool DirectConvKernelsPay();
+
 // weights: filters x (channels * kernel_h * kernel_w), as MXNet stores them.
 // Packs groups of 8 filters, tap-major, the last group padded with zeros.
 void PackDirectConvWeights(const float* weights, const DirectConvGeometry& g,
                            std::vector<float>* packed);
 
 // Output rows [row_begin, row_end) of one image, every filter: output and
-// residual point at the image's first plane (filters planes of out_h x
-// out_w); residual may be null. bias: one per filter. A band of rows
+// residual point at the image's first plane (filters planes of
+// OutputPlane() floats, row oy of a plane (oy - output_first_row) * out_w
+// floats into it); residual may be null. bias: one per filter. A band of rows
 // gathers each input row it reads once, so bands of several rows are
 // cheaper per row than single rows.
 void DirectConvRows(const DirectConvGeometry& g, const float* input, const float* packed,

@@ -72,7 +72,7 @@ void RowsVector(const DirectConvGeometry& g, const float* input, const float* pa
                            lines + (c * kStride + phase) * band_rows * line_len);
     }
   }
-  const int64_t out_plane = g.out_h * g.out_w, taps = g.Taps();
+  const int64_t out_plane = g.OutputPlane(), taps = g.Taps();
   // Tap (c, ky, kx)'s place in the lines, from the output row's first line
   // (one flat loop over the taps in the tile: nested loops of three
   // iterations cost a mispredicted branch each).
@@ -112,7 +112,7 @@ void RowsVector(const DirectConvGeometry& g, const float* input, const float* pa
     // one-vector tile is bound by its broadcast loads).
     int64_t ox = 0;
     while (ox < g.out_w) {
-      const int64_t offset = f0 * out_plane + oy * g.out_w + ox;
+      const int64_t offset = f0 * out_plane + (oy - g.output_first_row) * g.out_w + ox;
       out.output = output + offset;
       out.residual = residual ? residual + offset : nullptr;
       out.columns = g.out_w - ox;

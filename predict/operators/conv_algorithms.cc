@@ -136,6 +136,11 @@ bool DirectPays(const ConvGeometry& g) {
 
 bool ShiftedApplies(const ConvGeometry& g) { return PlainPlanar(g); }
 
+// Under compact_weights, every layer but a stem the direct kernel takes: its
+// packed copy is a few KiB (at most 4 channels of 11x11 taps a filter), and
+// it computes bands of rows for a fused max pooling (convolution.cc).
+bool InPlacePays(const ConvGeometry& g) { return !(DirectApplies(g) && DirectPays(g)); }
+
 bool Im2colApplies(const ConvGeometry& g) { return !g.normalises_input; }
 
 }  // namespace conv_algorithms_cc
@@ -149,7 +154,7 @@ const std::vector<ConvAlgorithm>& ConvAlgorithmTable() {
        ConvAlgorithm::kAlways},
       {"depthwise", DepthwiseApplies, DepthwisePays, PrepareDepthwiseConv,
        ConvAlgorithm::kAlways},
-      {"gemm, weights in place", Im2colApplies, Always, PrepareInPlaceConv,
+      {"gemm, weights in place", Im2colApplies, InPlacePays, PrepareInPlaceConv,
        ConvAlgorithm::kCompactOnly},
       {"1x1 gemm", PointwiseApplies, Always, PreparePointwiseConv, ConvAlgorithm::kAlways},
       {"winograd 4x4", Winograd4x4Applies, Winograd4x4Pays, PrepareWinograd4x4Conv,

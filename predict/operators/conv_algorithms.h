@@ -25,8 +25,9 @@
  * every layer that does not normalise its input and always pays, so every
  * layer gets an algorithm. Under compact_weights the entry that reads the
  * weights in place comes right after the depthwise ones (whose copies are
- * a few KiB), so only a layer that normalises its input keeps a packed
- * copy of its weights. Where an entry depends on the instruction set, its
+ * a few KiB) and passes over the stems the direct kernel takes (as small),
+ * so only those and a layer that normalises its input keep a packed copy
+ * of their weights. Where an entry depends on the instruction set, its
  * predicates ask the kernel family what it has (WinogradKernels(),
  * DepthwiseBlockedPays, DirectConvPays: each family's table, chosen once
  * from the CPU and the MXLITE_ISA cap), never the ISA itself, so the
@@ -129,6 +130,18 @@ class ConvKernel {
   // (counted in the predictor's memory budget).
   virtual size_t PreparedBytes() const = 0;
   virtual Status Forward(const ConvCall& call) const = 0;
+  // Whether ForwardRows computes bands of output rows of a planar layer,
+  // so that a pooling fused after the convolution can read each band while
+  // it is in cache (see the convolution operator). Kernels that compute
+  // whole images only say no.
+  virtual bool ComputesRowBands() const { return false; }
+  // Output rows [row_begin, row_end) of out[1] for one image, every filter,
+  // with the bias and clamp (no residual): filter f's row oy at
+  // output + f * plane_stride + (oy - row_begin) * out[2].
+  virtual void ForwardRows(const float* image, int64_t row_begin, int64_t row_end,
+                           float* output, int64_t plane_stride) const {
+    (void)image, (void)row_begin, (void)row_end, (void)output, (void)plane_stride;
+  }
 };
 
 struct ConvAlgorithm {

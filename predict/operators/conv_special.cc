@@ -319,6 +319,15 @@ class DirectKernel : public ConvKernel {
     });
     return Status();
   }
+  bool ComputesRowBands() const override { return true; }
+  void ForwardRows(const float* image, int64_t row_begin, int64_t row_end, float* output,
+                   int64_t plane_stride) const override {
+    DirectConvGeometry band = direct_;
+    band.output_plane = plane_stride;
+    band.output_first_row = row_begin;
+    DirectConvRows(band, image, packed_.data(), bias_.data(), row_begin, row_end, output, nullptr,
+                   lower_, upper_);
+  }
 
  private:
   ConvGeometry g_;

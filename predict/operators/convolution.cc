@@ -12,16 +12,32 @@
  * with dk = dilate*(k-1)+1 (floor), weight (num_filter, C/num_group, *kernel),
  * bias (num_filter,). Like MXNet, inference also fills the batch size and,
  * where the stride is 1, an unknown input extent back from the output.
+ *
+ * A max pooling fused after a 2-D convolution (a network's stem: fuse.cc)
+ * makes the operator's output the pooled one. Where the chosen kernel
+ * computes bands of output rows (the direct kernel of the stems), each
+ * thread computes a band of convolution rows into its part of the
+ * workspace, pools it there and copies the pooled rows out, so the
+ * convolution's output (3 MB for a 224x224 image's 64-channel stem, more
+ * than L2 holds) never goes to memory and back. The rows a band's first
+ * windows share with the band before (one for a 3x3 stride-2 pooling) are
+ * moved to the front of the buffer, not computed again, when the same
+ * thread computed that band. Any other kernel writes the whole
+ * convolution into the workspace and the pooling reads it from there.
+ * Both run the Pooling operator's algorithms on the same values, so the
+ * results are the unfused graph's to the bit.
  */
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 
 #include "batch_norm_row.h"
 #include "conv_algorithms.h"
 #include "conv_tuning.h"
 #include "operator.h"
+#include "pool_algorithms.h"
 
 namespace mxlite {
 namespace convolution_op {
@@ -46,7 +62,29 @@ struct Fusion {
   float in_upper = std::numeric_limits<float>::infinity();
   // The data is a depthwise convolution's output (ConvGeometry).
   bool depthwise_input = false;
+  // A max pooling after the convolution (2-D; no residual, no input
+  // BatchNorm): height, width.
+  bool max_pool = false;
+  int64_t pool_kernel[2] = {1, 1}, pool_stride[2] = {1, 1}, pool_pad[2] = {0, 0};
+  bool pool_full = false;  // pooling_convention 'full' (else 'valid')
 };
+
+// Bytes of convolution rows a band of the fused pooling holds at most: with
+// its pooled rows and the rest of the layer's data it stays in L2, and the
+// pooled output, which the next layer reads, stays there too. A band is
+// never less than one pooling window's rows.
+constexpr int64_t kPoolBandBytes = int64_t{256} << 10;
+
+// Pooled rows a band of the fused pooling holds: as many as kPoolBandBytes
+// of convolution rows feed (row_bytes each, `window` rows for the first
+// pooled row and `stride` more for each next one), up to 8, at least two
+// bands per thread, at least one.
+int64_t PooledRowsPerBand(int64_t pooled_rows, int64_t threads, int64_t row_bytes,
+                          int64_t window, int64_t stride) {
+  const int64_t fitting = (kPoolBandBytes / std::max<int64_t>(1, row_bytes) - window) / stride + 1;
+  return std::max<int64_t>(
+      1, std::min({int64_t{8}, pooled_rows / (2 * threads), fitting}));
+}
 
 // Everything in a Fusion that the prepared weights depend on, exactly
 // (floats in hexadecimal), for the prepared-weight cache's keys.
@@ -135,6 +173,21 @@ class Convolution : public Operator {
                 " is ", extent, " (", padded, " with padding) but the dilated kernel spans ", dk);
       odims.push_back((padded - dk) / stride_[i] + 1);
     }
+    if (fusion_.max_pool) {
+      // The convolution's own output is not an entry of the graph: only
+      // the batch size flows back through the pooling.
+      for (int i = 0; i < 2; ++i) {
+        const int64_t extent = odims[2 + i];
+        if (extent < 0) continue;
+        const int64_t padded = extent + 2 * fusion_.pool_pad[i];
+        MXL_CHECK(fusion_.pool_kernel[i] <= padded, "input 'data' has shape ", data.ToString(),
+                  ": the convolution's output, ", extent, " along spatial dim ", i, " (", padded,
+                  " with the pooling's padding), is smaller than the pooling kernel ",
+                  fusion_.pool_kernel[i]);
+        odims[2 + i] = PoolOutputExtent(extent, fusion_.pool_kernel[i], fusion_.pool_stride[i],
+                                        fusion_.pool_pad[i], fusion_.pool_full);
+      }
+    }
     MXL_RETURN_IF_ERROR(AssignShape(out, 0, Shape(odims), "output", OutputNames()));
     if (fusion_.residual) MXL_RETURN_IF_ERROR(AssignShape(in, next, (*out)[0], "input", names));
     if (fusion_.input_bn && channels >= 0) {
@@ -148,7 +201,7 @@ class Convolution : public Operator {
     const Shape& oshape = (*out)[0];
     if (oshape.rank_known() && oshape.ndim() == nk + 2) {
       data[0] = oshape[0];
-      for (int i = 0; i < nk; ++i) {
+      for (int i = 0; i < nk && !fusion_.max_pool; ++i) {
         if (data[2 + i] < 0 && oshape[2 + i] >= 0 && stride_[i] == 1) {
           data[2 + i] = oshape[2 + i] + dilate_[i] * (kernel_[i] - 1) - 2 * pad_[i];
         }
@@ -175,7 +228,10 @@ class Convolution : public Operator {
     for (int i = 0; i < nk; ++i) {
       const int d = 3 - nk + i;
       g.in[d] = data[2 + i];
-      g.out[d] = oshape[2 + i];
+      g.out[d] = fusion_.max_pool ? (data[2 + i] + 2 * pad_[i] - dilate_[i] * (kernel_[i] - 1) - 1) /
+                                            stride_[i] +
+                                        1
+                                  : oshape[2 + i];
       g.kernel[d] = kernel_[i];
       g.stride[d] = stride_[i];
       g.pad[d] = pad_[i];
@@ -236,6 +292,7 @@ class Convolution : public Operator {
         [&](std::shared_ptr<const ConvKernel>* made) { return MakeKernel(in, made); },
         &kernel_impl_));
     *workspace_bytes = kernel_impl_->WorkspaceBytes();
+    if (fusion_.max_pool) MXL_RETURN_IF_ERROR(PreparePool(oshape, workspace_bytes));
     return Status();
   }
 
@@ -253,10 +310,13 @@ class Convolution : public Operator {
     call.workspace = ctx.workspace;
     call.workspace_bytes = ctx.workspace_bytes;
     call.pool = ctx.pool;
+    if (fusion_.max_pool) return ForwardPooled(call, out[0].fdata());
     return kernel_impl_->Forward(call);
   }
 
-  const char* KernelName() const override { return algorithm_ ? algorithm_->name : ""; }
+  const char* KernelName() const override {
+    return fusion_.max_pool ? kernel_name_.c_str() : algorithm_ ? algorithm_->name : "";
+  }
   size_t PreparedBytes() const override { return kernel_impl_ ? kernel_impl_->PreparedBytes() : 0; }
 
  private:
@@ -344,6 +404,154 @@ class Convolution : public Operator {
     return Status();
   }
 
+  // The fused max pooling (see the file comment). Row bands where the
+  // kernel computes them: every band's pooling geometry (the first may
+  // start in the padding, the last may hold fewer rows) gets its algorithm
+  // from the Pooling operator's table; else one pooling of whole planes
+  // after the whole convolution, which then goes to the workspace.
+  Status PreparePool(const Shape& oshape, size_t* workspace_bytes) {
+    const ConvGeometry& g = geometry_;
+    const int64_t conv_h = g.out[1], conv_w = g.out[2];
+    pooled_h_ = oshape[2];
+    pooled_w_ = oshape[3];
+    PoolGeometry pg;
+    pg.type = PoolType::kMax;
+    pg.kernel[1] = fusion_.pool_kernel[0];
+    pg.kernel[2] = fusion_.pool_kernel[1];
+    pg.stride[1] = fusion_.pool_stride[0];
+    pg.stride[2] = fusion_.pool_stride[1];
+    pg.pad[2] = fusion_.pool_pad[1];
+    pg.in[2] = conv_w;
+    pg.out[2] = pooled_w_;
+    bands_.clear();
+    band_kernels_.clear();
+    whole_pool_.reset();
+    if (!kernel_impl_->ComputesRowBands()) {
+      pg.planes = g.batch * g.filters;
+      pg.in[1] = conv_h;
+      pg.out[1] = pooled_h_;
+      pg.pad[1] = fusion_.pool_pad[0];
+      const PoolAlgorithm* algorithm = ChoosePoolAlgorithm(pg);
+      MXL_CHECK(algorithm != nullptr, "no pooling algorithm covers ", pg.ToString());
+      MXL_RETURN_IF_ERROR(algorithm->prepare(pg, &whole_pool_));
+      kernel_name_ = StrCat(algorithm_->name, ", then max pool ", algorithm->name);
+      conv_floats_ = g.batch * g.filters * conv_h * conv_w;
+      *workspace_bytes = AlignedBytes(*workspace_bytes) + conv_floats_ * sizeof(float);
+      return Status();
+    }
+    // Bands of pooled rows; each reads the convolution rows its windows
+    // cover, clipped to the convolution's output.
+    const int64_t threads = thread_pool() ? thread_pool()->size() : 1;
+    const int64_t per_band =
+        PooledRowsPerBand(pooled_h_, threads, g.filters * conv_w * int64_t{sizeof(float)},
+                          fusion_.pool_kernel[0], fusion_.pool_stride[0]);
+    const int64_t stride = fusion_.pool_stride[0], pad = fusion_.pool_pad[0];
+    pg.planes = g.filters;
+    int64_t most_rows = 0;
+    for (int64_t first = 0; first < pooled_h_; first += per_band) {
+      Band band;
+      band.pooled_begin = first;
+      band.pooled_end = std::min(pooled_h_, first + per_band);
+      const int64_t start = first * stride - pad;
+      band.conv_begin = std::max<int64_t>(0, start);
+      band.conv_end =
+          std::min(conv_h, (band.pooled_end - 1) * stride - pad + fusion_.pool_kernel[0]);
+      pg.in[1] = band.conv_end - band.conv_begin;
+      pg.out[1] = band.pooled_end - band.pooled_begin;
+      pg.pad[1] = band.conv_begin - start;  // the first band's windows start in the padding
+      most_rows = std::max(most_rows, pg.in[1]);
+      // Bands of one geometry share a kernel.
+      band.kernel = -1;
+      for (size_t k = 0; k < band_kernels_.size(); ++k) {
+        if (band_geometries_[k].in[1] == pg.in[1] && band_geometries_[k].out[1] == pg.out[1] &&
+            band_geometries_[k].pad[1] == pg.pad[1]) {
+          band.kernel = static_cast<int>(k);
+        }
+      }
+      if (band.kernel < 0) {
+        const PoolAlgorithm* algorithm = ChoosePoolAlgorithm(pg);
+        MXL_CHECK(algorithm != nullptr, "no pooling algorithm covers ", pg.ToString());
+        std::unique_ptr<PoolKernel> made;
+        MXL_RETURN_IF_ERROR(algorithm->prepare(pg, &made));
+        band.kernel = static_cast<int>(band_kernels_.size());
+        band_kernels_.push_back(std::move(made));
+        band_geometries_.push_back(pg);
+        if (band.kernel == 0) {
+          kernel_name_ = StrCat(algorithm_->name, ", max pool ", algorithm->name, " in row bands");
+        }
+      }
+      bands_.push_back(band);
+    }
+    // Each thread's part of the workspace: a band's convolution rows and
+    // its pooled rows.
+    slot_floats_ = g.filters * (most_rows * conv_w + per_band * pooled_w_);
+    slots_ = std::max<int64_t>(1, std::min(threads, static_cast<int64_t>(bands_.size()) *
+                                                        std::max<int64_t>(1, g.batch)));
+    *workspace_bytes = std::max(*workspace_bytes, slots_ * slot_floats_ * sizeof(float));
+    return Status();
+  }
+
+  Status ForwardPooled(ConvCall call, float* output) const {
+    const ConvGeometry& g = geometry_;
+    const int64_t conv_w = g.out[2];
+    const int64_t in_image = g.channels * g.InSpatial();
+    const int64_t pooled_plane = pooled_h_ * pooled_w_;
+    float* const workspace = static_cast<float*>(call.workspace);
+    if (whole_pool_) {
+      // The convolution into the workspace after the kernel's own scratch.
+      const size_t kernel_bytes = AlignedBytes(kernel_impl_->WorkspaceBytes());
+      call.output = reinterpret_cast<float*>(static_cast<char*>(call.workspace) + kernel_bytes);
+      call.workspace_bytes = kernel_bytes;
+      MXL_RETURN_IF_ERROR(kernel_impl_->Forward(call));
+      whole_pool_->Forward(call.output, output, call.pool);
+      return Status();
+    }
+    const int64_t bands = static_cast<int64_t>(bands_.size());
+    const int64_t tasks = call.batch * bands;
+    const int64_t slots = std::min(slots_, tasks);
+    // Slot s takes the s-th contiguous part of the (image, band) tasks.
+    ParallelFor(call.pool, slots, [&](int64_t slot) {
+      float* conv_rows = workspace + slot * slot_floats_;
+      const int64_t first_task = slot * tasks / slots;
+      for (int64_t task = first_task; task < (slot + 1) * tasks / slots; ++task) {
+        const int64_t n = task / bands;
+        const Band& band = bands_[static_cast<size_t>(task % bands)];
+        const int64_t rows = band.conv_end - band.conv_begin;
+        const int64_t pooled_rows = band.pooled_end - band.pooled_begin;
+        // Rows the previous band of this image left in the buffer move to
+        // the front of each plane. Planes no longer than the previous
+        // band's go first to last, longer ones last to first, so that no
+        // plane lands on rows still to move.
+        int64_t kept = 0;
+        if (task > first_task && task % bands > 0) {
+          const Band& before = bands_[static_cast<size_t>(task % bands - 1)];
+          const int64_t before_rows = before.conv_end - before.conv_begin;
+          kept = std::max<int64_t>(0, before.conv_end - band.conv_begin);
+          for (int64_t i = 0; i < g.filters && kept > 0; ++i) {
+            const int64_t f = rows <= before_rows ? i : g.filters - 1 - i;
+            std::memmove(conv_rows + f * rows * conv_w,
+                         conv_rows + (f * before_rows + before_rows - kept) * conv_w,
+                         static_cast<size_t>(kept * conv_w) * sizeof(float));
+          }
+        }
+        float* pooled = conv_rows + g.filters * rows * conv_w;
+        kernel_impl_->ForwardRows(call.data + n * in_image, band.conv_begin + kept, band.conv_end,
+                                  conv_rows + kept * conv_w, rows * conv_w);
+        band_kernels_[static_cast<size_t>(band.kernel)]->Forward(conv_rows, pooled, nullptr);
+        float* out_image = output + n * g.filters * pooled_plane;
+        for (int64_t f = 0; f < g.filters; ++f) {
+          std::memcpy(out_image + f * pooled_plane + band.pooled_begin * pooled_w_,
+                      pooled + f * pooled_rows * pooled_w_,
+                      static_cast<size_t>(pooled_rows * pooled_w_) * sizeof(float));
+        }
+      }
+    });
+    return Status();
+  }
+
+  // Bytes rounded up to a whole cache line, where a second buffer follows.
+  static size_t AlignedBytes(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
   std::vector<int64_t> kernel_, stride_, dilate_, pad_;
   int64_t num_filter_, num_group_;
   bool no_bias_;
@@ -353,6 +561,19 @@ class Convolution : public Operator {
   const ConvAlgorithm* algorithm_ = nullptr;
   std::shared_ptr<const ConvKernel> kernel_impl_;  // shared by the model's executors
   bool weights_constant_ = true;
+  // The fused max pooling's plan (PreparePool).
+  struct Band {
+    int64_t pooled_begin, pooled_end;  // rows of the pooled output
+    int64_t conv_begin, conv_end;      // rows of the convolution they read
+    int kernel;                        // index into band_kernels_
+  };
+  int64_t pooled_h_ = 0, pooled_w_ = 0;
+  std::vector<Band> bands_;
+  std::vector<std::unique_ptr<PoolKernel>> band_kernels_;
+  std::vector<PoolGeometry> band_geometries_;
+  std::unique_ptr<PoolKernel> whole_pool_;  // without row bands
+  int64_t slot_floats_ = 0, slots_ = 1, conv_floats_ = 0;
+  std::string kernel_name_;
 };
 
 Status CreateConvolution(AttrParser* attrs, std::unique_ptr<Operator>* out) {
@@ -368,6 +589,7 @@ Status CreateConvolution(AttrParser* attrs, std::unique_ptr<Operator>* out) {
   attrs->IgnoreEnum("cudnn_tune", {"None", "off", "limited_workspace", "fastest"});
   attrs->IgnoreBool("cudnn_off");
   Fusion fusion;
+  std::vector<int64_t> pool_kernel, pool_stride, pool_pad;
   if (attrs->op_name() == "_FusedConvolution") {
     // Written by the graph optimizer (graph/fuse.cc), never by MXNet.
     fusion.batch_norm = attrs->Bool("with_bn", false);
@@ -382,6 +604,13 @@ Status CreateConvolution(AttrParser* attrs, std::unique_ptr<Operator>* out) {
     fusion.in_lower = static_cast<float>(attrs->Float("in_clamp_min", -HUGE_VAL));
     fusion.in_upper = static_cast<float>(attrs->Float("in_clamp_max", HUGE_VAL));
     fusion.depthwise_input = attrs->Bool("with_depthwise_input", false);
+    fusion.max_pool = attrs->Bool("with_max_pool", false);
+    if (fusion.max_pool) {
+      pool_kernel = attrs->Tuple("pool_kernel");
+      pool_stride = attrs->Tuple("pool_stride", {});
+      pool_pad = attrs->Tuple("pool_pad", {});
+      fusion.pool_full = attrs->Enum("pool_convention", {"valid", "full"}, 0) == 1;
+    }
   }
   MXL_RETURN_IF_ERROR(attrs->Finish());
 
@@ -400,6 +629,30 @@ Status CreateConvolution(AttrParser* attrs, std::unique_ptr<Operator>* out) {
   if (num_filter < 1) {
     attrs->Fail("num_filter", StrCat(num_filter, " must be at least 1"));
     return attrs->Finish();
+  }
+  if (fusion.max_pool) {
+    // Written by fuse.cc for 2-D stems only.
+    if (nk != 2 || fusion.residual || fusion.input_bn) {
+      attrs->Fail("with_max_pool", "a fused max pooling needs a 2-D convolution without a "
+                                   "residual or input BatchNorm");
+      return attrs->Finish();
+    }
+    if (!CheckWindowAttrs(attrs,
+                          {{"pool_kernel", &pool_kernel, 1, 1}, {"pool_stride", &pool_stride, 1, 1},
+                           {"pool_pad", &pool_pad, 0, 0}},
+                          2, StrCat("pool_kernel ", TupleText(pool_kernel), " has 2"),
+                          /*extra_allowed=*/true)) {
+      return attrs->Finish();
+    }
+    if (pool_kernel.size() != 2) {
+      attrs->Fail("pool_kernel", StrCat(TupleText(pool_kernel), " must have 2 entries"));
+      return attrs->Finish();
+    }
+    for (int i = 0; i < 2; ++i) {
+      fusion.pool_kernel[i] = pool_kernel[i];
+      fusion.pool_stride[i] = pool_stride[i];
+      fusion.pool_pad[i] = pool_pad[i];
+    }
   }
   if (num_group < 1 || num_filter % num_group != 0) {
     attrs->Fail("num_group", StrCat(num_group, " must be positive and divide num_filter=",

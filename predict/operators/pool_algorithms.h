@@ -89,6 +89,15 @@ struct PoolGeometry {
   std::string ToString() const;
 };
 
+// Output extent along one axis for the 'valid' and 'full' conventions
+// (MXNet's PoolingShape): 1 + floor or ceil of (in + 2 pad - kernel) /
+// stride. The caller has checked kernel <= in + 2 pad.
+inline int64_t PoolOutputExtent(int64_t in, int64_t kernel, int64_t stride, int64_t pad,
+                                bool full) {
+  const int64_t span = in + 2 * pad - kernel;
+  return 1 + (full ? (span + stride - 1) / stride : span / stride);
+}
+
 // One window's bounds along one axis.
 struct PoolSpan {
   int64_t begin, end;     // clipped to the input

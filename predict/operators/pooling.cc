@@ -73,13 +73,11 @@ class Pooling : public Operator {
       MXL_CHECK(kernel_[i] <= padded, "input 'data' has shape ", data.ToString(),
                 ": kernel size ", kernel_[i], " exceeds spatial dim ", i, " (", extent,
                 " padded to ", padded, ")");
-      const int64_t span = padded - kernel_[i];
-      if (convention_ == kValid) {
-        oshape[2 + i] = 1 + span / stride_[i];
-      } else if (convention_ == kFull) {
-        oshape[2 + i] = 1 + (span + stride_[i] - 1) / stride_[i];
-      } else {
+      if (convention_ == kSame) {
         oshape[2 + i] = (padded + stride_[i] - 1) / stride_[i];
+      } else {
+        oshape[2 + i] =
+            PoolOutputExtent(extent, kernel_[i], stride_[i], pad_[i], convention_ == kFull);
       }
     }
     MXL_RETURN_IF_ERROR(AssignShape(out, 0, oshape, "output", OutputNames()));
