@@ -24,8 +24,9 @@
  * moved to the front of the buffer, not computed again, when the same
  * thread computed that band. Any other kernel writes the whole
  * convolution into the workspace and the pooling reads it from there.
- * Both run the Pooling operator's algorithms on the same values, so the
- * results are the unfused graph's to the bit.
+ * Both run the Pooling operator's algorithms (max is exact), so the result
+ * is what the Pooling operator computes from this convolution's output, at
+ * any thread count.
  */
 #include <algorithm>
 #include <cmath>
@@ -425,6 +426,7 @@ class Convolution : public Operator {
     pg.out[2] = pooled_w_;
     bands_.clear();
     band_kernels_.clear();
+    band_geometries_.clear();
     whole_pool_.reset();
     if (!kernel_impl_->ComputesRowBands()) {
       pg.planes = g.batch * g.filters;
@@ -435,8 +437,8 @@ class Convolution : public Operator {
       MXL_CHECK(algorithm != nullptr, "no pooling algorithm covers ", pg.ToString());
       MXL_RETURN_IF_ERROR(algorithm->prepare(pg, &whole_pool_));
       kernel_name_ = StrCat(algorithm_->name, ", then max pool ", algorithm->name);
-      conv_floats_ = g.batch * g.filters * conv_h * conv_w;
-      *workspace_bytes = AlignedBytes(*workspace_bytes) + conv_floats_ * sizeof(float);
+      const int64_t conv_floats = g.batch * g.filters * conv_h * conv_w;
+      *workspace_bytes = AlignedBytes(*workspace_bytes) + conv_floats * sizeof(float);
       return Status();
     }
     // Bands of pooled rows; each reads the convolution rows its windows
@@ -572,7 +574,7 @@ class Convolution : public Operator {
   std::vector<std::unique_ptr<PoolKernel>> band_kernels_;
   std::vector<PoolGeometry> band_geometries_;
   std::unique_ptr<PoolKernel> whole_pool_;  // without row bands
-  int64_t slot_floats_ = 0, slots_ = 1, conv_floats_ = 0;
+  int64_t slot_floats_ = 0, slots_ = 1;  // per thread's workspace part, parts
   std::string kernel_name_;
 };
 
