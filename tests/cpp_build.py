@@ -15,10 +15,17 @@ CACHE = os.path.join(ROOT, 'build', 'test-objects')
 WARNINGS = ['-Wall', '-Wextra', '-Werror']
 
 
+def amalgamate(out_dir):
+    """Writes this checkout's amalgamation (mxlite-all.cc and its headers) to
+    out_dir; returns the path of mxlite-all.cc."""
+    subprocess.run([sys.executable, os.path.join(ROOT, 'amalgamation', 'amalgamate.py'),
+                    '--out-dir', str(out_dir)], check=True, capture_output=True)
+    return os.path.join(str(out_dir), 'mxlite-all.cc')
+
+
 def amalgamation_object(tmp_path, flags=('-O1',)):
     """The object file of build/mxlite-all.cc as this checkout generates it."""
-    subprocess.run([sys.executable, os.path.join(ROOT, 'amalgamation', 'amalgamate.py'),
-                    '--out-dir', str(tmp_path)], check=True, capture_output=True)
+    amalgamate(tmp_path)
     source = tmp_path / 'mxlite-all.cc'
     key = hashlib.sha256(source.read_bytes() + ' '.join(flags).encode()).hexdigest()[:16]
     os.makedirs(CACHE, exist_ok=True)

@@ -15,6 +15,7 @@ import sys
 import pytest
 
 from conftest import ROOT, ZOO_DIR
+from cpp_build import amalgamate
 
 BENCH = os.path.join(ROOT, 'scripts', 'bench.py')
 ORACLE_PYTHON = os.environ.get('MXLITE_ORACLE_PYTHON',
@@ -145,8 +146,7 @@ def test_nchwc_probe_builds_warning_free_and_agrees_with_the_gemm(tmp_path):
     with open('/proc/cpuinfo') as cpuinfo:
         if ' avx512f' not in cpuinfo.read():
             pytest.skip('no AVX-512 on this CPU')
-    subprocess.run([sys.executable, os.path.join(ROOT, 'amalgamation', 'amalgamate.py'),
-                    '--out-dir', str(tmp_path)], check=True, capture_output=True)
+    amalgamate(tmp_path)
     exe = str(tmp_path / 'nchwc_probe')
     source = os.path.join(ROOT, 'scripts', 'bench', 'nchwc_probe.cc')
     build = subprocess.run(['g++', '-std=c++17', '-O1', '-Wall', '-Wextra', '-Werror',

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, assert_close
-from cpp_build import build_driver
+from cpp_build import amalgamate, build_driver
 
 CASES_DIR = os.environ.get('MXLITE_CONV_SWEEP_CASES',
                            os.path.join(ROOT, 'build', 'fixtures', 'conv_sweep'))
@@ -94,11 +94,9 @@ def test_algorithms_on_aarch64_under_qemu(tmp_path):
     cases and 300 seeded ones, under qemu-user."""
     import shutil
     import subprocess
-    import sys
     for tool in ('aarch64-linux-gnu-g++', 'qemu-aarch64'):
         assert shutil.which(tool), f'{tool} is required (.ci/run installs it from Debian)'
-    subprocess.run([sys.executable, os.path.join(ROOT, 'amalgamation', 'amalgamate.py'),
-                    '--out-dir', str(tmp_path)], check=True, capture_output=True)
+    amalgamate(tmp_path)
     exe = tmp_path / 'conv_sweep_aarch64'
     build = subprocess.run(['aarch64-linux-gnu-g++', '-std=c++17', '-O1', '-Wall', '-Wextra',
                             '-Werror', '-static',

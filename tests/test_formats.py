@@ -13,6 +13,7 @@ import pytest
 
 from capi import CAPIError
 from conftest import FIXTURES, assert_close, load_cases
+from cpp_build import amalgamate
 
 FORMATS = os.path.join(FIXTURES, 'formats')
 with open(os.path.join(FORMATS, 'manifest.json'), encoding='utf-8') as _f:
@@ -128,11 +129,9 @@ np.savez(sys.argv[2], **{f'{k}': v.asnumpy() for k, v in items})
 @pytest.fixture(scope='module')
 def ndarray_tool(tmp_path_factory):
     import subprocess
-    import sys
     from conftest import ROOT
     out = tmp_path_factory.mktemp('ndarray_tool')
-    subprocess.run([sys.executable, os.path.join(ROOT, 'amalgamation', 'amalgamate.py'),
-                    '--out-dir', str(out)], check=True, capture_output=True)
+    amalgamate(out)
     exe = out / 'ndarray_tool'
     subprocess.run(['g++', '-std=c++17', '-O1', os.path.join(ROOT, 'tests', 'cpp',
                                                              'ndarray_tool.cc'),

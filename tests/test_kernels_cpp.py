@@ -4,11 +4,11 @@ and attribute errors. Built from the amalgamated source, so it exercises
 exactly the code that ships."""
 import os
 import subprocess
-import sys
 
 import pytest
 
 from conftest import ROOT
+from cpp_build import amalgamate
 
 
 # Each kernel path in turn: the instruction set capped (AVX2, portable), and
@@ -24,8 +24,7 @@ CONFIGURATIONS = {
 @pytest.fixture(scope='module')
 def op_smoke_test(tmp_path_factory):
     out = tmp_path_factory.mktemp('op_smoke')
-    subprocess.run([sys.executable, os.path.join(ROOT, 'amalgamation', 'amalgamate.py'),
-                    '--out-dir', str(out)], check=True, capture_output=True)
+    amalgamate(out)
     exe = out / 'op_smoke_test'
     build = subprocess.run(
         ['g++', '-std=c++17', '-O1', '-Wall', '-Wextra', '-Werror',

@@ -6,12 +6,12 @@ import os
 import subprocess
 import sys
 
-from conftest import HERE, ROOT
+from conftest import HERE
+from cpp_build import amalgamate
 
 
 def test_suites_are_clean_under_asan_and_ubsan(tmp_path):
-    subprocess.run([sys.executable, os.path.join(ROOT, 'amalgamation', 'amalgamate.py'),
-                    '--out-dir', str(tmp_path)], check=True, capture_output=True)
+    amalgamate(tmp_path)
     library = tmp_path / 'libmxlite-asan.so'
     build = subprocess.run(
         # float-cast-overflow (a double out of range cast to an integer) is

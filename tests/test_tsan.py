@@ -17,12 +17,12 @@ import hashlib
 import os
 import shutil
 import subprocess
-import sys
 import time
 
 import pytest
 
 from conftest import FIXTURES, ROOT
+from cpp_build import amalgamate
 
 CACHE = os.path.join(ROOT, 'build', 'test-objects')
 FLAGS = ['-O1', '-g', '-fsanitize=thread']
@@ -35,8 +35,7 @@ pytestmark = pytest.mark.skipif(shutil.which('clang++') is None, reason='needs c
 
 def tsan_object(tmp_path):
     """The amalgamation compiled with TSan: cached by its content and flags."""
-    subprocess.run([sys.executable, os.path.join(ROOT, 'amalgamation', 'amalgamate.py'),
-                    '--out-dir', str(tmp_path)], check=True, capture_output=True)
+    amalgamate(tmp_path)
     source = tmp_path / 'mxlite-all.cc'
     key = hashlib.sha256(source.read_bytes() + ' '.join(['clang++'] + FLAGS).encode())
     os.makedirs(CACHE, exist_ok=True)
