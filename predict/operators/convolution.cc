@@ -438,7 +438,8 @@ class Convolution : public Operator {
       MXL_RETURN_IF_ERROR(algorithm->prepare(pg, &whole_pool_));
       kernel_name_ = StrCat(algorithm_->name, ", then max pool ", algorithm->name);
       const int64_t conv_floats = g.batch * g.filters * conv_h * conv_w;
-      *workspace_bytes = AlignedBytes(*workspace_bytes) + conv_floats * sizeof(float);
+      *workspace_bytes =
+          AlignedBytes(*workspace_bytes) + static_cast<size_t>(conv_floats) * sizeof(float);
       return Status();
     }
     // Bands of pooled rows; each reads the convolution rows its windows
@@ -489,7 +490,8 @@ class Convolution : public Operator {
     slot_floats_ = g.filters * (most_rows * conv_w + per_band * pooled_w_);
     slots_ = std::max<int64_t>(1, std::min(threads, static_cast<int64_t>(bands_.size()) *
                                                         std::max<int64_t>(1, g.batch)));
-    *workspace_bytes = std::max(*workspace_bytes, slots_ * slot_floats_ * sizeof(float));
+    *workspace_bytes =
+        std::max(*workspace_bytes, static_cast<size_t>(slots_ * slot_floats_) * sizeof(float));
     return Status();
   }
 
