@@ -181,25 +181,23 @@ def main():
     stem_rng = np.random.RandomState(args.seed + 1)
     names = []
     for index in range(args.count + STEMS):
-        if index < args.count:
-            net, channels = random_network(rng)
-            batch = 1 if rng.rand() < 0.6 else 2
-            shape = (batch, channels, int(rng.randint(5, 18)), int(rng.randint(5, 18)))
-        else:
-            rng = stem_rng
-            net, channels = stem_network(rng)
-            batch = 1 if rng.rand() < 0.6 else 2
-            shape = (batch, channels, int(rng.randint(9, 48)), int(rng.randint(9, 48)))
+        stem = index >= args.count
+        case_rng = stem_rng if stem else rng
+        net, channels = stem_network(case_rng) if stem else random_network(case_rng)
+        batch = 1 if case_rng.rand() < 0.6 else 2
+        low, high = (9, 48) if stem else (5, 18)
+        shape = (batch, channels) + tuple(int(case_rng.randint(low, high)) for _ in range(2))
         arg_shapes, _, aux_shapes = net.infer_shape(data=shape)
-        args_ = {n: random_param(n, s, rng)
+        args_ = {n: random_param(n, s, case_rng)
                  for n, s in zip(net.list_arguments(), arg_shapes) if n != "data"}
-        auxs = {n: random_param(n, s, rng) for n, s in zip(net.list_auxiliary_states(), aux_shapes)}
-        x = rng.uniform(-1, 1, shape).astype(np.float32)
+        auxs = {n: random_param(n, s, case_rng)
+                for n, s in zip(net.list_auxiliary_states(), aux_shapes)}
+        x = case_rng.uniform(-1, 1, shape).astype(np.float32)
         exe = net.bind(mx.cpu(), args={"data": mx.nd.array(x),
                                        **{k: mx.nd.array(v) for k, v in args_.items()}},
                        aux_states={k: mx.nd.array(v) for k, v in auxs.items()}, grad_req="null")
         outs = [o.asnumpy() for o in exe.forward(is_train=False)]
-        name = f"graph{index}" if index < args.count else f"stem{index - args.count}"
+        name = f"stem{index - args.count}" if stem else f"graph{index}"
         base = os.path.join(args.outdir, name)
         net.save(f"{base}-symbol.json")
         mx.nd.save(f"{base}-0000.params",

@@ -98,7 +98,7 @@ def test_stem_max_pool_is_fused_and_free_of_the_thread_count(isa):
     MXLITE_ISA=generic, runs it as its own node. MXLITE_ISA is read once per
     process, hence another process."""
     script = (
-        'import json, re, sys\n'
+        'import json, sys\n'
         f'sys.path.insert(0, {HERE!r})\n'
         'import numpy as np\n'
         'from capi import API, load_library\n'

@@ -77,23 +77,41 @@ bool ClampOf(const Node& node, std::string* lower, std::string* upper) {
   return false;
 }
 
-// Whether every number of a tuple attribute ("(1, 1)", "[1]") equals
-// `value`; an absent attribute counts as all `value`.
-bool TupleAll(const Node& node, const char* key, int value) {
+// The numbers of a tuple attribute ("(1, 1)", "[1]"; absent: none), or
+// false where a sign has no number after it.
+bool TupleNumbers(const Node& node, const char* key, std::vector<long>* numbers) {
   const std::string text = AttrOr(node, key, "");
+  numbers->clear();
   size_t i = 0;
   while (i < text.size()) {
     const char ch = text[i];
     if (ch == '-' || (ch >= '0' && ch <= '9')) {
       char* end = nullptr;
-      if (std::strtol(text.c_str() + i, &end, 10) != value) return false;
-      if (end == text.c_str() + i) return false;  // a sign without a number
+      numbers->push_back(std::strtol(text.c_str() + i, &end, 10));
+      if (end == text.c_str() + i) return false;
       i = static_cast<size_t>(end - text.c_str());
     } else {
       ++i;
     }
   }
   return true;
+}
+
+// Whether every number of a tuple attribute equals `value`; an absent
+// attribute counts as all `value`.
+bool TupleAll(const Node& node, const char* key, int value) {
+  std::vector<long> numbers;
+  if (!TupleNumbers(node, key, &numbers)) return false;
+  for (long number : numbers) {
+    if (number != value) return false;
+  }
+  return true;
+}
+
+// Entries of a well-formed tuple attribute (absent or "()": 0), else -1.
+int TupleSize(const Node& node, const char* key) {
+  std::vector<long> numbers;
+  return TupleNumbers(node, key, &numbers) ? static_cast<int>(numbers.size()) : -1;
 }
 
 // A Convolution that only mixes channels: kernel, stride 1, pad 0, one
@@ -122,19 +140,6 @@ struct Chain {
   int pool = -1;
   int last = -1;
 };
-
-// Entries of a tuple attribute ("(3, 3)": 2; absent or "()": 0).
-int TupleSize(const Node& node, const char* key) {
-  const std::string text = AttrOr(node, key, "");
-  int count = 0;
-  bool in_number = false;
-  for (char ch : text) {
-    const bool digit = ch == '-' || (ch >= '0' && ch <= '9');
-    if (digit && !in_number) ++count;
-    in_number = digit;
-  }
-  return count;
-}
 
 bool IsTrue(const std::string& text) { return text == "True" || text == "true" || text == "1"; }
 

@@ -21,11 +21,12 @@
  * convolution is a stem (2-D, one group, dilation 1, stride 1 or 2, reading
  * a graph input) takes a following 2-D max pooling too, where the direct
  * convolution kernels run (DirectConvKernelsPay): the operator then pools
- * bands of its output rows while they are in cache (convolution.cc). A link is taken only when the
- * previous output has exactly one reader and is not a graph output, and,
- * for BatchNorm, when its hidden outputs are unused and it normalises axis
- * 1; so the rewritten graph computes the same values (up to float rounding
- * of the folded weights) and exposes the same outputs.
+ * bands of its output rows while they are in cache (convolution.cc).
+ * A link is taken only when the previous output has exactly one reader
+ * and is not a graph output, and, for BatchNorm, when its hidden outputs
+ * are unused and it normalises axis 1; so the rewritten graph computes
+ * the same values (up to float rounding of the folded weights) and exposes
+ * the same outputs.
  *
  * A BatchNorm that no convolution absorbed (pre-activation networks such
  * as ResNet v2 and DenseNet normalise before convolving), whose result

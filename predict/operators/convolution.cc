@@ -169,10 +169,10 @@ class Convolution : public Operator {
         continue;
       }
       const int64_t padded = extent + 2 * pad_[i];
-      const int64_t dk = dilate_[i] * (kernel_[i] - 1) + 1;
+      const int64_t dk = DilatedKernel(i);
       MXL_CHECK(padded >= dk, "input 'data' has shape ", data.ToString(), ": spatial dim ", i,
                 " is ", extent, " (", padded, " with padding) but the dilated kernel spans ", dk);
-      odims.push_back((padded - dk) / stride_[i] + 1);
+      odims.push_back(OutputExtent(i, extent));
     }
     if (fusion_.max_pool) {
       // The convolution's own output is not an entry of the graph: only
@@ -229,10 +229,9 @@ class Convolution : public Operator {
     for (int i = 0; i < nk; ++i) {
       const int d = 3 - nk + i;
       g.in[d] = data[2 + i];
-      g.out[d] = fusion_.max_pool ? (data[2 + i] + 2 * pad_[i] - dilate_[i] * (kernel_[i] - 1) - 1) /
-                                            stride_[i] +
-                                        1
-                                  : oshape[2 + i];
+      // A fused pooling's output is the operator's; the convolution's is
+      // not in the graph.
+      g.out[d] = fusion_.max_pool ? OutputExtent(i, data[2 + i]) : oshape[2 + i];
       g.kernel[d] = kernel_[i];
       g.stride[d] = stride_[i];
       g.pad[d] = pad_[i];
@@ -426,7 +425,6 @@ class Convolution : public Operator {
     pg.out[2] = pooled_w_;
     bands_.clear();
     band_kernels_.clear();
-    band_geometries_.clear();
     whole_pool_.reset();
     if (!kernel_impl_->ComputesRowBands()) {
       pg.planes = g.batch * g.filters;
@@ -463,22 +461,22 @@ class Convolution : public Operator {
       pg.out[1] = band.pooled_end - band.pooled_begin;
       pg.pad[1] = band.conv_begin - start;  // the first band's windows start in the padding
       most_rows = std::max(most_rows, pg.in[1]);
-      // Bands of one geometry share a kernel.
+      // Bands of one geometry (rows in and out, padding) share a kernel.
       band.kernel = -1;
       for (size_t k = 0; k < band_kernels_.size(); ++k) {
-        if (band_geometries_[k].in[1] == pg.in[1] && band_geometries_[k].out[1] == pg.out[1] &&
-            band_geometries_[k].pad[1] == pg.pad[1]) {
+        const PoolGeometry& other = band_kernels_[k].geometry;
+        if (other.in[1] == pg.in[1] && other.out[1] == pg.out[1] && other.pad[1] == pg.pad[1]) {
           band.kernel = static_cast<int>(k);
         }
       }
       if (band.kernel < 0) {
         const PoolAlgorithm* algorithm = ChoosePoolAlgorithm(pg);
         MXL_CHECK(algorithm != nullptr, "no pooling algorithm covers ", pg.ToString());
-        std::unique_ptr<PoolKernel> made;
-        MXL_RETURN_IF_ERROR(algorithm->prepare(pg, &made));
+        BandKernel made;
+        made.geometry = pg;
+        MXL_RETURN_IF_ERROR(algorithm->prepare(pg, &made.kernel));
         band.kernel = static_cast<int>(band_kernels_.size());
         band_kernels_.push_back(std::move(made));
-        band_geometries_.push_back(pg);
         if (band.kernel == 0) {
           kernel_name_ = StrCat(algorithm_->name, ", max pool ", algorithm->name, " in row bands");
         }
@@ -541,7 +539,8 @@ class Convolution : public Operator {
         float* pooled = conv_rows + g.filters * rows * conv_w;
         kernel_impl_->ForwardRows(call.data + n * in_image, band.conv_begin + kept, band.conv_end,
                                   conv_rows + kept * conv_w, rows * conv_w);
-        band_kernels_[static_cast<size_t>(band.kernel)]->Forward(conv_rows, pooled, nullptr);
+        band_kernels_[static_cast<size_t>(band.kernel)].kernel->Forward(conv_rows, pooled,
+                                                                        nullptr);
         float* out_image = output + n * g.filters * pooled_plane;
         for (int64_t f = 0; f < g.filters; ++f) {
           std::memcpy(out_image + f * pooled_plane + band.pooled_begin * pooled_w_,
@@ -551,6 +550,13 @@ class Convolution : public Operator {
       }
     });
     return Status();
+  }
+
+  // Spatial axis i: the kernel's extent with dilation, and the output's for
+  // an input of `extent` (floor, as MXNet's ConvolutionShape).
+  int64_t DilatedKernel(int i) const { return dilate_[i] * (kernel_[i] - 1) + 1; }
+  int64_t OutputExtent(int i, int64_t extent) const {
+    return (extent + 2 * pad_[i] - DilatedKernel(i)) / stride_[i] + 1;
   }
 
   // Bytes rounded up to a whole cache line, where a second buffer follows.
@@ -573,8 +579,11 @@ class Convolution : public Operator {
   };
   int64_t pooled_h_ = 0, pooled_w_ = 0;
   std::vector<Band> bands_;
-  std::vector<std::unique_ptr<PoolKernel>> band_kernels_;
-  std::vector<PoolGeometry> band_geometries_;
+  struct BandKernel {
+    PoolGeometry geometry;
+    std::unique_ptr<PoolKernel> kernel;
+  };
+  std::vector<BandKernel> band_kernels_;
   std::unique_ptr<PoolKernel> whole_pool_;  // without row bands
   int64_t slot_floats_ = 0, slots_ = 1;  // per thread's workspace part, parts
   std::string kernel_name_;
