@@ -55,7 +55,7 @@ CUDA_FLAGS := -x cu -std=c++17 $(OPT) $(CUDA_ARCH) -shared -Xcompiler -fPIC,-fvi
 cuda: $(BUILD)/libmxlite-cuda.so
 
 $(BUILD)/libmxlite-cuda.so: $(BUILD)/mxlite-all.cc
-	$(NVCC) $(CUDA_FLAGS) $(BUILD)/mxlite-all.cc -o $@ $(CUDA_LIBS) -lpthread
+	$(NVCC) $(CUDA_FLAGS) $(BUILD)/mxlite-all.cc -o $@ $(CUDA_LIBS) -lpthread -ldl
 
 clean:
 	rm -rf $(BUILD)

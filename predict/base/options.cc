@@ -55,6 +55,11 @@ const RuntimeOptionInfo kRuntimeOptionList[] = {
     {"device", "MXLITE_DEVICE", "cpu, gpu or gpu:N",
      "where a predictor runs: the CPU, or CUDA GPU N (gpu is gpu:0); needs the library "
      "built by make cuda (docs/cuda.md). MXPredCreate's dev_type 2 sets it"},
+    {"cudnn", "MXLITE_CUDNN", "auto, off, or a path",
+     "GPU predictors: run convolutions through cuDNN, opened when the predictor is created: "
+     "auto (the default) uses libcudnn.so.9 or .so.8 where the dynamic loader finds one and "
+     "im2col with cuBLAS where not; a path names the library, which must load; off never "
+     "uses cuDNN. The CPU ignores it"},
 };
 const int kRuntimeOptionCount =
     static_cast<int>(sizeof(kRuntimeOptionList) / sizeof(kRuntimeOptionList[0]));
@@ -148,6 +153,11 @@ Status SetRuntimeOption(RuntimeOptions* options, const std::string& name,
     ok = ParseInt(value, 3, &options->profile) && options->profile <= 2;
   } else if (name == "memory_budget") {
     ok = options_cc::ParseCount(value, true, &options->memory_budget);
+  } else if (name == "cudnn") {
+    // Any path, as for tuning_cache.
+    ok = !value.empty() && value.size() <= 4096 && value.find('\0') == std::string::npos &&
+         value.find('\n') == std::string::npos;
+    if (ok) options->cudnn = value;
   } else if (name == "device") {
     if (value == "cpu") {
       options->device_id = -1;

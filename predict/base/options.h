@@ -66,6 +66,10 @@ struct RuntimeOptions {
   // Where the predictor runs: -1 the CPU, N >= 0 CUDA device N (a build
   // with the CUDA backend; see executor/device.h).
   int device_id = -1;
+  // GPU predictors: which cuDNN runs their convolutions (cuda/cudnn_library.h):
+  // "auto" (libcudnn.so.9 or .so.8 where the loader finds one), "off", or
+  // the path of the library.
+  std::string cudnn = "auto";
 };
 
 // Settings of the whole process, not of one predictor: kernels choose their

@@ -1,8 +1,11 @@
 /*
  * The CUDA kernels of cuda_op_list.inc and their factories.
  *
- * Convolution, the one operator where the time goes, takes one of three
- * forms, chosen from the geometry:
+ * Convolution, the one operator where the time goes, runs through cuDNN
+ * when the runner loaded it (cudnn_library.h; every 1-D and 2-D form, the
+ * algorithm chosen by cuDNN's heuristics in plain FP32). Without cuDNN, or
+ * where it declines a layer, it takes one of three forms, chosen from the
+ * geometry:
  *   - depthwise (one input channel per group): a direct kernel, one thread
  *     per output element, the window read from global memory (cached);
  *   - 1x1, stride 1, no padding: the input already is the GEMM operand, so
@@ -233,7 +236,8 @@ Status MakeCopy(const CudaNode& node, std::unique_ptr<CudaKernel>* out, std::str
   return Status();
 }
 
-// Concat: per input, a 2-D copy of `outer` rows into its columns.
+// Concat: per input, a 2-D copy of `outer` rows into its columns, but for
+// inputs already in place.
 class ConcatOp : public CudaKernel {
  public:
   ConcatOp(int64_t outer, std::vector<int64_t> inner_bytes, int64_t out_row_bytes)
@@ -241,7 +245,10 @@ class ConcatOp : public CudaKernel {
   Status Launch(const CudaLaunch& l) const override {
     int64_t column = 0;
     for (size_t i = 0; i < inner_bytes_.size(); ++i) {
-      if (inner_bytes_[i] != 0 && outer_ != 0) {
+      // An input the memory plan laid inside the output (executor/
+      // memory_plan.h, "Laid end to end") is in place already.
+      const bool in_place = static_cast<char*>(l.out[0]) + column == l.in[i];
+      if (inner_bytes_[i] != 0 && outer_ != 0 && !in_place) {
         MXL_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(
             static_cast<char*>(l.out[0]) + column, static_cast<size_t>(out_row_bytes_), l.in[i],
             static_cast<size_t>(inner_bytes_[i]), static_cast<size_t>(inner_bytes_[i]),
@@ -278,18 +285,77 @@ Status MakeConcat(const CudaNode& node, std::unique_ptr<CudaKernel>* out, std::s
   return Status();
 }
 
-// --- BatchNorm -------------------------------------------------------------------
+// --- BatchNorm ---------------------------------------------------------------
 
-// y = ((x - mean) * invstd) * gamma + beta, invstd = 1 / sqrt(var + eps), as
-// batch_norm.cc evaluates it.
-__global__ void BatchNormKernel(const float* x, const float* gamma, const float* beta,
-                                const float* mean, const float* var, float eps, bool fix_gamma,
-                                int64_t channels, int64_t inner, int64_t count, float* y) {
+// Per-plane kernels: one block per (image, channel) plane of `inner`
+// elements, so the channel is found once per block (no division per
+// element) and its constants sit in registers.
+unsigned PlaneThreads(int64_t inner) {
+  const int64_t warps = (inner + 31) / 32;
+  return static_cast<unsigned>(warps >= kThreads / 32 ? kThreads : warps < 1 ? 32 : warps * 32);
+}
+
+// BatchNorm at inference and a clamp after it (relu, clip: _FusedBatchNorm
+// and fused convolution chains), each as the CPU operators compute it.
+struct ChannelNorm {
+  const float* gamma = nullptr;  // parameters; null mean: no BatchNorm
+  const float* beta = nullptr;
+  const float* mean = nullptr;
+  const float* var = nullptr;
+  float eps = 1e-3f;
+  bool fix_gamma = true;
+  bool clamp = false;
+  float lower = 0.f, upper = 0.f;
+};
+
+// One channel's constants, read once per block or element.
+struct ChannelConstants {
+  float mean, invstd, gamma, beta;
+};
+
+__device__ ChannelConstants ChannelConstantsOf(const ChannelNorm& n, int64_t c) {
+  ChannelConstants k;
+  k.mean = n.mean[c];
+  k.invstd = 1.f / sqrtf(n.var[c] + n.eps);  // as batch_norm.cc
+  k.gamma = n.fix_gamma ? 1.f : n.gamma[c];
+  k.beta = n.beta[c];
+  return k;
+}
+
+// ((x - mean) * invstd) * gamma + beta, where there is a BatchNorm.
+__device__ float NormalizeOnly(const ChannelNorm& n, const ChannelConstants& k, float v) {
+  return n.mean ? ((v - k.mean) * k.invstd) * k.gamma + k.beta : v;
+}
+
+// The clamp, where there is one (NaN becomes the lower bound, as relu
+// makes it 0).
+__device__ float ClampOnly(const ChannelNorm& n, float v) {
+  if (n.clamp) {
+    v = v > n.lower ? v : n.lower;
+    v = v < n.upper ? v : n.upper;
+  }
+  return v;
+}
+
+__device__ float Normalize(const ChannelNorm& n, const ChannelConstants& k, float v) {
+  return ClampOnly(n, NormalizeOnly(n, k, v));
+}
+
+__global__ void BatchNormKernel(const float* x, ChannelNorm n, int64_t channels, int64_t inner,
+                                float* y) {
+  const int64_t plane = blockIdx.x;
+  const ChannelConstants k = ChannelConstantsOf(n, plane % channels);
+  const float* src = x + plane * inner;
+  float* dst = y + plane * inner;
+  for (int64_t i = threadIdx.x; i < inner; i += blockDim.x) dst[i] = Normalize(n, k, src[i]);
+}
+
+// The same, element by element, for planes too small to give a block work
+// (BatchNorm after FullyConnected has planes of 1).
+__global__ void BatchNormElementsKernel(const float* x, ChannelNorm n, int64_t channels,
+                                        int64_t inner, int64_t count, float* y) {
   MXL_GRID_STRIDE(i, count) {
-    const int64_t c = (i / inner) % channels;
-    const float invstd = 1.f / sqrtf(var[c] + eps);
-    const float g = fix_gamma ? 1.f : gamma[c];
-    y[i] = ((x[i] - mean[c]) * invstd) * g + beta[c];
+    y[i] = Normalize(n, ChannelConstantsOf(n, (i / inner) % channels), x[i]);
   }
 }
 
@@ -304,38 +370,64 @@ __global__ void BatchNormStatsKernel(const float* mean, const float* var, float 
 
 class BatchNormOp : public CudaKernel {
  public:
-  BatchNormOp(float eps, bool fix_gamma, int64_t channels, int64_t inner, int64_t count)
-      : eps_(eps), fix_gamma_(fix_gamma), channels_(channels), inner_(inner), count_(count) {}
+  BatchNormOp(const ChannelNorm& norm, int64_t channels, int64_t inner, int64_t count)
+      : norm_(norm), channels_(channels), inner_(inner), count_(count) {}
   Status Launch(const CudaLaunch& l) const override {
-    const float* mean = static_cast<const float*>(l.in[3]);
-    const float* var = static_cast<const float*>(l.in[4]);
-    BatchNormKernel<<<GridFor(count_), kThreads, 0, l.stream>>>(
-        static_cast<const float*>(l.in[0]), static_cast<const float*>(l.in[1]),
-        static_cast<const float*>(l.in[2]), mean, var, eps_, fix_gamma_, channels_, inner_,
-        count_, static_cast<float*>(l.out[0]));
-    MXL_RETURN_IF_ERROR(LaunchStatus("BatchNorm"));
+    ChannelNorm n = norm_;
+    n.gamma = static_cast<const float*>(l.in[1]);
+    n.beta = static_cast<const float*>(l.in[2]);
+    n.mean = static_cast<const float*>(l.in[3]);
+    n.var = static_cast<const float*>(l.in[4]);
+    const float* x = static_cast<const float*>(l.in[0]);
+    float* y = static_cast<float*>(l.out[0]);
+    if (inner_ < 32 && count_ != 0) {
+      BatchNormElementsKernel<<<GridFor(count_), kThreads, 0, l.stream>>>(x, n, channels_, inner_,
+                                                                          count_, y);
+      MXL_RETURN_IF_ERROR(LaunchStatus("BatchNorm"));
+    } else if (count_ != 0) {
+      BatchNormKernel<<<static_cast<unsigned>(count_ / inner_), PlaneThreads(inner_), 0,
+                        l.stream>>>(x, n, channels_, inner_, y);
+      MXL_RETURN_IF_ERROR(LaunchStatus("BatchNorm"));
+    }
+    if (l.out.size() < 3) return Status();  // _FusedBatchNorm has no hidden outputs
     BatchNormStatsKernel<<<GridFor(channels_), kThreads, 0, l.stream>>>(
-        mean, var, eps_, channels_, static_cast<float*>(l.out[1]), static_cast<float*>(l.out[2]));
+        n.mean, n.var, n.eps, channels_, static_cast<float*>(l.out[1]),
+        static_cast<float*>(l.out[2]));
     return LaunchStatus("BatchNorm statistics");
   }
 
  private:
-  float eps_;
-  bool fix_gamma_;
+  ChannelNorm norm_;
   int64_t channels_, inner_, count_;
 };
 
-Status MakeBatchNorm(const CudaNode& node, std::unique_ptr<CudaKernel>* out, std::string*) {
+// A clamp attribute pair (clamp_min, clamp_max) of a fused node, as the CPU
+// operators read it; no clamp when neither is given.
+void ReadClamp(AttrParser* attrs, ChannelNorm* norm) {
+  const double lower = attrs->Float("clamp_min", -HUGE_VAL);
+  const double upper = attrs->Float("clamp_max", HUGE_VAL);
+  norm->clamp = lower != -HUGE_VAL || upper != HUGE_VAL;
+  norm->lower = static_cast<float>(lower);
+  norm->upper = static_cast<float>(upper);
+}
+
+Status MakeBatchNorm(const CudaNode& node, std::unique_ptr<CudaKernel>* out,
+                     std::string* unsupported) {
   AttrParser attrs(node.name, node.op, *node.attrs);
-  const double eps = attrs.Float("eps", static_cast<double>(1e-3f));
-  const bool fix_gamma = attrs.Bool("fix_gamma", true);
+  ChannelNorm norm;
+  norm.eps = static_cast<float>(attrs.Float("eps", static_cast<double>(1e-3f)));
+  norm.fix_gamma = attrs.Bool("fix_gamma", true);
+  if (node.op == "_FusedBatchNorm") ReadClamp(&attrs, &norm);
   int64_t axis = attrs.Int("axis", 1);
   const Shape& shape = node.in_shapes[0];
   if (axis < 0) axis += shape.ndim();
   int64_t inner = 1;
   for (int d = static_cast<int>(axis) + 1; d < shape.ndim(); ++d) inner *= shape[d];
-  out->reset(new BatchNormOp(static_cast<float>(eps), fix_gamma, shape[static_cast<int>(axis)],
-                             inner, shape.Size()));
+  if (inner != 0 && shape.Size() / inner > 0x7fffffff) {
+    *unsupported = "more than 2^31 channel planes";
+    return Status();
+  }
+  out->reset(new BatchNormOp(norm, shape[static_cast<int>(axis)], inner, shape.Size()));
   return Status();
 }
 
@@ -553,16 +645,31 @@ Status MakeSoftmax(const CudaNode& node, std::unique_ptr<CudaKernel>* out,
 
 // --- GEMM operators ---------------------------------------------------------------
 
-// y[(n, k, p)] += bias[k] for rows of `plane` elements.
-__global__ void AddBiasKernel(float* y, const float* bias, int64_t channels, int64_t plane,
-                              int64_t count) {
-  MXL_GRID_STRIDE(i, count) y[i] += bias[(i / plane) % channels];
+// y[(n, k, p)] += bias[k], one block per plane of `plane` elements.
+__global__ void AddBiasKernel(float* y, const float* bias, int64_t channels, int64_t plane) {
+  const int64_t index = blockIdx.x;
+  const float b = bias[index % channels];
+  float* dst = y + index * plane;
+  for (int64_t i = threadIdx.x; i < plane; i += blockDim.x) dst[i] += b;
+}
+
+// The same, element by element: for planes too small to give a block work
+// (FullyConnected's rows have planes of 1).
+__global__ void AddBiasElementsKernel(float* y, const float* bias, int64_t channels,
+                                      int64_t plane, int64_t count) {
+  MXL_GRID_STRIDE(i, count) y[i] += bias[plane == 1 ? i % channels : (i / plane) % channels];
 }
 
 Status AddBias(const CudaLaunch& l, const void* bias, int64_t channels, int64_t plane,
                int64_t count) {
-  AddBiasKernel<<<GridFor(count), kThreads, 0, l.stream>>>(
-      static_cast<float*>(l.out[0]), static_cast<const float*>(bias), channels, plane, count);
+  if (count == 0) return Status();
+  if (plane < 32 || count / plane > 0x7fffffff) {
+    AddBiasElementsKernel<<<GridFor(count), kThreads, 0, l.stream>>>(
+        static_cast<float*>(l.out[0]), static_cast<const float*>(bias), channels, plane, count);
+    return LaunchStatus("bias");
+  }
+  AddBiasKernel<<<static_cast<unsigned>(count / plane), PlaneThreads(plane), 0, l.stream>>>(
+      static_cast<float*>(l.out[0]), static_cast<const float*>(bias), channels, plane);
   return LaunchStatus("bias");
 }
 
@@ -737,15 +844,133 @@ class ConvolutionOp : public CudaKernel {
   Form form_;
 };
 
-Status MakeConvolution(const CudaNode& node, std::unique_ptr<CudaKernel>* out,
-                       std::string* unsupported) {
+// A convolution through cuDNN: descriptors made once, the algorithm chosen
+// by cuDNN's heuristics (cudnnGetConvolutionForwardAlgorithm_v7, as
+// PyTorch does by default) among those in plain FP32 arithmetic whose
+// workspace fits kMaxWorkspace, the bias added after.
+class CudnnConvolutionOp : public CudaKernel {
+ public:
+  static constexpr size_t kMaxWorkspace = size_t{256} << 20;
+
+  CudnnConvolutionOp(const CudnnLibrary* dnn, const ConvGeometry& g, bool bias)
+      : dnn_(dnn), g_(g), bias_(bias) {}
+  ~CudnnConvolutionOp() override {
+    if (x_) dnn_->DestroyTensorDescriptor(x_);
+    if (y_) dnn_->DestroyTensorDescriptor(y_);
+    if (w_) dnn_->DestroyFilterDescriptor(w_);
+    if (conv_) dnn_->DestroyConvolutionDescriptor(conv_);
+  }
+  CudnnConvolutionOp(const CudnnConvolutionOp&) = delete;
+  CudnnConvolutionOp& operator=(const CudnnConvolutionOp&) = delete;
+
+  // Sets up the descriptors and the algorithm; *usable false (and a
+  // reason) when cuDNN does not take this convolution.
+  Status Init(cudnnHandle_t handle, bool* usable, std::string* reason) {
+    *usable = false;
+    const ConvGeometry& g = g_;
+    const int in_group = static_cast<int>(g.channels / g.groups);
+    MXL_CUDNN_RETURN_IF_ERROR(dnn_, CreateTensorDescriptor(&x_));
+    MXL_CUDNN_RETURN_IF_ERROR(dnn_, CreateTensorDescriptor(&y_));
+    MXL_CUDNN_RETURN_IF_ERROR(dnn_, CreateFilterDescriptor(&w_));
+    MXL_CUDNN_RETURN_IF_ERROR(dnn_, CreateConvolutionDescriptor(&conv_));
+    MXL_CUDNN_RETURN_IF_ERROR(
+        dnn_, SetTensor4dDescriptor(x_, kCudnnTensorNCHW, kCudnnFloat, static_cast<int>(g.batch),
+                                    static_cast<int>(g.channels), static_cast<int>(g.in_h),
+                                    static_cast<int>(g.in_w)));
+    MXL_CUDNN_RETURN_IF_ERROR(
+        dnn_, SetTensor4dDescriptor(y_, kCudnnTensorNCHW, kCudnnFloat, static_cast<int>(g.batch),
+                                    static_cast<int>(g.filters), static_cast<int>(g.out_h),
+                                    static_cast<int>(g.out_w)));
+    MXL_CUDNN_RETURN_IF_ERROR(
+        dnn_, SetFilter4dDescriptor(w_, kCudnnFloat, kCudnnTensorNCHW, static_cast<int>(g.filters),
+                                    in_group, static_cast<int>(g.kernel_h),
+                                    static_cast<int>(g.kernel_w)));
+    MXL_CUDNN_RETURN_IF_ERROR(
+        dnn_, SetConvolution2dDescriptor(
+                  conv_, static_cast<int>(g.pad_h), static_cast<int>(g.pad_w),
+                  static_cast<int>(g.stride_h), static_cast<int>(g.stride_w),
+                  static_cast<int>(g.dilate_h), static_cast<int>(g.dilate_w),
+                  kCudnnCrossCorrelation, kCudnnFloat));
+    MXL_CUDNN_RETURN_IF_ERROR(dnn_, SetConvolutionGroupCount(conv_, static_cast<int>(g.groups)));
+    MXL_CUDNN_RETURN_IF_ERROR(dnn_, SetConvolutionMathType(conv_, kCudnnFmaMath));
+    int n = 0, c = 0, h = 0, w = 0;
+    MXL_CUDNN_RETURN_IF_ERROR(dnn_, GetConvolution2dForwardOutputDim(conv_, x_, w_, &n, &c, &h, &w));
+    if (n != g.batch || c != g.filters || h != g.out_h || w != g.out_w) {
+      *reason = StrCat("cuDNN's output shape (", n, ",", c, ",", h, ",", w, ") differs");
+      return Status();
+    }
+    CudnnForwardAlgoPerf ranked[kCudnnForwardAlgorithms];
+    int returned = 0;
+    MXL_CUDNN_RETURN_IF_ERROR(dnn_, GetConvolutionForwardAlgorithm_v7(
+                                        handle, x_, w_, conv_, y_, kCudnnForwardAlgorithms,
+                                        &returned, ranked));
+    for (int i = 0; i < returned; ++i) {
+      const CudnnForwardAlgoPerf& choice = ranked[i];
+      // The descriptor asks for FMA math; an algorithm ranked under the
+      // default math type runs in FMA math too, one that needs tensor ops
+      // (TF32) is skipped.
+      if (choice.status != kCudnnSuccess ||
+          (choice.math_type != kCudnnFmaMath && choice.math_type != kCudnnDefaultMath)) {
+        continue;
+      }
+      size_t bytes = 0;
+      if (dnn_->GetConvolutionForwardWorkspaceSize(handle, x_, w_, conv_, y_, choice.algo,
+                                                   &bytes) != kCudnnSuccess ||
+          bytes > kMaxWorkspace) {
+        continue;
+      }
+      algo_ = choice.algo;
+      workspace_ = bytes;
+      *usable = true;
+      return Status();
+    }
+    *reason = "no cuDNN algorithm in FP32 arithmetic with a workspace under 256 MiB";
+    return Status();
+  }
+
+  size_t WorkspaceBytes() const override { return workspace_; }
+  const char* Name() const override {
+    static const char* const kNames[kCudnnForwardAlgorithms] = {
+        "cuDNN implicit GEMM", "cuDNN precomputed implicit GEMM", "cuDNN GEMM", "cuDNN direct",
+        "cuDNN FFT", "cuDNN tiled FFT", "cuDNN Winograd", "cuDNN Winograd (unfused)"};
+    return algo_ >= 0 && algo_ < kCudnnForwardAlgorithms ? kNames[algo_] : "cuDNN";
+  }
+
+  Status Launch(const CudaLaunch& l) const override {
+    if (!l.dnn) return Status::Error("a cuDNN convolution launched without a cuDNN handle");
+    const float one = 1.f, zero = 0.f;
+    MXL_CUDNN_RETURN_IF_ERROR(
+        dnn_, ConvolutionForward(l.dnn, &one, x_, l.in[0], w_, l.in[1], conv_, algo_,
+                                 l.workspace, workspace_, &zero, y_, l.out[0]));
+    if (bias_) {
+      return AddBias(l, l.in[2], g_.filters, g_.out_h * g_.out_w,
+                     g_.batch * g_.filters * g_.out_h * g_.out_w);
+    }
+    return Status();
+  }
+
+ private:
+  const CudnnLibrary* dnn_;
+  ConvGeometry g_;
+  bool bias_;
+  cudnnTensorDescriptor_t x_ = nullptr, y_ = nullptr;
+  cudnnFilterDescriptor_t w_ = nullptr;
+  cudnnConvolutionDescriptor_t conv_ = nullptr;
+  cudnnConvolutionFwdAlgo_t algo_ = -1;
+  size_t workspace_ = 0;
+};
+
+// The convolution of `node` (a Convolution, or the convolution of a
+// _FusedConvolution chain), adding its bias input when `bias` is true; the
+// geometry in *geometry.
+Status MakeConvolutionKernel(const CudaNode& node, bool bias, std::unique_ptr<CudaKernel>* out,
+                             ConvGeometry* geometry, std::string* unsupported) {
   AttrParser attrs(node.name, node.op, *node.attrs);
   const std::vector<int64_t> kernel = attrs.Tuple("kernel");
   const std::vector<int64_t> stride = attrs.Tuple("stride", {});
   const std::vector<int64_t> dilate = attrs.Tuple("dilate", {});
   const std::vector<int64_t> pad = attrs.Tuple("pad", {});
   const int64_t groups = attrs.Int("num_group", 1);
-  const bool no_bias = attrs.Bool("no_bias", false);
   const std::string layout = attrs.String("layout", "None");
   const Shape& in = node.in_shapes[0];
   const Shape& shape_out = node.out_shapes[0];
@@ -777,6 +1002,7 @@ Status MakeConvolution(const CudaNode& node, std::unique_ptr<CudaKernel>* out,
   g.groups = groups;
   const int64_t plane = g.out_h * g.out_w;
   const int64_t depth = g.channels / groups * g.kernel_h * g.kernel_w;
+  *geometry = g;
   if (g.batch == 0 || plane == 0 || g.filters == 0) {
     *unsupported = "an empty tensor";
     return Status();
@@ -788,12 +1014,138 @@ Status MakeConvolution(const CudaNode& node, std::unique_ptr<CudaKernel>* out,
              g.pad_h == 0 && g.pad_w == 0) {
     form = ConvolutionOp::kPointwise;
   }
+  // cuDNN first, where the runner loaded it and every size fits its ints.
+  const int64_t elements = std::max(g.batch * g.channels * g.in_h * g.in_w,
+                                    g.batch * g.filters * plane);
+  if (node.dnn && FitsInt(elements)) {
+    std::unique_ptr<CudnnConvolutionOp> op(new CudnnConvolutionOp(node.dnn, g, bias));
+    bool usable = false;
+    std::string reason;
+    // An error here (a form this cuDNN rejects) leaves the layer to the
+    // kernels below, as a refusal does.
+    if (op->Init(node.dnn_handle, &usable, &reason).ok() && usable) {
+      *out = std::move(op);
+      return Status();
+    }
+  }
   if (form != ConvolutionOp::kDepthwise &&
       (!FitsInt(plane) || !FitsInt(depth) || !FitsInt(g.filters) || !FitsInt(g.batch))) {
     *unsupported = "sizes past cuBLAS's int range";
     return Status();
   }
-  out->reset(new ConvolutionOp(g, !no_bias, form));
+  out->reset(new ConvolutionOp(g, bias, form));
+  return Status();
+}
+
+Status MakeConvolution(const CudaNode& node, std::unique_ptr<CudaKernel>* out,
+                       std::string* unsupported) {
+  AttrParser attrs(node.name, node.op, *node.attrs);
+  ConvGeometry g;
+  return MakeConvolutionKernel(node, !attrs.Bool("no_bias", false), out, &g, unsupported);
+}
+
+// The rest of a fused convolution chain (graph/fuse.h), one block per
+// (image, filter) plane over the convolution's output: the bias, the
+// BatchNorm, the residual, the clamp, in that order, each as its own
+// operator computes it. One pass instead of one per operator.
+__global__ void ConvEpilogueKernel(float* y, const float* bias, const float* residual,
+                                   ChannelNorm n, int64_t channels, int64_t plane) {
+  const int64_t index = blockIdx.x;
+  const int64_t c = index % channels;
+  const float b = bias ? bias[c] : 0.f;
+  ChannelConstants k = {};
+  if (n.mean) k = ChannelConstantsOf(n, c);
+  float* dst = y + index * plane;
+  const float* other = residual ? residual + index * plane : nullptr;
+  for (int64_t i = threadIdx.x; i < plane; i += blockDim.x) {
+    float v = dst[i];
+    if (bias) v += b;
+    v = NormalizeOnly(n, k, v);
+    if (other) v += other[i];
+    dst[i] = ClampOnly(n, v);
+  }
+}
+
+// _FusedConvolution: the convolution (without its bias) by any of the forms
+// above, then the epilogue. Inputs, as fuse.cc writes them: data, weight,
+// [bias], [gamma, beta, mean, var], [residual].
+class FusedConvolutionOp : public CudaKernel {
+ public:
+  FusedConvolutionOp(std::unique_ptr<CudaKernel> conv, const ChannelNorm& norm, int bias_slot,
+                     int norm_slot, int residual_slot, int64_t planes, int64_t channels,
+                     int64_t plane)
+      : conv_(std::move(conv)),
+        norm_(norm),
+        bias_slot_(bias_slot),
+        norm_slot_(norm_slot),
+        residual_slot_(residual_slot),
+        planes_(planes),
+        channels_(channels),
+        plane_(plane) {
+    name_ = StrCat(conv_->Name(), " + epilogue");
+  }
+  size_t WorkspaceBytes() const override { return conv_->WorkspaceBytes(); }
+  const char* Name() const override { return name_.c_str(); }
+  Status Launch(const CudaLaunch& l) const override {
+    MXL_RETURN_IF_ERROR(conv_->Launch(l));
+    auto input = [&l](int slot) {
+      return slot < 0 ? nullptr : static_cast<const float*>(l.in[slot]);
+    };
+    ChannelNorm n = norm_;
+    if (norm_slot_ >= 0) {
+      n.gamma = input(norm_slot_);
+      n.beta = input(norm_slot_ + 1);
+      n.mean = input(norm_slot_ + 2);
+      n.var = input(norm_slot_ + 3);
+    }
+    ConvEpilogueKernel<<<static_cast<unsigned>(planes_), PlaneThreads(plane_), 0, l.stream>>>(
+        static_cast<float*>(l.out[0]), input(bias_slot_), input(residual_slot_), n, channels_,
+        plane_);
+    return LaunchStatus("convolution epilogue");
+  }
+
+ private:
+  std::unique_ptr<CudaKernel> conv_;
+  ChannelNorm norm_;
+  int bias_slot_, norm_slot_, residual_slot_;
+  int64_t planes_, channels_, plane_;
+  std::string name_;
+};
+
+Status MakeFusedConvolution(const CudaNode& node, std::unique_ptr<CudaKernel>* out,
+                            std::string* unsupported) {
+  AttrParser attrs(node.name, node.op, *node.attrs);
+  if (attrs.Bool("with_input_bn", false) || attrs.Bool("with_max_pool", false)) {
+    *unsupported = "an input BatchNorm or a pooling fused in (the CPU's forms)";
+    return Status();
+  }
+  const bool bias = !attrs.Bool("no_bias", false);
+  ChannelNorm norm;
+  const bool batch_norm = attrs.Bool("with_bn", false);
+  norm.eps = static_cast<float>(attrs.Float("bn_eps", 1e-3));
+  norm.fix_gamma = attrs.Bool("bn_fix_gamma", true);
+  ReadClamp(&attrs, &norm);
+  const bool residual = attrs.Bool("with_residual", false);
+  int slot = 2;
+  const int bias_slot = bias ? slot++ : -1;
+  const int norm_slot = batch_norm ? slot : -1;
+  if (batch_norm) slot += 4;
+  const int residual_slot = residual ? slot++ : -1;
+  if (static_cast<size_t>(slot) != node.in_shapes.size()) {
+    return Status::Error(StrCat("a fused convolution with ", node.in_shapes.size(),
+                                " inputs where its attributes make ", slot));
+  }
+  std::unique_ptr<CudaKernel> conv;
+  ConvGeometry g;
+  MXL_RETURN_IF_ERROR(MakeConvolutionKernel(node, false, &conv, &g, unsupported));
+  if (!conv) return Status();
+  const int64_t planes = g.batch * g.filters;
+  if (!FitsInt(planes)) {
+    *unsupported = "more than 2^31 output planes";
+    return Status();
+  }
+  out->reset(new FusedConvolutionOp(std::move(conv), norm, bias_slot, norm_slot, residual_slot,
+                                    planes, g.filters, g.out_h * g.out_w));
   return Status();
 }
 

@@ -29,6 +29,7 @@
 #include "../base/shape.h"
 #include "../base/status.h"
 #include "../operators/attr_parser.h"
+#include "cudnn_library.h"
 
 namespace mxlite {
 
@@ -56,6 +57,7 @@ namespace mxlite {
 struct CudaLaunch {
   cudaStream_t stream = nullptr;
   cublasHandle_t blas = nullptr;
+  cudnnHandle_t dnn = nullptr;  // set when the runner loaded cuDNN
   void* workspace = nullptr;  // WorkspaceBytes() of device scratch
   std::vector<const void*> in;
   std::vector<void*> out;
@@ -77,6 +79,10 @@ struct CudaNode {
   const AttrMap* attrs = nullptr;
   std::vector<Shape> in_shapes, out_shapes;
   std::vector<int> in_dtypes, out_dtypes;
+  // cuDNN, when the runner loaded it: the library and the runner's handle
+  // (bound to its stream), for convolutions to choose their algorithm.
+  const CudnnLibrary* dnn = nullptr;
+  cudnnHandle_t dnn_handle = nullptr;
 };
 
 // The kernel for `node`, or null in *out with the reason in *unsupported.

@@ -115,12 +115,24 @@ class CudaRunner : public DeviceRunner {
   Status CopyOutputsToHost(int n);
   Status Synchronize(const char* what);
   Status CapturePass();
+  // A pass node by node between events, each node's time added to the
+  // executor's profile.
+  Status ProfiledPass();
 
   Executor* ex_;
   int device_;
   std::string device_name_;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t blas_ = nullptr;
+  const CudnnLibrary* dnn_ = nullptr;  // null: cuDNN off or absent (dnn_note_ says which)
+  cudnnHandle_t dnn_handle_ = nullptr;
+  std::string dnn_note_;
+  // Input arrays on the host that this runner page-locked (cudaHostRegister),
+  // so that their copies to the device run at the bus's speed.
+  std::vector<void*> pinned_inputs_;
+  // Profiling (options profile 1 or 2): an event before each node and one
+  // after the last, recorded on the stream in profiled passes.
+  std::vector<cudaEvent_t> events_;
   std::shared_ptr<DeviceBuffer> blas_workspace_, arena_, workspace_;
   std::vector<std::shared_ptr<DeviceBuffer>> block_buffers_;  // per planned block (outputs)
   // Per variable node: its device buffer (shared for parameters).
@@ -143,6 +155,9 @@ CudaRunner::~CudaRunner() {
   cudaSetDevice(device_);
   if (stream_) cudaStreamSynchronize(stream_);
   if (graph_) cudaGraphExecDestroy(graph_);
+  for (cudaEvent_t event : events_) cudaEventDestroy(event);
+  for (void* pinned : pinned_inputs_) cudaHostUnregister(pinned);
+  if (dnn_handle_) dnn_->Destroy(dnn_handle_);
   if (blas_) cublasDestroy(blas_);
   if (stream_) cudaStreamDestroy(stream_);
 }
@@ -157,6 +172,15 @@ Status CudaRunner::Init() {
   const MemoryPlan& plan = ex_->plan_;
   const size_t nodes = graph.nodes.size();
 
+  MXL_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  // cuDNN, when the options allow it and it loads: its handle, on this
+  // runner's stream, lets convolutions choose their algorithms below.
+  MXL_RETURN_IF_ERROR(LoadCudnn(ex_->options_.cudnn, &dnn_, &dnn_note_));
+  if (dnn_) {
+    MXL_CUDNN_RETURN_IF_ERROR(dnn_, Create(&dnn_handle_));
+    MXL_CUDNN_RETURN_IF_ERROR(dnn_, SetStream(dnn_handle_, stream_));
+  }
+
   // Which nodes the GPU runs, and the scratch they need.
   kernels_.resize(nodes);
   host_reasons_.resize(nodes);
@@ -168,6 +192,8 @@ Status CudaRunner::Init() {
     info.op = CanonicalOpName(node.op_name);
     info.name = node.name;
     info.attrs = &node.attrs;
+    info.dnn = dnn_;
+    info.dnn_handle = dnn_handle_;
     for (const NDArray& array : ex_->node_inputs_[n]) {
       info.in_shapes.push_back(array.shape());
       info.in_dtypes.push_back(array.dtype());
@@ -202,7 +228,6 @@ Status CudaRunner::Init() {
             FormatBytes(needed), " of GPU memory, but ", FormatBytes(free_bytes), " of ",
             FormatBytes(total_bytes), " are free");
 
-  MXL_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   MXL_CUBLAS_RETURN_IF_ERROR(cublasCreate(&blas_));
   MXL_CUBLAS_RETURN_IF_ERROR(cublasSetStream(blas_, stream_));
   // Plain FP32 (no TF32 tensor-op rounding), as the CPU path and MXNet.
@@ -242,6 +267,26 @@ Status CudaRunner::Init() {
     }
   }
   MXL_RETURN_IF_ERROR(UploadConstants());
+  // Large inputs are page-locked where they live, so that their copy to the
+  // device is one DMA at the bus's speed instead of a copy staged through
+  // the driver's buffers. Where that fails (memory locked already, a
+  // limit), the copy stays a plain one.
+  constexpr size_t kPinFrom = size_t{1} << 20;
+  for (int n : inputs_) {
+    const NDArray& host = ex_->entries_[n][0];
+    if (host.bytes() < kPinFrom) continue;
+    if (cudaHostRegister(host.data(), host.bytes(), cudaHostRegisterDefault) == cudaSuccess) {
+      pinned_inputs_.push_back(host.data());
+    } else {
+      cudaGetLastError();
+    }
+  }
+  if (ex_->profile_) {
+    events_.resize(nodes + 1);
+    for (cudaEvent_t& event : events_) {
+      MXL_CUDA_RETURN_IF_ERROR(cudaEventCreate(&event));
+    }
+  }
 
   for (const NodeEntry& output : graph.outputs) {
     if (!graph.nodes[output.node].is_variable()) copied_outputs_.push_back(output);
@@ -426,14 +471,49 @@ Status CudaRunner::Forward() {
   // themselves up); the second is captured, and later ones replay it.
   const bool replay = all_on_device_ && !graph_failed_ && !ex_->monitor_ && passes_ > 0;
   ++passes_;
-  if (replay && !graph_) MXL_RETURN_IF_ERROR(CapturePass());
-  if (replay && graph_) {
+  if (replay && !graph_ && !ex_->profile_) MXL_RETURN_IF_ERROR(CapturePass());
+  if (ex_->profile_ && passes_ > 1) {
+    // Profiled passes (not the first, which sets cuBLAS and cuDNN up) run
+    // node by node between events instead of replaying a graph.
+    MXL_RETURN_IF_ERROR(ProfiledPass());
+  } else if (replay && graph_) {
     MXL_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(graph_, stream_));
   } else {
     MXL_RETURN_IF_ERROR(EnqueuePass());
   }
   MXL_RETURN_IF_ERROR(EnqueueOutputs());
   return Synchronize("the forward pass");
+}
+
+Status CudaRunner::ProfiledPass() {
+  const Graph& graph = ex_->graph_;
+  std::vector<int> timed;  // nodes run, in order; events_[k] precedes timed[k]
+  for (size_t n = 0; n < kernels_.size(); ++n) {
+    if (graph.nodes[n].is_variable()) continue;
+    MXL_CUDA_RETURN_IF_ERROR(cudaEventRecord(events_[timed.size()], stream_));
+    timed.push_back(static_cast<int>(n));
+    MXL_RETURN_IF_ERROR(RunNode(static_cast<int>(n)));
+  }
+  MXL_CUDA_RETURN_IF_ERROR(cudaEventRecord(events_[timed.size()], stream_));
+  MXL_RETURN_IF_ERROR(Synchronize("a profiled pass"));
+  for (size_t k = 0; k < timed.size(); ++k) {
+    float ms = 0;
+    MXL_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, events_[k], events_[k + 1]));
+    const int n = timed[k];
+    const Node& node = graph.nodes[n];
+    const char* form = kernels_[n] ? kernels_[n]->Name() : "";
+    std::string key = StrCat(node.op_name, " GPU", kernels_[n] ? "" : " host fallback",
+                             *form ? " " : "", form);
+    if (ex_->options_.profile == 2) {
+      char number[16];
+      std::snprintf(number, sizeof(number), "%05d ", n);
+      key = StrCat(number, node.name, " ", key, " -> ", ex_->entries_[n][0].shape().ToString());
+    }
+    Executor::OpProfile& entry = (*ex_->profile_)[key];
+    entry.seconds += ms * 1e-3;
+    entry.calls += 1;
+  }
+  return Status();
 }
 
 Status CudaRunner::RunStep(int n) {
@@ -460,6 +540,9 @@ std::string CudaRunner::Describe() const {
   std::string text = StrCat("GPU ", device_, " (", device_name_, "): ", on_device, " of ",
                             operators, " operators on the GPU, ", FormatBytes(device_bytes_),
                             " of device memory besides the parameters");
+  text += dnn_ ? StrCat("; cuDNN ", CudnnVersionText(dnn_->version), " (", dnn_->path, ")")
+              : StrCat("; no cuDNN (", dnn_note_, ")");
+  if (!pinned_inputs_.empty()) text += "; inputs page-locked";
   if (!host.empty()) text += StrCat("; on the host: ", host);
   if (graph_failed_) text += StrCat("; no CUDA graph (", graph_note_, ")");
   return text;

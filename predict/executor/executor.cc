@@ -86,15 +86,14 @@ Status Executor::Make(std::shared_ptr<const Model> model,
                       std::shared_ptr<Storage> reusable_arena, std::unique_ptr<Executor>* out) {
   std::unique_ptr<Executor> executor(new Executor());
   executor->options_ = options;
-  // GPU kernels cover the operators as the symbol file writes them; the
-  // fused forms (graph/fuse.h) are the CPU kernels'.
-  if (options.device_id >= 0) executor->options_.graph_optimization = false;
   executor->reusable_arena_ = std::move(reusable_arena);
   if (options.profile != 0) {
     executor->profile_.reset(new std::map<std::string, OpProfile>());
   }
   MXL_RETURN_IF_ERROR(
-      OptimizeGraph(model->graph, executor->options_.graph_optimization, &executor->graph_));
+      OptimizeGraph(model->graph, executor->options_.graph_optimization,
+                    options.device_id >= 0 ? FusionTarget::kCuda : FusionTarget::kCpu,
+                    &executor->graph_));
   if (pool) {
     executor->pool_ = std::move(pool);
   } else if (options.share_threads) {

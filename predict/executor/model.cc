@@ -310,7 +310,8 @@ Status ComputeMemoryReportFromJson(const std::string& symbol_json, const std::st
                           .WithContext(source + ": "));
   PruneToOutputs(&graph);
   Graph optimized;
-  MXL_RETURN_IF_ERROR(OptimizeGraph(graph, fuse, &optimized).WithContext(source + ": "));
+  MXL_RETURN_IF_ERROR(
+      OptimizeGraph(graph, fuse, FusionTarget::kCpu, &optimized).WithContext(source + ": "));
   graph = std::move(optimized);
   return ComputeMemoryReport(graph, input_shapes, {}, fuse, report).WithContext(source + ": ");
 }

@@ -157,7 +157,7 @@ bool IsFusableMaxPool(const Node& node) {
 // The chain starting at `conv`; nodes already claimed by an earlier chain
 // (an add can end two convolutions' chains) are not taken again.
 Chain FindChain(const Graph& graph, const Readers& readers, const std::vector<bool>& claimed,
-                int conv) {
+                int conv, FusionTarget target) {
   Chain chain;
   chain.conv = chain.last = conv;
   int slot = -1;
@@ -201,7 +201,8 @@ Chain FindChain(const Graph& graph, const Readers& readers, const std::vector<bo
                           AttrOr(conv_node, "num_group", "1") == "1" &&
                           TupleAll(conv_node, "dilate", 1) &&
                           (TupleAll(conv_node, "stride", 1) || TupleAll(conv_node, "stride", 2));
-  if (next >= 0 && chain.add < 0 && stem_shape && DirectConvKernelsPay() &&
+  if (next >= 0 && chain.add < 0 && stem_shape && target == FusionTarget::kCpu &&
+      DirectConvKernelsPay() &&
       IsFusableMaxPool(graph.nodes[next]) && !conv_node.inputs.empty() &&
       graph.nodes[conv_node.inputs[0].node].is_variable()) {
     chain.pool = chain.last = next;
@@ -261,8 +262,9 @@ void AddInputNorm(const Graph& graph, const InputNorm& norm, const Remap& remap,
 // What the analysis passes decide, per node of the input graph, before
 // one rewrite builds the optimised graph.
 struct FusionPlan {
-  explicit FusionPlan(const Graph& g)
+  FusionPlan(const Graph& g, FusionTarget t)
       : graph(g),
+        target(t),
         readers(CountReaders(g)),
         count(static_cast<int>(g.nodes.size())),
         chain_ending_at(count),
@@ -271,6 +273,7 @@ struct FusionPlan {
         clamp_of_batch_norm(count, -1),
         elided(count, false) {}
   const Graph& graph;
+  const FusionTarget target;
   const Readers readers;
   const int count;
   std::vector<Chain> chain_ending_at;       // per last link of a convolution chain
@@ -286,7 +289,7 @@ struct FusionPlan {
 void FindConvolutionChains(FusionPlan* plan) {
   for (int n = 0; n < plan->count; ++n) {
     if (plan->graph.nodes[n].op_name != "Convolution") continue;
-    Chain chain = FindChain(plan->graph, plan->readers, plan->absorbed, n);
+    Chain chain = FindChain(plan->graph, plan->readers, plan->absorbed, n, plan->target);
     if (chain.last == n) continue;
     for (int member : {chain.conv, chain.batch_norm, chain.add, chain.clamp, chain.pool}) {
       if (member >= 0) plan->absorbed[member] = true;
@@ -361,12 +364,13 @@ void FindDropouts(FusionPlan* plan) {
 struct FusionPass {
   const char* name;
   void (*run)(FusionPlan* plan);
+  bool cpu_only;  // the CUDA kernels have no fused form for it
 };
 const FusionPass kFusionPasses[] = {
-    {"convolution chains", FindConvolutionChains},
-    {"input BatchNorm", FindInputNorms},
-    {"BatchNorm clamp", FindBatchNormClamps},
-    {"dropout", FindDropouts},
+    {"convolution chains", FindConvolutionChains, false},
+    {"input BatchNorm", FindInputNorms, true},
+    {"BatchNorm clamp", FindBatchNormClamps, false},
+    {"dropout", FindDropouts, false},
 };
 
 // The rewrite: the graph rebuilt in order, a fused node emitted where its
@@ -473,18 +477,20 @@ Status Rewrite(const FusionPlan& plan, Graph* out) {
 
 }  // namespace fuse_cc
 
-Status FuseOperators(const Graph& graph, Graph* out) {
-  fuse_cc::FusionPlan plan(graph);
-  for (const fuse_cc::FusionPass& pass : fuse_cc::kFusionPasses) pass.run(&plan);
+Status FuseOperators(const Graph& graph, FusionTarget target, Graph* out) {
+  fuse_cc::FusionPlan plan(graph, target);
+  for (const fuse_cc::FusionPass& pass : fuse_cc::kFusionPasses) {
+    if (!pass.cpu_only || target == FusionTarget::kCpu) pass.run(&plan);
+  }
   return fuse_cc::Rewrite(plan, out);
 }
 
-Status OptimizeGraph(const Graph& graph, bool optimize, Graph* out) {
+Status OptimizeGraph(const Graph& graph, bool optimize, FusionTarget target, Graph* out) {
   if (!optimize) {
     *out = graph;
     return Status();
   }
-  return FuseOperators(graph, out);
+  return FuseOperators(graph, target, out);
 }
 
 }  // namespace mxlite

@@ -40,6 +40,10 @@
  * Dropout (the identity at inference) is removed when neither its output is
  * a graph output nor its mask is read: its readers read its input.
  *
+ * For the CUDA backend (FusionTarget::kCuda) a chain takes no pooling and
+ * no BatchNorm is fused into the convolution after it: its kernels run the
+ * convolution and then the rest of the chain as one epilogue.
+ *
  * The fused node takes the place of the last link, which is valid because
  * nothing between the convolution and that link reads the convolution's
  * result. Node names stay those of the last link, so graph outputs keep
@@ -52,14 +56,19 @@
 
 namespace mxlite {
 
-// The graph an executor runs: `graph` optimised by the passes above, or
-// `graph` as it is when `optimize` is off (RuntimeOptions::
+// Which kernels will run the graph. The CUDA backend (cuda/cuda_ops.cc)
+// runs convolution chains and BatchNorm clamps fused, but neither a stem's
+// pooling nor input BatchNorms: for kCuda those passes are left out.
+enum class FusionTarget { kCpu, kCuda };
+
+// The graph an executor runs: `graph` optimised by the passes above for
+// `target`, or `graph` as it is when `optimize` is off (RuntimeOptions::
 // graph_optimization). *out shares nothing mutable with `graph`:
 // operators of rewritten nodes are created anew.
-Status OptimizeGraph(const Graph& graph, bool optimize, Graph* out);
+Status OptimizeGraph(const Graph& graph, bool optimize, FusionTarget target, Graph* out);
 
 // The fusion passes and rewrite alone (OptimizeGraph with `optimize` on).
-Status FuseOperators(const Graph& graph, Graph* out);
+Status FuseOperators(const Graph& graph, FusionTarget target, Graph* out);
 
 }  // namespace mxlite
 

@@ -19,7 +19,10 @@ Stages:
           resnet50_v2 and mobilenetv2_1.0 against PyTorch eager
           (torchvision's resnet18, resnet50, mobilenet_v2; cuDNN, float32,
           TF32 off), host arrays in and out for both, and PyTorch with its
-          input already on the GPU too.
+          input already on the GPU too. mxlite runs as configured (cuDNN
+          where MXLITE_CUDNN names it), without cuDNN, and at batch 64 also
+          unfused; the configurations' outputs are compared, and per-node
+          GPU profiles at batch 64 go to OUT/profile-*.txt.
   sanitize  one small model and a few operators on GPU 0, to run under
           compute-sanitizer.
 """
@@ -237,23 +240,50 @@ def stage_random(api, args):
     return {'runs': results}
 
 
-def describe(api, args, model, params, shapes):
-    """The runner's own account of where each node runs (profile=1 prints it)."""
-    path = os.path.join(args.out, f'describe-{model}.txt')
+def stderr_of(path, work):
+    """Runs work() with file descriptor 2 sent to `path`; the file's text."""
     saved = os.dup(2)
     with open(path, 'w') as sink:
         os.dup2(sink.fileno(), 2)
         try:
-            handles = api.create_with_options(symbol_of(args, model), params, shapes,
-                                              {'device': 'gpu:0', 'profile': '1'})
-            api.free(handles[0])
-        except CAPIError as e:
-            return f'(no description: {e})'
+            work()
         finally:
             os.dup2(saved, 2)
             os.close(saved)
-    lines = [line for line in read(path, 'r').splitlines() if line.startswith('mxlite GPU')]
+    return read(path, 'r')
+
+
+def describe(api, args, model, params, shapes):
+    """The runner's own account of where each node runs (profile=1 prints it)."""
+    def work():
+        handles = api.create_with_options(symbol_of(args, model), params, shapes,
+                                          {'device': 'gpu:0', 'profile': '1'})
+        api.free(handles[0])
+    try:
+        text = stderr_of(os.path.join(args.out, f'describe-{model}.txt'), work)
+    except CAPIError as e:
+        return f'(no description: {e})'
+    lines = [line for line in text.splitlines() if line.startswith('mxlite GPU')]
     return lines[0] if lines else '(no description)'
+
+
+def profile(api, args, model, params, x, options, passes=5):
+    """Per-node GPU times (profile=2, node by node between CUDA events) of
+    `passes` passes after the first, written to OUT/profile-<model>-<tag>.txt;
+    the total in ms per pass."""
+    tag = '-'.join(f'{k}_{v}' for k, v in options.items()) or 'default'
+    path = os.path.join(args.out, f'profile-{model}-b{x.shape[0]}-{tag}.txt')
+
+    def work():
+        handle = api.create_with_options(symbol_of(args, model), params, {'data': x.shape},
+                                         dict(options, device='gpu:0', profile='2'))[0]
+        for _ in range(passes + 1):
+            api.set_input(handle, 'data', x)
+            api.forward(handle)
+        api.free(handle)
+    text = stderr_of(path, work)
+    found = re.search(r'([0-9.]+) ms in operators', text)
+    return float(found.group(1)) / passes if found else float('nan')
 
 
 def time_loop(run, warmup, repeats):
@@ -284,15 +314,29 @@ def stage_bench(api, args):
                'describe': describe(api, args, model, params, {'data': (1, 3, 224, 224)})}
         for batch, warmup, repeats in ((1, 20, 100), (64, 3, 10)):
             x = np.random.default_rng(1).standard_normal((batch, 3, 224, 224)).astype(np.float32)
-            handle = api.create(symbol_of(args, model), params, {'data': x.shape}, dev_type=GPU)
+            timed, outputs = {}, {}
+            # The default (cuDNN where it loaded, chains fused), cuDNN off
+            # (im2col GEMM), and at batch 64 the graph as written (unfused).
+            configs = [('mxlite_ms', {}), ('mxlite_gemm_ms', {'cudnn': 'off'})]
+            if batch == 64:
+                configs.append(('mxlite_unfused_ms', {'graph_optimization': '0'}))
+            for tag, options in configs:
+                handle = api.create_with_options(symbol_of(args, model), params,
+                                                 {'data': x.shape},
+                                                 dict(options, device='gpu:0'))[0]
 
-            def ours():
-                api.set_input(handle, 'data', x)
-                api.forward(handle)
-                api.output(handle, 0)
+                def ours():
+                    api.set_input(handle, 'data', x)
+                    api.forward(handle)
+                    return api.output(handle, 0)
 
-            mine = time_loop(ours, warmup, repeats)
-            api.free(handle)
+                timed[tag] = time_loop(ours, warmup, repeats)
+                outputs[tag] = ours()
+                api.free(handle)
+            mine = timed['mxlite_ms']
+            # Every configuration computes the same numbers (GPU against GPU).
+            agreement = max(relative_error(outputs[tag], outputs['mxlite_ms'])
+                            for tag in outputs)
             x_gpu = torch.from_numpy(x).cuda()
 
             def theirs_host():
@@ -306,14 +350,26 @@ def stage_bench(api, args):
 
             host = time_loop(theirs_host, warmup, repeats)
             device = time_loop(theirs_device, warmup, repeats)
-            row[f'batch{batch}'] = {'mxlite_ms': mine * 1e3, 'torch_host_ms': host * 1e3,
-                                    'torch_device_ms': device * 1e3}
-            print(f'bench {model} batch {batch}: mxlite {mine * 1e3:.3f} ms, PyTorch '
+            row[f'batch{batch}'] = dict({tag: t * 1e3 for tag, t in timed.items()},
+                                        torch_host_ms=host * 1e3, torch_device_ms=device * 1e3,
+                                        configs_relative_error=agreement)
+            if batch == 64:  # where the time goes, with and without cuDNN
+                for options in ({}, {'cudnn': 'off'}):
+                    key = 'kernels_ms' + ('_gemm' if options else '')
+                    row[f'batch{batch}'][key] = profile(api, args, model, params, x, options)
+            unfused = (f', {timed["mxlite_unfused_ms"] * 1e3:.3f} unfused'
+                       if 'mxlite_unfused_ms' in timed else '')
+            print(f'bench {model} batch {batch}: mxlite {mine * 1e3:.3f} ms '
+                  f'({timed["mxlite_gemm_ms"] * 1e3:.3f} without cuDNN{unfused}; configurations '
+                  f'agree to {agreement:.2g}), PyTorch '
                   f'{host * 1e3:.3f} ms host to host, {device * 1e3:.3f} ms on the device; '
-                  f'ratio {mine / host:.2f} / {mine / device:.2f}')
+                  f'ratio {mine / host:.2f} / {mine / device:.2f}'
+                  + (f'; node by node {row["batch64"]["kernels_ms"]:.2f} ms '
+                     f'({row["batch64"]["kernels_ms_gemm"]:.2f} without cuDNN)'
+                     if batch == 64 else ''))
         print(f"  {row['describe']}")
         rows.append(row)
-        del net
+        net = None
         torch.cuda.empty_cache()
     return {'rows': rows, 'torch': torch.__version__,
             'device': torch.cuda.get_device_name(0)}

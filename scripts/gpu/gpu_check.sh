@@ -34,6 +34,22 @@ if [ $status -ne 0 ]; then
   exit 1
 fi
 
+# cuDNN as PyTorch's wheels install it (nvidia-cudnn-cu13): the library the
+# predictors open (MXLITE_CUDNN names it, so that a failure to load is an
+# error, not a silent fallback) and the headers that cudnn_abi_check.cc
+# checks mxlite's declarations against.
+cudnn_dir=$(python3 -c 'import nvidia.cudnn as m; print(list(m.__path__)[0])' 2>/dev/null)
+if [ -n "$cudnn_dir" ] && [ -e "$cudnn_dir/lib/libcudnn.so.9" ]; then
+  export MXLITE_CUDNN=$cudnn_dir/lib/libcudnn.so.9
+  nvcc -x cu -std=c++17 -I"$cudnn_dir/include" -c scripts/gpu/cudnn_abi_check.cc -o /dev/null \
+    > "$work/cudnn_abi.log" 2>&1
+  echo "== cuDNN $MXLITE_CUDNN; declarations against its headers: exit $?" | tee -a "$work/summary.txt"
+  head -5 "$work/cudnn_abi.log" | tee -a "$work/summary.txt"
+else
+  echo "== no cuDNN found (python3 -c 'import nvidia.cudnn'); convolutions run as im2col GEMM" \
+    | tee -a "$work/summary.txt"
+fi
+
 export PYTHONUNBUFFERED=1
 run_stage() {  # name timeout [command prefix...]
   local stage=$1 limit=$2

@@ -248,7 +248,7 @@ int Main(int argc, char** argv) {
     PruneToOutputs(&graph);
     if (fused) {
       Graph rewritten;
-      status = FuseOperators(graph, &rewritten);
+      status = FuseOperators(graph, FusionTarget::kCpu, &rewritten);
       graph = std::move(rewritten);
     }
     EntryShapes entry_shapes;
