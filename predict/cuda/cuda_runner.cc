@@ -189,7 +189,9 @@ Status CudaRunner::Init() {
     const Node& node = graph.nodes[n];
     if (node.is_variable()) continue;
     CudaNode info;
+    // Fused forms (graph/fuse.h) are internal operators, named as they are.
     info.op = CanonicalOpName(node.op_name);
+    if (info.op.empty()) info.op = node.op_name;
     info.name = node.name;
     info.attrs = &node.attrs;
     info.dnn = dnn_;
@@ -409,6 +411,7 @@ Status CudaRunner::RunNode(int n) {
   CudaLaunch launch;
   launch.stream = stream_;
   launch.blas = blas_;
+  launch.dnn = dnn_handle_;
   launch.workspace = workspace_->data();
   for (const NodeEntry& input : node.inputs) launch.in.push_back(entries_[input.node][input.index]);
   launch.out = entries_[n];
