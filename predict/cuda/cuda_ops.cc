@@ -848,6 +848,12 @@ class ConvolutionOp : public CudaKernel {
 // by cuDNN's heuristics (cudnnGetConvolutionForwardAlgorithm_v7, as
 // PyTorch does by default) among those in plain FP32 arithmetic whose
 // workspace fits kMaxWorkspace, the bias added after.
+// How many of cuDNN's best-ranked algorithms a convolution times at bind
+// (with its cuBLAS form): the heuristics' first choice is not always the
+// fastest (on an H200 at batch 1, resnet18_v1's pass took 1.37 ms with the
+// heuristics' choices against 0.92 with cuBLAS alone; BENCHMARKS.md).
+constexpr int kCudnnCandidates = 3;
+
 class CudnnConvolutionOp : public CudaKernel {
  public:
   static constexpr size_t kMaxWorkspace = size_t{256} << 20;
@@ -863,9 +869,10 @@ class CudnnConvolutionOp : public CudaKernel {
   CudnnConvolutionOp(const CudnnConvolutionOp&) = delete;
   CudnnConvolutionOp& operator=(const CudnnConvolutionOp&) = delete;
 
-  // Sets up the descriptors and the algorithm; *usable false (and a
-  // reason) when cuDNN does not take this convolution.
-  Status Init(cudnnHandle_t handle, bool* usable, std::string* reason) {
+  // Sets up the descriptors and the algorithm: the `rank`-th (from 0) of
+  // those cuDNN's heuristics rank that qualify; *usable false (and a
+  // reason) when cuDNN does not take this convolution or has no such one.
+  Status Init(cudnnHandle_t handle, int rank, bool* usable, std::string* reason) {
     *usable = false;
     const ConvGeometry& g = g_;
     const int in_group = static_cast<int>(g.channels / g.groups);
@@ -919,12 +926,14 @@ class CudnnConvolutionOp : public CudaKernel {
           bytes > kMaxWorkspace) {
         continue;
       }
+      if (rank-- > 0) continue;
       algo_ = choice.algo;
       workspace_ = bytes;
       *usable = true;
       return Status();
     }
-    *reason = "no cuDNN algorithm in FP32 arithmetic with a workspace under 256 MiB";
+    *reason = StrCat("fewer than ", rank + 1,
+                     " cuDNN algorithms in FP32 arithmetic with a workspace under 256 MiB");
     return Status();
   }
 
@@ -958,6 +967,59 @@ class CudnnConvolutionOp : public CudaKernel {
   cudnnConvolutionDescriptor_t conv_ = nullptr;
   cudnnConvolutionFwdAlgo_t algo_ = -1;
   size_t workspace_ = 0;
+};
+
+// Several kernels for one node, the fastest of them chosen when the runner
+// times them at bind (Tune): as MXNet autotuned its cuDNN convolutions by
+// default. Until then, and where timing fails, the first runs.
+class RacedKernel : public CudaKernel {
+ public:
+  explicit RacedKernel(std::vector<std::unique_ptr<CudaKernel>> candidates)
+      : candidates_(std::move(candidates)) {}
+  size_t WorkspaceBytes() const override {
+    size_t bytes = 0;
+    for (const auto& candidate : candidates_) bytes = std::max(bytes, candidate->WorkspaceBytes());
+    return bytes;
+  }
+  const char* Name() const override { return candidates_[chosen_]->Name(); }
+  Status Launch(const CudaLaunch& l) const override { return candidates_[chosen_]->Launch(l); }
+
+  // Each candidate once to warm up (cuDNN and cuBLAS load their kernels on
+  // first use), then kTimedRuns times between two events; a candidate that
+  // fails to launch is not chosen.
+  Status Tune(const CudaLaunch& l) override {
+    constexpr int kTimedRuns = 3;
+    cudaEvent_t begin = nullptr, end = nullptr;
+    MXL_CUDA_RETURN_IF_ERROR(cudaEventCreate(&begin));
+    MXL_CUDA_RETURN_IF_ERROR(cudaEventCreate(&end));
+    float best = 0;
+    Status status;
+    for (size_t i = 0; i < candidates_.size() && status.ok(); ++i) {
+      bool launched = candidates_[i]->Launch(l).ok();
+      status = StatusOfCuda(cudaEventRecord(begin, l.stream));
+      for (int run = 0; run < kTimedRuns && launched && status.ok(); ++run) {
+        launched = candidates_[i]->Launch(l).ok();
+      }
+      if (status.ok()) status = StatusOfCuda(cudaEventRecord(end, l.stream));
+      if (status.ok()) status = StatusOfCuda(cudaEventSynchronize(end));
+      float ms = 0;
+      if (status.ok()) status = StatusOfCuda(cudaEventElapsedTime(&ms, begin, end));
+      if (status.ok() && launched && (timed_ == 0 || ms < best)) {
+        best = ms;
+        chosen_ = i;
+      }
+      if (launched) ++timed_;
+      cudaGetLastError();  // a candidate's failed launch is not sticky
+    }
+    cudaEventDestroy(begin);
+    cudaEventDestroy(end);
+    return status;
+  }
+
+ private:
+  std::vector<std::unique_ptr<CudaKernel>> candidates_;
+  size_t chosen_ = 0;
+  int timed_ = 0;
 };
 
 // The convolution of `node` (a Convolution, or the convolution of a
@@ -1014,26 +1076,32 @@ Status MakeConvolutionKernel(const CudaNode& node, bool bias, std::unique_ptr<Cu
              g.pad_h == 0 && g.pad_w == 0) {
     form = ConvolutionOp::kPointwise;
   }
-  // cuDNN first, where the runner loaded it and every size fits its ints.
+  // The candidates: cuDNN's first kCudnnCandidates algorithms, where the
+  // runner loaded it and every size fits its ints, and the form above,
+  // where cuBLAS's ints hold the sizes. The runner times them at bind.
+  std::vector<std::unique_ptr<CudaKernel>> candidates;
   const int64_t elements = std::max(g.batch * g.channels * g.in_h * g.in_w,
                                     g.batch * g.filters * plane);
-  if (node.dnn && FitsInt(elements)) {
+  for (int rank = 0; node.dnn && FitsInt(elements) && rank < kCudnnCandidates; ++rank) {
     std::unique_ptr<CudnnConvolutionOp> op(new CudnnConvolutionOp(node.dnn, g, bias));
     bool usable = false;
     std::string reason;
     // An error here (a form this cuDNN rejects) leaves the layer to the
     // kernels below, as a refusal does.
-    if (op->Init(node.dnn_handle, &usable, &reason).ok() && usable) {
-      *out = std::move(op);
-      return Status();
-    }
+    if (!op->Init(node.dnn_handle, rank, &usable, &reason).ok() || !usable) break;
+    candidates.push_back(std::move(op));
   }
-  if (form != ConvolutionOp::kDepthwise &&
-      (!FitsInt(plane) || !FitsInt(depth) || !FitsInt(g.filters) || !FitsInt(g.batch))) {
+  if (form == ConvolutionOp::kDepthwise ||
+      (FitsInt(plane) && FitsInt(depth) && FitsInt(g.filters) && FitsInt(g.batch))) {
+    candidates.emplace_back(new ConvolutionOp(g, bias, form));
+  }
+  if (candidates.empty()) {
     *unsupported = "sizes past cuBLAS's int range";
-    return Status();
+  } else if (candidates.size() == 1) {
+    *out = std::move(candidates[0]);
+  } else {
+    out->reset(new RacedKernel(std::move(candidates)));
   }
-  out->reset(new ConvolutionOp(g, bias, form));
   return Status();
 }
 
@@ -1081,11 +1149,15 @@ class FusedConvolutionOp : public CudaKernel {
         residual_slot_(residual_slot),
         planes_(planes),
         channels_(channels),
-        plane_(plane) {
-    name_ = StrCat(conv_->Name(), " + epilogue");
-  }
+        plane_(plane),
+        name_(StrCat(conv_->Name(), " + epilogue")) {}
   size_t WorkspaceBytes() const override { return conv_->WorkspaceBytes(); }
   const char* Name() const override { return name_.c_str(); }
+  Status Tune(const CudaLaunch& l) override {
+    Status status = conv_->Tune(l);
+    name_ = StrCat(conv_->Name(), " + epilogue");  // the choice may have changed
+    return status;
+  }
   Status Launch(const CudaLaunch& l) const override {
     MXL_RETURN_IF_ERROR(conv_->Launch(l));
     auto input = [&l](int slot) {

@@ -43,6 +43,12 @@ namespace mxlite {
     }                                                                                     \
   } while (0)
 
+// The status of a CUDA runtime call's result, naming CUDA's reason.
+inline Status StatusOfCuda(cudaError_t error) {
+  return error == cudaSuccess ? Status()
+                              : Status::Error(StrCat("CUDA error: ", cudaGetErrorString(error)));
+}
+
 #define MXL_CUBLAS_RETURN_IF_ERROR(call)                                                  \
   do {                                                                                    \
     const cublasStatus_t mxl_cublas_status = (call);                                      \
@@ -68,6 +74,12 @@ class CudaKernel {
   virtual ~CudaKernel() = default;
   virtual Status Launch(const CudaLaunch& launch) const = 0;
   virtual size_t WorkspaceBytes() const { return 0; }
+  // Chooses among the kernel's forms by timing them on `launch` (the
+  // runner calls it once, at bind, on the predictor's own buffers).
+  virtual Status Tune(const CudaLaunch& launch) {
+    (void)launch;
+    return Status();
+  }
   // Which form of the operator runs ("im2col GEMM", "depthwise"), for reports.
   virtual const char* Name() const { return ""; }
 };

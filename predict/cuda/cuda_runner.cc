@@ -111,6 +111,10 @@ class CudaRunner : public DeviceRunner {
   Status EnqueueInputs();
   Status EnqueueOutputs();
   Status RunNode(int n);
+  // What node n's kernel works on.
+  CudaLaunch LaunchFor(int n) const;
+  // Lets each kernel with several forms time them and keep the fastest.
+  Status TuneKernels();
   Status RunOnHost(int n);
   Status CopyOutputsToHost(int n);
   Status Synchronize(const char* what);
@@ -269,6 +273,7 @@ Status CudaRunner::Init() {
     }
   }
   MXL_RETURN_IF_ERROR(UploadConstants());
+  MXL_RETURN_IF_ERROR(TuneKernels());
   // Large inputs are page-locked where they live, so that their copy to the
   // device is one DMA at the bus's speed instead of a copy staged through
   // the driver's buffers. Where that fails (memory locked already, a
@@ -403,19 +408,39 @@ Status CudaRunner::RunOnHost(int n) {
   return Synchronize("copying a host node's outputs");
 }
 
-Status CudaRunner::RunNode(int n) {
-  const Graph& graph = ex_->graph_;
-  const Node& node = graph.nodes[n];
-  if (node.is_variable()) return Status();
-  if (!kernels_[n]) return RunOnHost(n);
+CudaLaunch CudaRunner::LaunchFor(int n) const {
   CudaLaunch launch;
   launch.stream = stream_;
   launch.blas = blas_;
   launch.dnn = dnn_handle_;
   launch.workspace = workspace_->data();
-  for (const NodeEntry& input : node.inputs) launch.in.push_back(entries_[input.node][input.index]);
+  for (const NodeEntry& input : ex_->graph_.nodes[n].inputs) {
+    launch.in.push_back(entries_[input.node][input.index]);
+  }
   launch.out = entries_[n];
-  Status status = kernels_[n]->Launch(launch);
+  return launch;
+}
+
+Status CudaRunner::TuneKernels() {
+  // On the predictor's own buffers, before any pass: what they hold does
+  // not matter yet.
+  for (size_t n = 0; n < kernels_.size(); ++n) {
+    if (!kernels_[n]) continue;
+    Status status = kernels_[n]->Tune(LaunchFor(static_cast<int>(n)));
+    if (!status.ok()) {
+      return Status::Error(StrCat("node ", ex_->graph_.Describe(static_cast<int>(n)),
+                                  " on GPU ", device_, ": timing its kernels: ", status.message()));
+    }
+  }
+  return Synchronize("timing the kernels");
+}
+
+Status CudaRunner::RunNode(int n) {
+  const Graph& graph = ex_->graph_;
+  const Node& node = graph.nodes[n];
+  if (node.is_variable()) return Status();
+  if (!kernels_[n]) return RunOnHost(n);
+  Status status = kernels_[n]->Launch(LaunchFor(n));
   if (!status.ok()) {
     return Status::Error(StrCat("node ", graph.Describe(n), " on GPU ", device_, ": ",
                                 status.message()));
