@@ -41,7 +41,8 @@ const RuntimeOptionInfo kRuntimeOptionList[] = {
     {"conv_tuning", "MXLITE_CONV_TUNING", "switch",
      "time every convolution algorithm that applies to a layer when the predictor is created "
      "and take the fastest, instead of the built-in heuristics (default off; see "
-     "docs/performance.md)"},
+     "docs/performance.md); on a GPU, cuDNN's three best-ranked algorithms and the cuBLAS "
+     "form (docs/cuda.md)"},
     {"tuning_cache", "MXLITE_TUNING_CACHE", "a file path, or empty",
      "where conv_tuning keeps its choices, per processor model and thread count, so later "
      "predictors and processes reuse them instead of timing again (default: none, choices "

@@ -849,9 +849,10 @@ class ConvolutionOp : public CudaKernel {
 // PyTorch does by default) among those in plain FP32 arithmetic whose
 // workspace fits kMaxWorkspace, the bias added after.
 // How many of cuDNN's best-ranked algorithms a convolution times at bind
-// (with its cuBLAS form): the heuristics' first choice is not always the
-// fastest (on an H200 at batch 1, resnet18_v1's pass took 1.37 ms with the
-// heuristics' choices against 0.92 with cuBLAS alone; BENCHMARKS.md).
+// under conv_tuning (with its cuBLAS form): the heuristics' first choice is
+// not always the fastest (on an H200 at batch 1, resnet18_v1's pass took
+// 1.37 ms with the heuristics' choices against 0.92 with cuBLAS alone;
+// BENCHMARKS.md).
 constexpr int kCudnnCandidates = 3;
 
 class CudnnConvolutionOp : public CudaKernel {
@@ -970,8 +971,8 @@ class CudnnConvolutionOp : public CudaKernel {
 };
 
 // Several kernels for one node, the fastest of them chosen when the runner
-// times them at bind (Tune): as MXNet autotuned its cuDNN convolutions by
-// default. Until then, and where timing fails, the first runs.
+// times them at bind (Tune; option conv_tuning), as MXNet autotuned its
+// cuDNN convolutions. Until then, and where timing fails, the first runs.
 class RacedKernel : public CudaKernel {
  public:
   explicit RacedKernel(std::vector<std::unique_ptr<CudaKernel>> candidates)
@@ -1076,13 +1077,15 @@ Status MakeConvolutionKernel(const CudaNode& node, bool bias, std::unique_ptr<Cu
              g.pad_h == 0 && g.pad_w == 0) {
     form = ConvolutionOp::kPointwise;
   }
-  // The candidates: cuDNN's first kCudnnCandidates algorithms, where the
-  // runner loaded it and every size fits its ints, and the form above,
-  // where cuBLAS's ints hold the sizes. The runner times them at bind.
+  // The candidates: cuDNN's first choice (with tuning, its first
+  // kCudnnCandidates), where the runner loaded it and every size fits its
+  // ints, then the form above, where cuBLAS's ints hold the sizes. Without
+  // tuning the first candidate runs; with it, the runner times them all.
   std::vector<std::unique_ptr<CudaKernel>> candidates;
   const int64_t elements = std::max(g.batch * g.channels * g.in_h * g.in_w,
                                     g.batch * g.filters * plane);
-  for (int rank = 0; node.dnn && FitsInt(elements) && rank < kCudnnCandidates; ++rank) {
+  const int cudnn_candidates = node.tune ? kCudnnCandidates : 1;
+  for (int rank = 0; node.dnn && FitsInt(elements) && rank < cudnn_candidates; ++rank) {
     std::unique_ptr<CudnnConvolutionOp> op(new CudnnConvolutionOp(node.dnn, g, bias));
     bool usable = false;
     std::string reason;
@@ -1097,7 +1100,7 @@ Status MakeConvolutionKernel(const CudaNode& node, bool bias, std::unique_ptr<Cu
   }
   if (candidates.empty()) {
     *unsupported = "sizes past cuBLAS's int range";
-  } else if (candidates.size() == 1) {
+  } else if (candidates.size() == 1 || !node.tune) {
     *out = std::move(candidates[0]);
   } else {
     out->reset(new RacedKernel(std::move(candidates)));

@@ -95,6 +95,9 @@ struct CudaNode {
   // (bound to its stream), for convolutions to choose their algorithm.
   const CudnnLibrary* dnn = nullptr;
   cudnnHandle_t dnn_handle = nullptr;
+  // RuntimeOptions::conv_tuning: a convolution offers the runner every
+  // form it has to time at bind (Tune), not only its first choice.
+  bool tune = false;
 };
 
 // The kernel for `node`, or null in *out with the reason in *unsupported.

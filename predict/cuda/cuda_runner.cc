@@ -200,6 +200,7 @@ Status CudaRunner::Init() {
     info.attrs = &node.attrs;
     info.dnn = dnn_;
     info.dnn_handle = dnn_handle_;
+    info.tune = ex_->options_.conv_tuning;
     for (const NDArray& array : ex_->node_inputs_[n]) {
       info.in_shapes.push_back(array.shape());
       info.in_dtypes.push_back(array.dtype());
@@ -273,7 +274,7 @@ Status CudaRunner::Init() {
     }
   }
   MXL_RETURN_IF_ERROR(UploadConstants());
-  MXL_RETURN_IF_ERROR(TuneKernels());
+  if (ex_->options_.conv_tuning) MXL_RETURN_IF_ERROR(TuneKernels());
   // Large inputs are page-locked where they live, so that their copy to the
   // device is one DMA at the bus's speed instead of a copy staged through
   // the driver's buffers. Where that fails (memory locked already, a

@@ -20,8 +20,8 @@ Stages:
           (torchvision's resnet18, resnet50, mobilenet_v2; cuDNN, float32,
           TF32 off), host arrays in and out for both, and PyTorch with its
           input already on the GPU too. mxlite runs as configured (cuDNN
-          where MXLITE_CUDNN names it), without cuDNN, and at batch 64 also
-          unfused; the configurations' outputs are compared, and per-node
+          where MXLITE_CUDNN names it), without cuDNN, with conv_tuning,
+          and at batch 64 also unfused; the configurations' outputs are compared, and per-node
           GPU profiles at batch 64 go to OUT/profile-*.txt.
   sanitize  one small model and a few operators on GPU 0, to run under
           compute-sanitizer.
@@ -315,9 +315,11 @@ def stage_bench(api, args):
         for batch, warmup, repeats in ((1, 20, 100), (64, 3, 10)):
             x = np.random.default_rng(1).standard_normal((batch, 3, 224, 224)).astype(np.float32)
             timed, outputs = {}, {}
-            # The default (cuDNN where it loaded, chains fused), cuDNN off
-            # (im2col GEMM), and at batch 64 the graph as written (unfused).
-            configs = [('mxlite_ms', {}), ('mxlite_gemm_ms', {'cudnn': 'off'})]
+            # The default (cuDNN's first choice where it loaded, chains
+            # fused), cuDNN off (im2col GEMM), convolution forms timed at
+            # bind (conv_tuning), and at batch 64 the graph as written.
+            configs = [('mxlite_ms', {}), ('mxlite_gemm_ms', {'cudnn': 'off'}),
+                       ('mxlite_tuned_ms', {'conv_tuning': '1'})]
             if batch == 64:
                 configs.append(('mxlite_unfused_ms', {'graph_optimization': '0'}))
             for tag, options in configs:
@@ -360,7 +362,8 @@ def stage_bench(api, args):
             unfused = (f', {timed["mxlite_unfused_ms"] * 1e3:.3f} unfused'
                        if 'mxlite_unfused_ms' in timed else '')
             print(f'bench {model} batch {batch}: mxlite {mine * 1e3:.3f} ms '
-                  f'({timed["mxlite_gemm_ms"] * 1e3:.3f} without cuDNN{unfused}; configurations '
+                  f'({timed["mxlite_gemm_ms"] * 1e3:.3f} without cuDNN, '
+                  f'{timed["mxlite_tuned_ms"] * 1e3:.3f} tuned{unfused}; configurations '
                   f'agree to {agreement:.2g}), PyTorch '
                   f'{host * 1e3:.3f} ms host to host, {device * 1e3:.3f} ms on the device; '
                   f'ratio {mine / host:.2f} / {mine / device:.2f}'
