@@ -3,9 +3,12 @@
  *
  * Convolution, the one operator where the time goes, runs through cuDNN
  * when the runner loaded it (cudnn_library.h; every 1-D and 2-D form, the
- * algorithm chosen by cuDNN's heuristics in plain FP32). Without cuDNN, or
- * where it declines a layer, it takes one of three forms, chosen from the
- * geometry:
+ * algorithm chosen by cuDNN's heuristics in plain FP32; under conv_tuning
+ * the fastest of cuDNN's three best and the form below, timed at bind: see
+ * RacedKernel). A fused chain (graph/fuse.h: _FusedConvolution) adds its
+ * bias, BatchNorm, residual and clamp in one epilogue pass. Without cuDNN,
+ * or where it declines a layer, a convolution takes one of three forms,
+ * chosen from the geometry:
  *   - depthwise (one input channel per group): a direct kernel, one thread
  *     per output element, the window read from global memory (cached);
  *   - 1x1, stride 1, no padding: the input already is the GEMM operand, so
@@ -902,7 +905,8 @@ class CudnnConvolutionOp : public CudaKernel {
     MXL_CUDNN_RETURN_IF_ERROR(dnn_, SetConvolutionGroupCount(conv_, static_cast<int>(g.groups)));
     MXL_CUDNN_RETURN_IF_ERROR(dnn_, SetConvolutionMathType(conv_, kCudnnFmaMath));
     int n = 0, c = 0, h = 0, w = 0;
-    MXL_CUDNN_RETURN_IF_ERROR(dnn_, GetConvolution2dForwardOutputDim(conv_, x_, w_, &n, &c, &h, &w));
+    MXL_CUDNN_RETURN_IF_ERROR(dnn_,
+                              GetConvolution2dForwardOutputDim(conv_, x_, w_, &n, &c, &h, &w));
     if (n != g.batch || c != g.filters || h != g.out_h || w != g.out_w) {
       *reason = StrCat("cuDNN's output shape (", n, ",", c, ",", h, ",", w, ") differs");
       return Status();

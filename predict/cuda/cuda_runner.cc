@@ -529,18 +529,10 @@ Status CudaRunner::ProfiledPass() {
     float ms = 0;
     MXL_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, events_[k], events_[k + 1]));
     const int n = timed[k];
-    const Node& node = graph.nodes[n];
     const char* form = kernels_[n] ? kernels_[n]->Name() : "";
-    std::string key = StrCat(node.op_name, " GPU", kernels_[n] ? "" : " host fallback",
-                             *form ? " " : "", form);
-    if (ex_->options_.profile == 2) {
-      char number[16];
-      std::snprintf(number, sizeof(number), "%05d ", n);
-      key = StrCat(number, node.name, " ", key, " -> ", ex_->entries_[n][0].shape().ToString());
-    }
-    Executor::OpProfile& entry = (*ex_->profile_)[key];
-    entry.seconds += ms * 1e-3;
-    entry.calls += 1;
+    const std::string kernel =
+        StrCat("GPU", kernels_[n] ? "" : " host fallback", *form ? " " : "", form);
+    ex_->AddToProfile(n, kernel, ms * 1e-3);
   }
   return Status();
 }

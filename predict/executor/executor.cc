@@ -676,19 +676,8 @@ Status Executor::RunNode(int n) {
                          : ops_[n]->Forward(context, node_inputs_[n], entries_[n]);
   if (copies && status.ok()) CopyOutputsFromFloat32(n);
   if (timed) {
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const std::string kernel = ops_[n]->KernelName();
-    std::string key = kernel.empty() ? node.op_name : node.op_name + " " + kernel;
-    if (options_.profile == 2) {
-      // Zero-padded node number first, so the map prints in execution order.
-      char number[16];
-      std::snprintf(number, sizeof(number), "%05d ", n);
-      key = StrCat(number, node.name, " ", key, " -> ", entries_[n][0].shape().ToString());
-    }
-    OpProfile& entry = (*profile_)[key];
-    entry.seconds += seconds;
-    entry.calls += 1;
+    AddToProfile(n, ops_[n]->KernelName(),
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   if (!status.ok()) {
     return Status::Error(StrCat("node ", graph.Describe(n), ": ", status.message()));
@@ -701,6 +690,20 @@ Status Executor::RunNode(int n) {
     }
   }
   return Status();
+}
+
+void Executor::AddToProfile(int n, const std::string& kernel, double seconds) {
+  const Node& node = graph_.nodes[n];
+  std::string key = kernel.empty() ? node.op_name : node.op_name + " " + kernel;
+  if (options_.profile == 2) {
+    // Zero-padded node number first, so the map prints in execution order.
+    char number[16];
+    std::snprintf(number, sizeof(number), "%05d ", n);
+    key = StrCat(number, node.name, " ", key, " -> ", entries_[n][0].shape().ToString());
+  }
+  OpProfile& entry = (*profile_)[key];
+  entry.seconds += seconds;
+  entry.calls += 1;
 }
 
 Executor::~Executor() {

@@ -193,6 +193,8 @@ class Executor {
   // Time per operator type when options_.profile is 1 (per node, in
   // execution order, when 2), printed on destruction.
   std::unique_ptr<std::map<std::string, OpProfile>> profile_;
+  // Adds one run of node n (`kernel`: the form that ran, or empty) to it.
+  void AddToProfile(int n, const std::string& kernel, double seconds);
   Graph graph_;  // the model's graph, optimised unless options_.graph_optimization is off
   std::map<std::string, Shape> input_shapes_;
   std::map<std::string, int> input_dtypes_;

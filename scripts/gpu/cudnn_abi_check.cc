@@ -32,13 +32,11 @@ static_assert(sizeof(cudnnStatus_t) == sizeof(int) && sizeof(cudnnDataType_t) ==
                   sizeof(cudnnConvolutionFwdAlgo_t) == sizeof(int),
               "enums passed as int");
 static_assert(sizeof(CudnnForwardAlgoPerf) == sizeof(cudnnConvolutionFwdAlgoPerf_t), "perf size");
-static_assert(offsetof(CudnnForwardAlgoPerf, algo) == offsetof(cudnnConvolutionFwdAlgoPerf_t, algo) &&
-                  offsetof(CudnnForwardAlgoPerf, status) ==
-                      offsetof(cudnnConvolutionFwdAlgoPerf_t, status) &&
-                  offsetof(CudnnForwardAlgoPerf, memory) ==
-                      offsetof(cudnnConvolutionFwdAlgoPerf_t, memory) &&
-                  offsetof(CudnnForwardAlgoPerf, math_type) ==
-                      offsetof(cudnnConvolutionFwdAlgoPerf_t, mathType),
+using RealPerf = cudnnConvolutionFwdAlgoPerf_t;
+static_assert(offsetof(CudnnForwardAlgoPerf, algo) == offsetof(RealPerf, algo) &&
+                  offsetof(CudnnForwardAlgoPerf, status) == offsetof(RealPerf, status) &&
+                  offsetof(CudnnForwardAlgoPerf, memory) == offsetof(RealPerf, memory) &&
+                  offsetof(CudnnForwardAlgoPerf, math_type) == offsetof(RealPerf, mathType),
               "perf layout");
 // Each function pointer against the real function: the same number of
 // parameters, each (and the result) of the same size. The order of
