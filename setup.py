@@ -22,6 +22,12 @@ _core.abi3.so, and the wheel is tagged cp312-abi3: one wheel serves 3.12+.
 Older Pythons get a per-version extension and wheel. The core object does not
 include Python headers, so its cache entry serves every Python version.
 
+With MXLITE_CUDA=1 the core is compiled by nvcc instead (NVCC names it,
+CUDA_ARCH its targets as in the Makefile) and linked with cuBLAS and the CUDA
+runtime (MXLITE_CUDA_LIBS, default "-lcublas -lcudart"; a library given by
+path also puts its folder on the rpath): predictors then run on CUDA GPUs
+with ctx=mx.gpu(i) (docs/cuda.md). The binding and nanobind stay C++.
+
 Objects are cached in build/python/ under a hash of everything that goes into
 them (sources, headers, flags, compiler, and for the Python-facing objects the
 Python and nanobind versions), so a reinstall of an unchanged tree compiles
@@ -76,6 +82,26 @@ def compiler():
     return shlex.split(os.environ.get('CXX', 'c++'))
 
 
+# The Makefile's CUDA targets and the nvcc front-end diagnostics it
+# suppresses (see its `cuda` rule).
+CUDA_ARCH = ('-gencode arch=compute_75,code=compute_75 '
+             '-gencode arch=compute_90,code=sm_90')
+CUDA_SUPPRESS = ['-Xcudafe', '--diag_suppress=1675,--diag_suppress=128']
+
+
+def cuda_requested():
+    return os.environ.get('MXLITE_CUDA', '0') not in ('', '0')
+
+
+def cuda_link_arguments():
+    """The CUDA libraries to link the core with, and an rpath entry for the
+    folder of each one given by path."""
+    libraries = shlex.split(os.environ.get('MXLITE_CUDA_LIBS', '-lcublas -lcudart'))
+    folders = sorted({os.path.dirname(os.path.abspath(part)) for part in libraries
+                      if not part.startswith('-') and os.path.isfile(part)})
+    return libraries + [f'-Wl,-rpath,{folder}' for folder in folders] + ['-ldl']
+
+
 def compiler_accepts(flag):
     """Whether the C++ compiler takes `flag` (it compiles a one-line file)."""
     with tempfile.TemporaryDirectory() as directory:
@@ -106,9 +132,9 @@ def digest(parts, files):
 class ObjectJob:
     """One compiler command producing one cached object file."""
 
-    def __init__(self, name, source, flags, depends=(), python=True):
+    def __init__(self, name, source, flags, depends=(), python=True, command=None):
         self.name = name
-        self.command_base = compiler() + flags + ['-c', source]
+        self.command_base = (command or compiler()) + flags + ['-c', source]
         # An object that includes no Python header serves every Python.
         key = digest(self.command_base + ([sys.version] if python else []), [source, *depends])
         self.output = os.path.join(CACHE, f'{name}-{key}.o')
@@ -155,8 +181,16 @@ def build_native(package_dir, extension_path):
     # ctypes, both copies then used one scratch (wrong outputs) and both
     # destroyed it (a double free at exit). Clang emits no unique symbols.
     unique = ['-fno-gnu-unique'] if compiler_accepts('-fno-gnu-unique') else []
-    core = ObjectJob('mxlite-all', os.path.join(BUILD, 'mxlite-all.cc'), CORE_FLAGS + unique,
-                     python=False)
+    core_source = os.path.join(BUILD, 'mxlite-all.cc')
+    if cuda_requested():
+        host_flags = [flag for flag in CORE_FLAGS + unique if flag not in ('-std=c++17', '-O2')]
+        core = ObjectJob('mxlite-all-cuda', core_source,
+                         ['-x', 'cu', '-std=c++17', '-O2']
+                         + shlex.split(os.environ.get('CUDA_ARCH', CUDA_ARCH))
+                         + ['-Xcompiler', ','.join(host_flags)] + CUDA_SUPPRESS,
+                         python=False, command=shlex.split(os.environ.get('NVCC', 'nvcc')))
+    else:
+        core = ObjectJob('mxlite-all', core_source, CORE_FLAGS + unique, python=False)
     nanobind = ObjectJob(f'nanobind-{nb_version}', os.path.join(nb_source, 'nb_combined.cpp'),
                          NANOBIND_FLAGS + LIMITED_API + system_includes
                          + ['-isystem', robin_map])
@@ -182,7 +216,9 @@ def build_native(package_dir, extension_path):
         library_link = ['-Wl,--gc-sections', '-Wl,-Bsymbolic-functions', '-Wl,-s',
                         f'-Wl,--version-script={VERSION_SCRIPT}']
         extension_link = ['-Wl,--gc-sections', '-Wl,-s', '-Wl,-rpath,$ORIGIN']
-    run(compiler() + ['-shared', core_object, '-o', library, *library_link, '-lpthread'])
+    cuda_link = cuda_link_arguments() if cuda_requested() else []
+    run(compiler() + ['-shared', core_object, '-o', library, *library_link, '-lpthread',
+                      *cuda_link])
     run(compiler() + ['-shared', binding_object, nanobind_object, '-o', extension_path,
                       '-L', package_dir, '-lmxlite', *extension_link, '-lpthread'])
 

@@ -148,6 +148,10 @@ def test_predict_reports_bad_arguments(tmp_path):
     assert 'unknown input type' in result.stderr
     result = run('inspect', prefix, '--shape', 'data:1,3', expect=2)
     assert 'argument --shape: must look like NAME=D1,D2' in result.stderr
+    # The package under test is the C++ compiler's build: no GPU backend.
+    np.save(tmp_path / 'x.npy', np.zeros((1, 3, 224, 224), np.float32))
+    result = run('predict', prefix, '--input', tmp_path / 'x.npy', '--gpu', '0', expect=1)
+    assert 'gpu(0) is not available: mxlite is built without a GPU backend' in result.stderr
     assert 'Traceback' not in result.stderr
 
 

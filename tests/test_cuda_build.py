@@ -11,9 +11,13 @@ Without the toolchain environment the CUDA tests skip, except when CI is set
 """
 import ctypes
 import glob
+import json
 import os
 import re
 import subprocess
+import sys
+
+import numpy as np
 
 import pytest
 
@@ -224,6 +228,74 @@ def test_device_option_fails_with_cudas_reason(cuda_api, gpu):
 def test_device_option_bad_values_cuda_build(cuda_api, device):
     message = option_error(cuda_api, BY_NAME['composite_net'], {'device': device})
     assert f"option device: invalid value '{device}' (expected cpu, gpu or gpu:N)" in message
+
+
+# --------------------------------------------------------------------------
+# The Python package built with the CUDA backend (MXLITE_CUDA=1 pip install).
+
+CUDA_PACKAGE = os.path.join(ROOT, 'build', 'python-cuda')
+
+# Run in a process of its own with the CUDA package first on sys.path: the
+# context and nd rules, the GPU refused with CUDA's reason, and the case's
+# outputs on the CPU (saved for the test to compare with MXNet's).
+PACKAGE_SCRIPT = r"""
+import json, sys
+import numpy as np
+import mxlite as mx
+from mxlite._native import core
+prefix, inputs_path, outputs_path = sys.argv[1:4]
+report = {'file': mx.__file__, 'gpu_count': core.gpu_count(),
+          'num_gpus': mx.context.num_gpus(), 'gpu_context': str(mx.gpu(0))}
+try:
+    mx.nd.zeros((2,), ctx=mx.gpu(0))
+except mx.MXLiteError as e:
+    report['nd_error'] = str(e)
+inputs = dict(np.load(inputs_path))
+shapes = {k: v.shape for k, v in inputs.items()}
+try:
+    mx.Predictor.load(prefix, input_shapes=shapes, ctx=mx.gpu(0))
+except mx.MXLiteError as e:
+    report['gpu_error'] = str(e)
+outputs = mx.Predictor.load(prefix, input_shapes=shapes).predict(**inputs)
+np.save(outputs_path, outputs if isinstance(outputs, np.ndarray) else outputs[0])
+print(json.dumps(report))
+"""
+
+
+@pytest.fixture(scope='module')
+def cuda_package(cuda_toolkit):
+    """The package built with MXLITE_CUDA=1 and the pip toolchain, installed
+    into CUDA_PACKAGE (its objects are cached by setup.py like the plain
+    build's)."""
+    cu = cuda_toolkit
+    env = dict(os.environ, MXLITE_CUDA='1', NVCC=os.path.join(cu, 'bin', 'nvcc'),
+               MXLITE_CUDA_LIBS=f'{cu}/lib/libcublas.so.13 {cu}/lib/libcudart.so.13')
+    result = subprocess.run([sys.executable, '-m', 'pip', 'install', '--no-build-isolation',
+                             '--no-deps', '--upgrade', '--target', CUDA_PACKAGE, ROOT],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    assert result.returncode == 0, result.stdout[-4000:]
+    return CUDA_PACKAGE
+
+
+def test_python_package_with_cuda_backend(cuda_package, gpu, tmp_path):
+    case = BY_NAME['composite_net']
+    inputs, expected = case.io()
+    np.savez(tmp_path / 'inputs.npz', **{k: v.astype(np.float32) for k, v in inputs.items()})
+    result = subprocess.run([sys.executable, '-c', PACKAGE_SCRIPT, case.path(''),
+                             str(tmp_path / 'inputs.npz'), str(tmp_path / 'outputs.npy')],
+                            env=dict(os.environ, PYTHONPATH=cuda_package),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert result.returncode == 0, result.stderr[-4000:]
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report['file'].startswith(cuda_package), report['file']
+    count = gpu[0]
+    assert report['gpu_count'] == count and report['num_gpus'] == count, report
+    assert report['gpu_context'] == 'gpu(0)'
+    assert 'mx.nd arrays live in host memory in mxlite, not on gpu(0)' in report['nd_error']
+    if count == 0:
+        assert expected_gpu_error(gpu) in report['gpu_error'], report
+    assert_close(np.load(tmp_path / 'outputs.npy'), expected[0], case.rtol, case.name)
 
 
 # --------------------------------------------------------------------------

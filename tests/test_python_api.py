@@ -79,6 +79,29 @@ def check_against_oracle_and_c_api(api, case):
     return predictor, inputs, ours
 
 
+def test_ctx_names_the_device():
+    """ctx=mx.cpu() is the default; the package under test has no GPU
+    backend, so a GPU named through the options is refused with the core's
+    reason, and a ctx that contradicts the options is an error."""
+    case = OP_CASES[0]
+    inputs, expected = case.io()
+    shapes = {name: value.shape for name, value in inputs.items()}
+    outputs = Predictor.load(case.path(''), input_shapes=shapes, ctx=mxlite.cpu()).predict(
+        **{name: value.astype(np.float32) for name, value in inputs.items()})
+    assert_close(outputs if isinstance(outputs, np.ndarray) else outputs[0], expected[0],
+                 case.rtol, case.name)
+    with pytest.raises(MXLiteError, match='this build of mxlite has no CUDA backend'):
+        Predictor.load(case.path(''), input_shapes=shapes, options={'device': 'gpu'})
+    with pytest.raises(MXLiteError, match='name different devices'):
+        Predictor.load(case.path(''), input_shapes=shapes, ctx=mxlite.cpu(),
+                       options={'device': 'gpu:1'})
+    with pytest.raises(MXLiteError, match='ctx must be an mxlite Context'):
+        Predictor.load(case.path(''), input_shapes=shapes, ctx='gpu')
+    with pytest.raises(MXLiteError, match='built without a GPU backend'):
+        mxlite.gpu(0)
+    assert mxlite.context.num_gpus() == 0
+
+
 @pytest.mark.parametrize('case', OP_CASES, ids=[c.name for c in OP_CASES])
 def test_op_fixture_matches_mxnet_and_c_api(api, case):
     check_against_oracle_and_c_api(api, case)

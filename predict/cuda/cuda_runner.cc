@@ -40,6 +40,8 @@ Status CreateCudaRunner(Executor*, int device_id, std::unique_ptr<DeviceRunner>*
   return CheckCudaDevice(device_id);
 }
 
+int CudaDeviceCount() { return -1; }
+
 #else  // CUDA
 
 Status CheckCudaDevice(int device_id) {
@@ -53,6 +55,15 @@ Status CheckCudaDevice(int device_id) {
   MXL_CHECK(device_id >= 0 && device_id < count, "GPU ", device_id,
             " is not available: CUDA sees ", count, count == 1 ? " device" : " devices");
   return Status();
+}
+
+int CudaDeviceCount() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();  // not sticky: clear it
+    return 0;
+  }
+  return count;
 }
 
 namespace cuda_runner_cc {

@@ -48,6 +48,10 @@ class DeviceRunner {
 // insufficient for CUDA runtime version" on a machine without a GPU), or
 // that this build has no CUDA.
 Status CheckCudaDevice(int device_id);
+// The CUDA devices this process can use: -1 when this build has no CUDA
+// backend, 0 when it has one but CUDA finds no device (no driver, none
+// visible).
+int CudaDeviceCount();
 // Makes the runner for a bound `executor` on CUDA device `device_id`.
 Status CreateCudaRunner(Executor* executor, int device_id, std::unique_ptr<DeviceRunner>* out);
 

@@ -133,6 +133,11 @@ def runtime_options() -> list[tuple[str, str, str, str]]:
     The runtime options: (name, environment variable, values, meaning) each.
     """
 
+def gpu_count() -> int:
+    """
+    CUDA devices this build can use: -1 without a CUDA backend (a C++ compiler's build), 0 when CUDA finds none.
+    """
+
 def nd_invoke(op_name: str, attrs: dict[str, str], inputs: list[ArrayHandle]) -> list[ArrayHandle]:
     """
     Pushes a registered operator on the inputs; returns its visible outputs at once.

@@ -384,9 +384,12 @@ def run_predict(args):
     segmentation model (--task segment; --mask-dir writes the class maps)."""
     from .predictor import Predictor
 
+    from .context import Context
+
     shapes = dict(args.shape)
+    ctx = Context('gpu', args.gpu) if args.gpu is not None else None
     predictor = Predictor.load(args.prefix, args.epoch, input_shapes=shapes or None,
-                               threads=args.threads)
+                               threads=args.threads, ctx=ctx)
     labels = read_labels(args.synset)
     files = expand_inputs(args.input)
     if args.json and args.format not in (None, 'json'):
@@ -673,6 +676,9 @@ def build_parser():
     predict.add_argument('--batch-size', type=positive_int, default=8,
                          help='samples per forward pass over several files (default 8)')
     predict.add_argument('--threads', type=positive_int, help='threads per forward pass')
+    predict.add_argument('--gpu', type=nonnegative_int, metavar='N',
+                         help='run on CUDA GPU N (a package built with MXLITE_CUDA=1, '
+                              'docs/cuda.md)')
     image = predict.add_argument_group('image input')
     image.add_argument('--size', type=image_size_arg,
                        help='network input size N or H,W (default: the model\'s __shape__ '

@@ -1,8 +1,12 @@
 """mxlite.Context: where an NDArray lives, shaped like mxnet.Context.
 
-mxlite computes on the CPU only. mx.cpu(i) names CPU "device" i, as in
-MXNet (all share the same memory); mx.gpu(i) raises MXLiteError, since no
-GPU backend is built, so tutorial code fails at the line that asks for one.
+mx.cpu(i) names CPU "device" i, as in MXNet (all share the same memory).
+mx.gpu(i) names CUDA device i for predictors (Predictor(..., ctx=mx.gpu(i)))
+in a package built with the CUDA backend (MXLITE_CUDA=1 pip install .,
+docs/cuda.md); mx.nd arrays stay in host memory, so asking for one on a GPU
+is an error. A package built by a plain C++ compiler has no GPU backend:
+mx.gpu(i) raises MXLiteError, so tutorial code fails at the line that asks
+for one.
 """
 import threading
 
@@ -23,9 +27,10 @@ class Context:
             device_type, device_id = device_type.device_type, device_type.device_id
         if device_type not in self.devstr2type:
             raise MXLiteError(f'unknown device type {device_type!r}; mxlite has cpu only')
-        if device_type == 'gpu':
+        if device_type == 'gpu' and _gpu_count() < 0:
             raise MXLiteError(f'gpu({device_id}) is not available: mxlite is built without a GPU '
-                              'backend; use mx.cpu()')
+                              'backend (build it with MXLITE_CUDA=1 pip install ., see '
+                              'docs/cuda.md); use mx.cpu()')
         self.device_type = device_type
         self.device_id = int(device_id)
         self._previous = None
@@ -65,13 +70,25 @@ def cpu(device_id=0):
 
 
 def gpu(device_id=0):
-    """Raises MXLiteError: this build of mxlite has no GPU backend."""
+    """CUDA device `device_id`, for predictors; MXLiteError in a build
+    without the CUDA backend."""
     return Context('gpu', device_id)
 
 
+def _gpu_count():
+    """CUDA devices the compiled core can use; -1 without a CUDA backend
+    (or without the compiled core)."""
+    try:
+        from ._native import core
+    except ImportError:
+        return -1
+    return core.gpu_count()
+
+
 def num_gpus():
-    """0: mxlite has no GPU backend."""
-    return 0
+    """The CUDA devices predictors can use (0 in a build without the CUDA
+    backend, or where CUDA finds none)."""
+    return max(0, _gpu_count())
 
 
 def current_context():

@@ -66,8 +66,13 @@ class NDArray:
     __array_priority__ = 1000.0
 
     def __init__(self, handle, ctx=None):
+        ctx = ctx or current_context()
+        if ctx.device_type == 'gpu':
+            raise MXLiteError(f'mx.nd arrays live in host memory in mxlite, not on {ctx}: '
+                              'GPUs run predictors (mxlite.Predictor(..., ctx=mx.gpu(i))); '
+                              'make arrays on mx.cpu()')
         self._handle = handle
-        self._ctx = ctx or current_context()
+        self._ctx = ctx
 
     # --- properties ---------------------------------------------------------
     @property

@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._native import core as _core
+from .context import Context
 from .errors import MXLiteError, read_file
 
 if TYPE_CHECKING:
@@ -100,6 +101,20 @@ def _option_texts(threads: int | None,
     return texts
 
 
+def _device_option(ctx: Context | None, texts: dict[str, str]) -> dict[str, str]:
+    """`texts` with the device option that `ctx` names (mx.cpu(), mx.gpu(i));
+    a different device in the options too is an error."""
+    if ctx is None:
+        return texts
+    if not isinstance(ctx, Context):
+        raise MXLiteError(f'ctx must be an mxlite Context (mx.cpu(), mx.gpu(i)), got {ctx!r}')
+    device = f'gpu:{ctx.device_id}' if ctx.device_type == 'gpu' else 'cpu'
+    if texts.get('device', device) != device:
+        raise MXLiteError(f"ctx={ctx} and options {{'device': {texts['device']!r}}} name "
+                          'different devices')
+    return dict(texts, device=device)
+
+
 def _output_names(outputs: str | int | Sequence[str | int] | None) -> list[str | int] | None:
     """Output selectors: names (str) or positions in get_internals() (int)."""
     if outputs is None:
@@ -168,7 +183,7 @@ class Predictor:
     """A checkpoint ready to predict, bound to input shapes.
 
     Predictor(symbol_json, params=None, input_shapes=None, outputs=None, threads=None,
-              input_dtypes=None, options=None)
+              input_dtypes=None, options=None, ctx=None)
 
     symbol_json: the symbol file's text (str or bytes), or an
         mxlite.symbol.Symbol (mx.model.load_checkpoint's), whose outputs
@@ -195,6 +210,10 @@ class Predictor:
     input_dtypes: {input name: dtype} for inputs that are not float32 (a
         float16 network, int32 token ids, uint8 pixels), as MXNet's
         type_dict; arrays given to predict are converted to these.
+    ctx: where the predictor runs: mx.cpu() (the default) or mx.gpu(i),
+        which needs a package built with the CUDA backend (MXLITE_CUDA=1
+        pip install ., docs/cuda.md); the same as options={'device': ...}.
+        Inputs and outputs stay numpy arrays either way.
     """
 
     __slots__ = ('_core', '_required', '_dtypes')
@@ -205,7 +224,8 @@ class Predictor:
                  outputs: str | int | Sequence[str | int] | None = None,
                  threads: int | None = None,
                  input_dtypes: Mapping[str, npt.DTypeLike] | None = None,
-                 options: Mapping[str, str | int | bool] | None = None) -> None:
+                 options: Mapping[str, str | int | bool] | None = None,
+                 ctx: Context | None = None) -> None:
         from .symbol import Symbol
         if isinstance(symbol_json, Symbol):
             if outputs is None:
@@ -214,7 +234,8 @@ class Predictor:
         if isinstance(params, Mapping):
             params = _encode_params(params)
         self._core = _core.Predictor(symbol_json, params, _shape_dict(input_shapes),
-                                     _output_names(outputs), _option_texts(threads, options),
+                                     _output_names(outputs),
+                                     _device_option(ctx, _option_texts(threads, options)),
                                      _dtype_flags(input_dtypes))
         self._adopt()
 
@@ -229,7 +250,8 @@ class Predictor:
              outputs: str | int | Sequence[str | int] | None = None,
              threads: int | None = None,
              input_dtypes: Mapping[str, npt.DTypeLike] | None = None,
-             options: Mapping[str, str | int | bool] | None = None) -> Predictor:
+             options: Mapping[str, str | int | bool] | None = None,
+             ctx: Context | None = None) -> Predictor:
         """Loads `prefix`-symbol.json and `prefix`-%04d.params (MXNet's checkpoint names).
 
         The other arguments are the constructor's. A missing file raises
@@ -245,7 +267,7 @@ class Predictor:
         symbol = read_file(f'{prefix}-symbol.json')
         params = read_file(f'{prefix}-{epoch:04d}.params')
         try:
-            return cls(symbol, params, input_shapes, outputs, threads, input_dtypes, options)
+            return cls(symbol, params, input_shapes, outputs, threads, input_dtypes, options, ctx)
         except MXLiteError as error:
             raise MXLiteError(f'{prefix}: {error}') from None
 

@@ -32,6 +32,7 @@
 
 #include "c_api/environment.h"
 #include "convert.h"
+#include "executor/device.h"
 #include "executor/predictor.h"
 #include "executor/memory_plan.h"
 #include "imperative/imperative.h"
@@ -673,6 +674,9 @@ NB_MODULE(_core, m) {
       },
       nb::sig("def runtime_options() -> list[tuple[str, str, str, str]]"),
       "The runtime options: (name, environment variable, values, meaning) each.");
+  m.def("gpu_count", &mxlite::CudaDeviceCount,
+        "CUDA devices this build can use: -1 without a CUDA backend (a C++ compiler's build), "
+        "0 when CUDA finds none.");
   m.def("nd_invoke", &mxlite::python_core::InvokeOperator, nb::arg("op_name"), nb::arg("attrs"),
         nb::arg("inputs"),
         nb::sig("def nd_invoke(op_name: str, attrs: dict[str, str], inputs: list[ArrayHandle]) "
