@@ -12,7 +12,6 @@ argument ...", status 2. Output into a closed pipe (`mxlite inspect M | head`)
 ends quietly with status 141, as a Unix tool killed by SIGPIPE does.
 """
 import argparse
-import csv
 import glob
 import io
 import json
