@@ -86,8 +86,10 @@ def test_ctx_names_the_device():
     case = OP_CASES[0]
     inputs, expected = case.io()
     shapes = {name: value.shape for name, value in inputs.items()}
-    outputs = Predictor.load(case.path(''), input_shapes=shapes, ctx=mxlite.cpu()).predict(
-        **{name: value.astype(np.float32) for name, value in inputs.items()})
+    predictor = Predictor.load(case.path(''), input_shapes=shapes, ctx=mxlite.cpu())
+    outputs = predictor.predict(**{name: value.astype(np.float32)
+                                   for name, value in inputs.items()})
+    assert predictor._core.device_report() == ''  # summary() adds no device line
     assert_close(outputs if isinstance(outputs, np.ndarray) else outputs[0], expected[0],
                  case.rtol, case.name)
     with pytest.raises(MXLiteError, match='this build of mxlite has no CUDA backend'):

@@ -576,6 +576,7 @@ std::string CudaRunner::Describe() const {
               : StrCat("; no cuDNN (", dnn_note_, ")");
   if (!pinned_inputs_.empty()) text += "; inputs page-locked";
   if (!host.empty()) text += StrCat("; on the host: ", host);
+  if (graph_) text += "; passes replay as one CUDA graph";
   if (graph_failed_) text += StrCat("; no CUDA graph (", graph_note_, ")");
   return text;
 }

@@ -75,6 +75,10 @@ class Executor {
   Status Unoptimized(std::unique_ptr<Executor>* out) const;
   bool optimized() const { return options_.graph_optimization; }
 
+  // Where the nodes run when a device runs them (DeviceRunner::Describe:
+  // "GPU 0 (NVIDIA H200): 52 of 54 operators on the GPU; ..."), else "".
+  std::string DeviceReport() const { return device_ ? device_->Describe() : std::string(); }
+
   // Copies `count` elements (in the argument's dtype) into argument `name`.
   Status SetInput(const std::string& name, const void* data, size_t count);
   Status Forward();

@@ -129,6 +129,10 @@ class Predictor {
   Status Memory(PredictorMemory* out) const;
   // The graph of the selected outputs, with shapes where they are known.
   std::vector<NodeSummary> Nodes() const;
+  // Executor::DeviceReport of the bound executor ("" on the CPU or unbound).
+  std::string DeviceReport() const {
+    return executor_ ? executor_->DeviceReport() : std::string();
+  }
 
   // Monitoring and step-by-step execution show every node of the symbol
   // file, as MXNet does, so they run on an executor without fused

@@ -23,6 +23,9 @@ Stages:
           where MXLITE_CUDNN names it), without cuDNN, with conv_tuning,
           and at batch 64 also unfused; the configurations' outputs are compared, and per-node
           GPU profiles at batch 64 go to OUT/profile-*.txt.
+  python  the Python package built with MXLITE_CUDA=1: Predictor(ctx=
+          mx.gpu(0)) against MXNet and against its CPU path, summary()'s
+          device line, predict()'s time.
   sanitize  one small model and a few operators on GPU 0, to run under
           compute-sanitizer.
 """
@@ -433,8 +436,54 @@ def stage_probe(api, args):
     return {'error': error}
 
 
-STAGES = {'ops': stage_ops, 'probe': stage_probe, 'zoo': stage_zoo, 'random': stage_random, 'bench': stage_bench,
-          'sanitize': stage_sanitize}
+def stage_python(api, args):
+    """The Python package built with MXLITE_CUDA=1 (gpu_check.sh installs it
+    into OUT/python-cuda): Predictor(ctx=mx.gpu(0)) against MXNet on the
+    zoo fixtures sent along and against the same package's CPU path with
+    random weights, the device line of summary() after a few passes
+    (where nodes run, whether the pass replays as a CUDA graph), and
+    predict()'s time at batch 1 and 64."""
+    del api
+    sys.path.insert(0, os.path.join(args.out, 'python-cuda'))
+    import mxlite as mx
+    print(f'package {mx.__file__}: {mx.context.num_gpus()} GPU(s)')
+    device = mx.gpu(0) if GPU == 2 else mx.cpu()  # --dev-type 1: the script on the CPU
+    results = []
+    for name, meta in load_cases(args.zoo_dir):
+        prefix = os.path.join(args.zoo_dir, name)
+        if not os.path.exists(prefix + '-0000.params'):
+            continue
+        data = np.load(prefix + '-io.npz')
+        x = data['input:data']
+        output = mx.Predictor.load(prefix, input_shapes={'data': x.shape},
+                                   ctx=device).predict(data=x)
+        error = relative_error(output, data['output:0'])
+        results.append({'model': name, 'error': error, 'ok': error <= meta['rtol']})
+        print(f"python {name} on {device}: {'match' if results[-1]['ok'] else 'MISMATCH'} "
+              f'against MXNet (relative error {error:.2g})')
+    with open(os.path.join(HERE, 'zoo_shapes.json'), encoding='utf-8') as f:
+        models = json.load(f)['models']
+    for model in ('resnet18_v1', 'mobilenetv2_1.0'):
+        params = random_params(models[model], seed=len(model))
+        for batch, repeats in ((1, 50), (64, 10)):
+            x = np.random.default_rng(2).standard_normal((batch, 3, 224, 224)).astype(np.float32)
+            symbol = symbol_of(args, model)
+            gpu = mx.Predictor(symbol, params, {'data': x.shape}, ctx=device)
+            cpu = mx.Predictor(symbol, params, {'data': x.shape}).predict(data=x)
+            seconds = time_loop(lambda: gpu.predict(data=x), 3, repeats)
+            error = relative_error(gpu.predict(data=x), cpu)
+            where = gpu.summary().splitlines()[-1]
+            results.append({'model': f'{model} batch {batch}', 'error': error,
+                            'ok': error <= 1e-4, 'predict_ms': seconds * 1e3,
+                            'device': where})
+            print(f"python {model} batch {batch}: {'match' if error <= 1e-4 else 'MISMATCH'} "
+                  f'GPU vs CPU (relative error {error:.2g}); predict {seconds * 1e3:.3f} ms\n'
+                  f'  {where}')
+    return {'results': results}
+
+
+STAGES = {'ops': stage_ops, 'probe': stage_probe, 'zoo': stage_zoo, 'random': stage_random,
+          'bench': stage_bench, 'python': stage_python, 'sanitize': stage_sanitize}
 
 
 def main():

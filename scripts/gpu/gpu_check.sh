@@ -62,8 +62,17 @@ run_stage() {  # name timeout [command prefix...]
   grep -v '^  FAIL' "$work/$stage.txt" | head -${STAGE_LINES:-40} | tee -a "$work/summary.txt"
   grep '^  FAIL' "$work/$stage.txt" | head -30 | tee -a "$work/summary.txt"
 }
+# The Python package with the CUDA backend, for the python stage.
+if [ "${LIMIT_PYTHON:-180}" != 0 ]; then
+  begin=$(date +%s)
+  MXLITE_CUDA=1 CUDA_ARCH="${CUDA_ARCH:--arch=native}" python3 -m pip install \
+    --no-build-isolation --no-deps --upgrade --target "$work/python-cuda" . \
+    > "$work/python-build.log" 2>&1
+  echo "== python package build: exit $?, $(( $(date +%s) - begin )) s" | tee -a "$work/summary.txt"
+fi
+
 # Each stage's time limit in seconds (LIMIT_<STAGE>); 0 leaves a stage out.
-for stage in ops random zoo bench probe sanitize; do
+for stage in ops random zoo bench python probe sanitize; do
   limit_var="LIMIT_${stage^^}"
   limit=${!limit_var:-180}
   [ $stage = probe ] && limit=${!limit_var:-0}  # a diagnosis, asked for by LIMIT_PROBE
@@ -75,5 +84,5 @@ for stage in ops random zoo bench probe sanitize; do
     run_stage $stage "$limit"
   fi
 done
-tar czf "$out/gpu_check.tar.gz" -C build gpu_check
+tar czf "$out/gpu_check.tar.gz" -C build --exclude gpu_check/python-cuda gpu_check
 cp "$work/summary.txt" "$out/summary.txt"

@@ -68,6 +68,11 @@ class Predictor:
         Planned intermediate memory and parameter bytes of the bound predictor.
         """
 
+    def device_report(self) -> str:
+        """
+        Where a GPU predictor's nodes run, and whether its pass replays as a CUDA graph; '' on the CPU.
+        """
+
 def memory_report(symbol_json: str | bytes, input_shapes: dict[str, tuple[int, ...]], fuse: bool = False) -> dict[str, int]:
     """
     Intermediate memory of the symbol's forward pass for the given input shapes: naive, in place only, co-share only, planned (both) and the lower bound, in bytes. fuse=True plans the optimised graph a predictor runs.

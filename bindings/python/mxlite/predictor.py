@@ -365,10 +365,13 @@ class Predictor:
 
     def summary(self) -> str:
         """A table of the graph: each operator with its output shape,
-        parameters and multiply-adds, then the totals."""
+        parameters and multiply-adds, then the totals; for a predictor on a
+        GPU, a last line says where the nodes run (those on the host, and
+        why) and whether the pass replays as one CUDA graph."""
         from .graph_info import analyze, format_report
         report: str = format_report(analyze(self))
-        return report
+        device: str = self._core.device_report()
+        return f'{report}\n{device}' if device else report
 
     def __repr__(self) -> str:
         shapes = self._core.input_shapes

@@ -206,6 +206,15 @@ class PyPredictor {
     return nodes;
   }
 
+  std::string DeviceReport() const {
+    std::string report;
+    Locked([&](const Predictor& core) {
+      report = core.DeviceReport();
+      return Status();
+    });
+    return report;
+  }
+
   // Bytes the bound executor holds: planned intermediate results, the
   // parameters, prepared weights, float32 copies and operator scratch.
   nb::dict MemoryStats() const {
@@ -598,7 +607,10 @@ NB_MODULE(_core, m) {
            "The graph, one dict per node.")
       .def("memory_stats", &PyPredictor::MemoryStats,
            nb::sig("def memory_stats(self) -> dict[str, int]"),
-           "Planned intermediate memory and parameter bytes of the bound predictor.");
+           "Planned intermediate memory and parameter bytes of the bound predictor.")
+      .def("device_report", &PyPredictor::DeviceReport,
+           "Where a GPU predictor's nodes run, and whether its pass replays as a CUDA graph; "
+           "'' on the CPU.");
 
   m.def("memory_report", &mxlite::python_core::MemoryReportOf, nb::arg("symbol_json"),
         nb::arg("input_shapes"), nb::arg("fuse") = false,
