@@ -338,10 +338,10 @@ def stage_bench(api, args):
                 timed[tag] = time_loop(ours, warmup, repeats)
                 outputs[tag] = ours()
                 if tag == 'mxlite_ms':  # the pass's parts: input in, forward, output out
-                    parts = (('set_input_ms', lambda: api.set_input(handle, 'data', x)),
-                             ('forward_ms', lambda: api.forward(handle)),
-                             ('output_ms', lambda: api.output(handle, 0)))
-                    for part, run_part in parts:
+                    pieces = (('set_input_ms', lambda: api.set_input(handle, 'data', x)),
+                              ('forward_ms', lambda: api.forward(handle)),
+                              ('output_ms', lambda: api.output(handle, 0)))
+                    for part, run_part in pieces:
                         timed[part] = time_loop(run_part, 2, repeats)
                 api.free(handle)
             mine = timed['mxlite_ms']
