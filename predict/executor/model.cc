@@ -304,14 +304,14 @@ Status ListSymbolNames(const std::string& symbol_json, SymbolNames* out) {
 
 Status ComputeMemoryReportFromJson(const std::string& symbol_json, const std::string& source,
                                    const std::map<std::string, Shape>& input_shapes, bool fuse,
-                                   MemoryReport* report) {
+                                   FusionTarget target, MemoryReport* report) {
   Graph graph;
   MXL_RETURN_IF_ERROR(LoadSymbolJson(symbol_json.data(), symbol_json.size(), &graph)
                           .WithContext(source + ": "));
   PruneToOutputs(&graph);
   Graph optimized;
   MXL_RETURN_IF_ERROR(
-      OptimizeGraph(graph, fuse, FusionTarget::kCpu, &optimized).WithContext(source + ": "));
+      OptimizeGraph(graph, fuse, target, &optimized).WithContext(source + ": "));
   graph = std::move(optimized);
   return ComputeMemoryReport(graph, input_shapes, {}, fuse, report).WithContext(source + ": ");
 }

@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "../graph/fuse.h"
 #include "../graph/graph.h"
 #include "../ndarray/ndarray.h"
 #include "../operators/prepared_cache.h"
@@ -132,13 +133,14 @@ struct SymbolNames {
 Status ListSymbolNames(const std::string& symbol_json, SymbolNames* out);
 
 // Loads symbol JSON, prunes it to its outputs as a predictor does, and
-// reports. With `fuse`, the graph is first rewritten by OptimizeGraph and
-// Concat inputs are laid in place, as an executor does by default; without,
-// it is the graph MXNet would plan, planned without parts.
-// `source` names the text in error messages.
+// reports. With `fuse`, the graph is first rewritten by OptimizeGraph for
+// `target` (a CPU or a GPU executor's graph) and Concat inputs are laid in
+// place, as an executor does by default; without, it is the graph MXNet
+// would plan, planned without parts. `source` names the text in error
+// messages.
 Status ComputeMemoryReportFromJson(const std::string& symbol_json, const std::string& source,
                                    const std::map<std::string, Shape>& input_shapes, bool fuse,
-                                   MemoryReport* report);
+                                   FusionTarget target, MemoryReport* report);
 
 }  // namespace mxlite
 

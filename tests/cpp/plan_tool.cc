@@ -2,13 +2,15 @@
  * plan_tool: the memory planner's report for a symbol file, and an
  * independent check of the plan the executor would use.
  *
- *   plan_tool SYMBOL_JSON --shape NAME=D0,D1,... [--shape ...] [--fused] [--json] [--check]
- *             [--no-ancestry]
+ *   plan_tool SYMBOL_JSON --shape NAME=D0,D1,... [--shape ...] [--fused | --fused-cuda]
+ *             [--json] [--check] [--no-ancestry]
  *
  * With --no-ancestry the plans are made as for a graph too large for the
  * ancestor bitsets (PlanOptions::ancestry; the report stays the normal one).
  * With --fused the graph is first rewritten by FuseOperators and Concat
- * inputs are laid inside their outputs, as an executor does by default.
+ * inputs are laid inside their outputs, as an executor does by default;
+ * --fused-cuda does the same for the graph a GPU executor runs
+ * (FusionTarget::kCuda), whose plan the GPU's device arena mirrors.
  * Prints naive, in-place-only, co-share-only and planned bytes and the lower
  * bound (--json: one JSON object with the keys of `mxlite plan --json`, plus
  * the arena under each reuse rule alone, `dataflow_bytes` and
@@ -206,13 +208,14 @@ int Check(const Graph& graph, const std::vector<std::vector<size_t>>& entry_byte
 int Main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
-                 "usage: %s SYMBOL_JSON --shape NAME=D0,D1,... [--shape ...] [--fused] [--json] "
-                 "[--check] [--no-ancestry]\n",
+                 "usage: %s SYMBOL_JSON --shape NAME=D0,D1,... [--shape ...] "
+                 "[--fused | --fused-cuda] [--json] [--check] [--no-ancestry]\n",
                  argv[0]);
     return 2;
   }
   std::map<std::string, Shape> shapes;
   bool json = false, check = false, fused = false, ancestry = true;
+  FusionTarget target = FusionTarget::kCpu;
   for (int a = 2; a < argc; ++a) {
     const std::string arg = argv[a];
     if (arg == "--json") {
@@ -221,6 +224,9 @@ int Main(int argc, char** argv) {
       check = true;
     } else if (arg == "--fused") {
       fused = true;
+    } else if (arg == "--fused-cuda") {
+      fused = true;
+      target = FusionTarget::kCuda;
     } else if (arg == "--no-ancestry") {
       ancestry = false;
     } else if (arg == "--shape" && a + 1 < argc && ParseShapeArg(argv[a + 1], &shapes)) {
@@ -238,7 +244,7 @@ int Main(int argc, char** argv) {
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 
   MemoryReport report;
-  Status status = ComputeMemoryReportFromJson(text, argv[1], shapes, fused, &report);
+  Status status = ComputeMemoryReportFromJson(text, argv[1], shapes, fused, target, &report);
   // The same graph again, for the execution-order plan and the check.
   Graph graph;
   std::vector<std::vector<size_t>> entry_bytes;
@@ -248,7 +254,7 @@ int Main(int argc, char** argv) {
     PruneToOutputs(&graph);
     if (fused) {
       Graph rewritten;
-      status = FuseOperators(graph, FusionTarget::kCpu, &rewritten);
+      status = FuseOperators(graph, target, &rewritten);
       graph = std::move(rewritten);
     }
     EntryShapes entry_shapes;

@@ -406,7 +406,8 @@ nb::dict MemoryReportOf(nb::handle symbol_json, nb::dict input_shapes, bool fuse
   Status status;
   {
     nb::gil_scoped_release release;
-    status = ComputeMemoryReportFromJson(text, "symbol JSON", shapes, fuse, &report);
+    status = ComputeMemoryReportFromJson(text, "symbol JSON", shapes, fuse, FusionTarget::kCpu,
+                                         &report);
   }
   Check(status);
   nb::dict out;
