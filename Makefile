@@ -48,8 +48,9 @@ test:
 NVCC ?= nvcc
 CUDA_ARCH ?= -gencode arch=compute_75,code=compute_75 -gencode arch=compute_90,code=sm_90
 CUDA_LIBS ?= -lcublas -lcudart
+CUDA_SUPPRESS := -Xcudafe --diag_suppress=1675,--diag_suppress=128
 CUDA_FLAGS := -x cu -std=c++17 $(OPT) $(CUDA_ARCH) -shared -Xcompiler -fPIC,-fvisibility=hidden,-Wall,-Wextra \
-              -Xcudafe --diag_suppress=1675,--diag_suppress=128
+              $(CUDA_SUPPRESS)
 
 .PHONY: cuda
 cuda: $(BUILD)/libmxlite-cuda.so

@@ -39,6 +39,7 @@ import concurrent.futures
 import glob
 import hashlib
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -82,11 +83,16 @@ def compiler():
     return shlex.split(os.environ.get('CXX', 'c++'))
 
 
-# The Makefile's CUDA targets and the nvcc front-end diagnostics it
-# suppresses (see its `cuda` rule).
-CUDA_ARCH = ('-gencode arch=compute_75,code=compute_75 '
-             '-gencode arch=compute_90,code=sm_90')
-CUDA_SUPPRESS = ['-Xcudafe', '--diag_suppress=1675,--diag_suppress=128']
+def makefile_variable(name):
+    """The value the Makefile (which the sdist carries) gives `name`, split
+    into arguments: its CUDA targets and the nvcc front-end diagnostics it
+    suppresses are the CUDA build's here too (see its `cuda` rule)."""
+    with open(os.path.join(ROOT, 'Makefile'), encoding='utf-8') as f:
+        for line in f:
+            match = re.match(rf'{name}\s*[?:]?=\s*(.*)$', line)
+            if match:
+                return shlex.split(match.group(1))
+    sys.exit(f'mxlite: the Makefile sets no {name}')
 
 
 def cuda_requested():
@@ -186,8 +192,10 @@ def build_native(package_dir, extension_path):
         host_flags = [flag for flag in CORE_FLAGS + unique if flag not in ('-std=c++17', '-O2')]
         core = ObjectJob('mxlite-all-cuda', core_source,
                          ['-x', 'cu', '-std=c++17', '-O2']
-                         + shlex.split(os.environ.get('CUDA_ARCH', CUDA_ARCH))
-                         + ['-Xcompiler', ','.join(host_flags)] + CUDA_SUPPRESS,
+                         + (shlex.split(os.environ['CUDA_ARCH']) if 'CUDA_ARCH' in os.environ
+                            else makefile_variable('CUDA_ARCH'))
+                         + ['-Xcompiler', ','.join(host_flags)]
+                         + makefile_variable('CUDA_SUPPRESS'),
                          python=False, command=shlex.split(os.environ.get('NVCC', 'nvcc')))
     else:
         core = ObjectJob('mxlite-all', core_source, CORE_FLAGS + unique, python=False)

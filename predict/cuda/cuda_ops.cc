@@ -293,6 +293,14 @@ Status MakeConcat(const CudaNode& node, std::unique_ptr<CudaKernel>* out, std::s
 // Per-plane kernels: one block per (image, channel) plane of `inner`
 // elements, so the channel is found once per block (no division per
 // element) and its constants sit in registers.
+// Whether `count` elements in planes of `plane` run a block per plane:
+// planes of fewer than a warp's elements leave most of each block idle
+// (BatchNorm after FullyConnected, FullyConnected's bias: planes of 1), and
+// a grid holds at most 2^31 - 1 blocks. Elsewhere an element-wise kernel runs.
+bool RunsPlaneBlocks(int64_t plane, int64_t count) {
+  return plane >= 32 && count / plane <= 0x7fffffff;
+}
+
 unsigned PlaneThreads(int64_t inner) {
   const int64_t warps = (inner + 31) / 32;
   return static_cast<unsigned>(warps >= kThreads / 32 ? kThreads : warps < 1 ? 32 : warps * 32);
@@ -383,7 +391,7 @@ class BatchNormOp : public CudaKernel {
     n.var = static_cast<const float*>(l.in[4]);
     const float* x = static_cast<const float*>(l.in[0]);
     float* y = static_cast<float*>(l.out[0]);
-    if (inner_ < 32 && count_ != 0) {
+    if (count_ != 0 && !RunsPlaneBlocks(inner_, count_)) {
       BatchNormElementsKernel<<<GridFor(count_), kThreads, 0, l.stream>>>(x, n, channels_, inner_,
                                                                           count_, y);
       MXL_RETURN_IF_ERROR(LaunchStatus("BatchNorm"));
@@ -666,7 +674,7 @@ __global__ void AddBiasElementsKernel(float* y, const float* bias, int64_t chann
 Status AddBias(const CudaLaunch& l, const void* bias, int64_t channels, int64_t plane,
                int64_t count) {
   if (count == 0) return Status();
-  if (plane < 32 || count / plane > 0x7fffffff) {
+  if (!RunsPlaneBlocks(plane, count)) {
     AddBiasElementsKernel<<<GridFor(count), kThreads, 0, l.stream>>>(
         static_cast<float*>(l.out[0]), static_cast<const float*>(bias), channels, plane, count);
     return LaunchStatus("bias");
@@ -847,10 +855,6 @@ class ConvolutionOp : public CudaKernel {
   Form form_;
 };
 
-// A convolution through cuDNN: descriptors made once, the algorithm chosen
-// by cuDNN's heuristics (cudnnGetConvolutionForwardAlgorithm_v7, as
-// PyTorch does by default) among those in plain FP32 arithmetic whose
-// workspace fits kMaxWorkspace, the bias added after.
 // How many of cuDNN's best-ranked algorithms a convolution times at bind
 // under conv_tuning (with its cuBLAS form): the heuristics' first choice is
 // not always the fastest (on an H200 at batch 1, resnet18_v1's pass took
@@ -858,6 +862,10 @@ class ConvolutionOp : public CudaKernel {
 // BENCHMARKS.md).
 constexpr int kCudnnCandidates = 3;
 
+// A convolution through cuDNN: descriptors made once, the algorithm chosen
+// by cuDNN's heuristics (cudnnGetConvolutionForwardAlgorithm_v7, as
+// PyTorch does by default) among those in plain FP32 arithmetic whose
+// workspace fits kMaxWorkspace, the bias added after.
 class CudnnConvolutionOp : public CudaKernel {
  public:
   static constexpr size_t kMaxWorkspace = size_t{256} << 20;
@@ -874,9 +882,9 @@ class CudnnConvolutionOp : public CudaKernel {
   CudnnConvolutionOp& operator=(const CudnnConvolutionOp&) = delete;
 
   // Sets up the descriptors and the algorithm: the `rank`-th (from 0) of
-  // those cuDNN's heuristics rank that qualify; *usable false (and a
-  // reason) when cuDNN does not take this convolution or has no such one.
-  Status Init(cudnnHandle_t handle, int rank, bool* usable, std::string* reason) {
+  // those cuDNN's heuristics rank that qualify; *usable false when cuDNN
+  // does not take this convolution or has no such algorithm.
+  Status Init(cudnnHandle_t handle, int rank, bool* usable) {
     *usable = false;
     const ConvGeometry& g = g_;
     const int in_group = static_cast<int>(g.channels / g.groups);
@@ -907,10 +915,7 @@ class CudnnConvolutionOp : public CudaKernel {
     int n = 0, c = 0, h = 0, w = 0;
     MXL_CUDNN_RETURN_IF_ERROR(dnn_,
                               GetConvolution2dForwardOutputDim(conv_, x_, w_, &n, &c, &h, &w));
-    if (n != g.batch || c != g.filters || h != g.out_h || w != g.out_w) {
-      *reason = StrCat("cuDNN's output shape (", n, ",", c, ",", h, ",", w, ") differs");
-      return Status();
-    }
+    if (n != g.batch || c != g.filters || h != g.out_h || w != g.out_w) return Status();
     CudnnForwardAlgoPerf ranked[kCudnnForwardAlgorithms];
     int returned = 0;
     MXL_CUDNN_RETURN_IF_ERROR(dnn_, GetConvolutionForwardAlgorithm_v7(
@@ -937,8 +942,6 @@ class CudnnConvolutionOp : public CudaKernel {
       *usable = true;
       return Status();
     }
-    *reason = StrCat("fewer than ", rank + 1,
-                     " cuDNN algorithms in FP32 arithmetic with a workspace under 256 MiB");
     return Status();
   }
 
@@ -998,6 +1001,7 @@ class RacedKernel : public CudaKernel {
     MXL_CUDA_RETURN_IF_ERROR(cudaEventCreate(&begin));
     MXL_CUDA_RETURN_IF_ERROR(cudaEventCreate(&end));
     float best = 0;
+    bool any_timed = false;
     Status status;
     for (size_t i = 0; i < candidates_.size() && status.ok(); ++i) {
       bool launched = candidates_[i]->Launch(l).ok();
@@ -1009,11 +1013,11 @@ class RacedKernel : public CudaKernel {
       if (status.ok()) status = StatusOfCuda(cudaEventSynchronize(end));
       float ms = 0;
       if (status.ok()) status = StatusOfCuda(cudaEventElapsedTime(&ms, begin, end));
-      if (status.ok() && launched && (timed_ == 0 || ms < best)) {
+      if (status.ok() && launched && (!any_timed || ms < best)) {
         best = ms;
         chosen_ = i;
+        any_timed = true;
       }
-      if (launched) ++timed_;
       cudaGetLastError();  // a candidate's failed launch is not sticky
     }
     cudaEventDestroy(begin);
@@ -1024,7 +1028,6 @@ class RacedKernel : public CudaKernel {
  private:
   std::vector<std::unique_ptr<CudaKernel>> candidates_;
   size_t chosen_ = 0;
-  int timed_ = 0;
 };
 
 // The convolution of `node` (a Convolution, or the convolution of a
@@ -1092,10 +1095,9 @@ Status MakeConvolutionKernel(const CudaNode& node, bool bias, std::unique_ptr<Cu
   for (int rank = 0; node.dnn && FitsInt(elements) && rank < cudnn_candidates; ++rank) {
     std::unique_ptr<CudnnConvolutionOp> op(new CudnnConvolutionOp(node.dnn, g, bias));
     bool usable = false;
-    std::string reason;
     // An error here (a form this cuDNN rejects) leaves the layer to the
     // kernels below, as a refusal does.
-    if (!op->Init(node.dnn_handle, rank, &usable, &reason).ok() || !usable) break;
+    if (!op->Init(node.dnn_handle, rank, &usable).ok() || !usable) break;
     candidates.push_back(std::move(op));
   }
   if (form == ConvolutionOp::kDepthwise ||
