@@ -97,13 +97,15 @@ def test_zoo_plan_beats_mxnet_and_is_near_the_lower_bound(plan_tool, mxnet_plans
     assert fused['planned_bytes'] <= report['planned_bytes'], (fused, report)
     # A GPU executor's graph (no stem pooling or input BatchNorm fused),
     # whose plan the device arena mirrors: valid (--check), near its lower
-    # bound, and fusing less than the CPU's, no smaller than its plan.
-    # (Against the unfused plan it is smaller but for densenet121 at batch
-    # 1, where Concat inputs laid in place keep the standing BatchNorms'
-    # outputs apart: BENCHMARKS.md, GPU section.)
+    # bound, fusing less than the CPU's so no smaller than its plan, and no
+    # larger than the unfused graph's. (densenet121 at batch 1 was, by 5%,
+    # while the planner always laid Concat inputs in place: its standing
+    # BatchNorms' outputs then stay apart; it now keeps the smaller of the
+    # plans with and without them.)
     cuda = plan(plan_tool, CASES[name].path('-symbol.json'), shapes, '--fused-cuda')
     assert cuda['planned_bytes'] <= 1.05 * cuda['lower_bound_bytes'], cuda
-    assert fused['planned_bytes'] <= cuda['planned_bytes'], (fused, cuda)
+    assert fused['planned_bytes'] <= cuda['planned_bytes'] <= report['planned_bytes'], \
+        (fused, cuda, report)
 
 
 def test_vgg11_predicts_one_image_in_16_mib(plan_tool):

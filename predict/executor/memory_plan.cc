@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <set>
@@ -631,11 +632,12 @@ Status FindEntryParts(const Graph& graph, const EntryShapes& shapes, const Entry
   return Status();
 }
 
-Status PlanMemory(const Graph& graph, const std::vector<std::vector<size_t>>& entry_bytes,
-                  const std::vector<EntryPart>& parts, const PlanOptions& options,
-                  MemoryPlan* plan) {
-  using namespace memory_plan_cc;
-  MXL_RETURN_IF_ERROR(CheckEntryBytes(graph, entry_bytes));
+namespace memory_plan_cc {
+
+// PlanMemory with these parts laid in place, all of them.
+Status PlanWithParts(const Graph& graph, const std::vector<std::vector<size_t>>& entry_bytes,
+                     const std::vector<EntryPart>& parts, const PlanOptions& options,
+                     MemoryPlan* plan) {
   Ancestry ancestry;
   const bool have_ancestry = options.ancestry && ancestry.Build(graph);
   const Ancestry* known = have_ancestry ? &ancestry : nullptr;
@@ -656,6 +658,25 @@ Status PlanMemory(const Graph& graph, const std::vector<std::vector<size_t>>& en
                             execution_order.arena_bytes / 100 * kDataflowTolerancePercent;
   PlanWithRule(graph, entry_bytes, parts, options, true, known, acceptable, plan);
   if (plan->arena_bytes > acceptable) *plan = std::move(execution_order);
+  return Status();
+}
+
+}  // namespace memory_plan_cc
+
+Status PlanMemory(const Graph& graph, const std::vector<std::vector<size_t>>& entry_bytes,
+                  const std::vector<EntryPart>& parts, const PlanOptions& options,
+                  MemoryPlan* plan) {
+  using namespace memory_plan_cc;
+  MXL_RETURN_IF_ERROR(CheckEntryBytes(graph, entry_bytes));
+  MXL_RETURN_IF_ERROR(PlanWithParts(graph, entry_bytes, parts, options, plan));
+  plan->parts.clear();
+  if (parts.empty() || !options.inplace) return Status();
+  plan->parts = parts;
+  // Parts lengthen lives (see "Laid end to end"); where the plan that
+  // copies every Concat input is smaller, it is the plan.
+  MemoryPlan copied;
+  MXL_RETURN_IF_ERROR(PlanWithParts(graph, entry_bytes, {}, options, &copied));
+  if (copied.arena_bytes < plan->arena_bytes) *plan = std::move(copied);
   return Status();
 }
 
@@ -684,11 +705,18 @@ Status ReportMemory(const Graph& graph, const std::vector<std::vector<size_t>>& 
   for (const Node& node : graph.nodes) {
     if (!node.is_variable()) report->num_entries += node.num_outputs();
   }
-  BufferSet execution_order;
-  std::set<std::pair<int, int>> edges;
-  BuildBuffers(graph, entry_bytes, parts, true, false, nullptr, &execution_order, &edges);
-  report->lower_bound_bytes =
-      LiveBytesPeak(execution_order.buffers, static_cast<int>(graph.nodes.size()));
+  // The plan may copy the Concat inputs instead (PlanMemory): the bound
+  // is the smaller of the two layouts' peaks.
+  report->lower_bound_bytes = std::numeric_limits<size_t>::max();
+  for (int laid = parts.empty() ? 0 : 1; laid >= 0; --laid) {
+    BufferSet execution_order;
+    std::set<std::pair<int, int>> edges;
+    BuildBuffers(graph, entry_bytes, laid ? parts : std::vector<EntryPart>(), true, false,
+                 nullptr, &execution_order, &edges);
+    report->lower_bound_bytes =
+        std::min(report->lower_bound_bytes,
+                 LiveBytesPeak(execution_order.buffers, static_cast<int>(graph.nodes.size())));
+  }
   return Status();
 }
 

@@ -39,7 +39,11 @@
  *   first part's writer to the output's last reader, and the reuse rules
  *   below treat every part's writer as a writer of the buffer. No operator
  *   overwrites a part in place, and no part is made in place of another
- *   entry.
+ *   entry. A part's bytes stay taken until the whole is last read, so
+ *   laying in place can cost memory (DenseNet's blocks on a GPU, whose
+ *   graph keeps each block's input BatchNorm standing): PlanMemory also
+ *   plans with every Concat input copied and keeps that plan where its
+ *   arena is smaller.
  *
  *   Co-share. Two buffers may occupy the same bytes when one is finished
  *   before the other starts (as the reuse rule below defines it).
@@ -89,7 +93,8 @@
  * The lower bound is the largest total of simultaneously live bytes at any
  * step of the execution order (node order), counting an in-place pair as
  * one buffer under the execution-order version of the in-place rule (last
- * reader in node order). No arena for that order can be smaller. Every size
+ * reader in node order), with the Concat inputs laid in place or copied,
+ * whichever peaks lower. No arena for that order can be smaller. Every size
  * here is rounded up to kBufferAlignment, the alignment each entry gets.
  */
 #ifndef MXLITE_EXECUTOR_MEMORY_PLAN_H_
@@ -150,6 +155,9 @@ struct MemoryPlan {
   // Always a < b, so node order satisfies them.
   std::vector<std::pair<int, int>> ordering_edges;
   bool parallel_safe = true;         // ordering_edges is empty
+  // The entries laid inside others in this plan: the parts PlanMemory was
+  // given, or none where copying them planned a smaller arena.
+  std::vector<EntryPart> parts;
 };
 
 // What each strategy would allocate for one graph and input shapes.

@@ -308,7 +308,7 @@ int Main(int argc, char** argv) {
     std::printf("execution-order rule%12zu bytes  (%zu edges added)\n",
                 execution_order.arena_bytes, execution_order.ordering_edges.size());
   }
-  if (check) return Check(graph, entry_bytes, parts, planned);
+  if (check) return Check(graph, entry_bytes, planned.parts, planned);
   return 0;
 }
 
