@@ -114,9 +114,9 @@ def best_peer_ms(results, model, threads='1'):
     return name, peers[name]
 
 
-def render(counts, peak, results, command):
+def render(counts, peak, results, command, section=SECTION):
     gflops = peak['gflops']
-    lines = ['## ' + SECTION, '',
+    lines = ['## ' + section, '',
              'Command: `%s` (%s, %s).' % (command, datetime.datetime.now(
                  datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC'),
                  bench.machine_description()), '',
@@ -163,6 +163,9 @@ def main(argv=None):
                         default=os.environ.get('MXLITE_ORACLE_PYTHON') or
                         os.path.join(bench.BUILD, 'venv-mxnet', 'bin', 'python'))
     parser.add_argument('--benchmarks-file', default=os.path.join(ROOT, 'BENCHMARKS.md'))
+    parser.add_argument('--section', default=SECTION,
+                        help='the BENCHMARKS.md section to write (default: "%(default)s"); one '
+                             'per machine, as bench.py\'s')
     parser.add_argument('--no-write', action='store_true', help='print only')
     args = parser.parse_args(argv)
     models = args.models.split(',')
@@ -175,14 +178,14 @@ def main(argv=None):
         with open(args.results, encoding='utf-8') as f:
             results = json.load(f)
     command = 'python3 scripts/arith_bound.py' + (' ' + ' '.join(argv) if argv else '')
-    body = render(counts, peak, results, command.strip())
+    body = render(counts, peak, results, command.strip(), args.section)
     print(body)
     if not args.no_write:
         text = open(args.benchmarks_file, encoding='utf-8').read()
         with open(args.benchmarks_file + '.tmp', 'w', encoding='utf-8') as f:
-            f.write(bench.replace_section(text, SECTION, body))
+            f.write(bench.replace_section(text, args.section, body))
         os.replace(args.benchmarks_file + '.tmp', args.benchmarks_file)
-        print('wrote the "%s" section of %s' % (SECTION, args.benchmarks_file))
+        print('wrote the "%s" section of %s' % (args.section, args.benchmarks_file))
 
 
 if __name__ == '__main__':
