@@ -19,8 +19,10 @@ KERNELS = ['cpu_features.cc', 'thread_pool.cc', 'gemm_generic.cc', 'gemm_x86.cc'
            'strided_copy.cc', 'winograd.cc', 'int16_pair_gemm.cc', 'int16_pair_gemm_avx2.cc',
            'winograd_avx512.cc', 'winograd_avx2.cc', 'winograd2x2.cc', 'winograd1d.cc']
 # What the kernels' drivers need besides kernels: the options the ISA cap
-# comes from, and the environment the driver (the API boundary) applies.
+# comes from, the huge-page slabs packed matrices live in, and the
+# environment the driver (the API boundary) applies.
 BOUNDARY = [os.path.join(ROOT, 'predict', 'base', 'options.cc'),
+            os.path.join(ROOT, 'predict', 'base', 'large_pages.cc'),
             os.path.join(ROOT, 'predict', 'c_api', 'environment.cc')]
 DRIVERS = {'gemm': 'gemm_test.cc', 'depthwise': 'depthwise_test.cc',
            'direct_conv': 'direct_conv_test.cc',

@@ -87,6 +87,9 @@ struct ProcessOptions {
   // Threads mx.nd's operators split their work over, 0: one per core
   // (MXLITE_NUM_THREADS, as for predictors).
   int nd_threads = 0;
+  // Prepared weights in transparent huge pages where the system has them
+  // (base/large_pages.h; MXLITE_HUGE_PAGES=0 turns it off).
+  bool huge_pages = true;
 };
 
 // Records `options` for the process; an invalid value is an error naming it.

@@ -1,6 +1,7 @@
 #include "environment.h"
 
 #include <cstdlib>
+#include <string>
 
 namespace mxlite {
 
@@ -34,6 +35,12 @@ Status ReadProcessEnvironment() {
                 "'");
       options.engine_threads = static_cast<int>(value);
     }
+  }
+  if (const char* huge = std::getenv("MXLITE_HUGE_PAGES")) {
+    const std::string value = huge;
+    MXL_CHECK(value.empty() || value == "0" || value == "1" || value == "off" || value == "on",
+              "MXLITE_HUGE_PAGES must be 1/on or 0/off, not '", value, "'");
+    options.huge_pages = value != "0" && value != "off";
   }
   RuntimeOptions predictor_options;
   if (OptionsFromEnvironment(&predictor_options).ok()) {

@@ -27,6 +27,7 @@
 #include <limits>
 #include <vector>
 
+#include "../base/large_pages.h"
 #include "../base/status.h"
 #include "gemm_microkernels.h"
 #include "thread_pool.h"
@@ -86,7 +87,8 @@ class PackedMatrix {
   const MicroKernel* kernel_ = nullptr;
   int64_t rows_ = 0, depth_ = 0, strips_ = 0, segment_depth_ = 0;
   std::vector<int64_t> block_start_, block_offset_;
-  std::vector<float> data_;
+  // Streamed once a pass: in huge pages where there are (large_pages.h).
+  std::vector<float, LargePageAllocator<float>> data_;
 };
 
 // The bytes a vector holds (its capacity), for the memory budget; packed

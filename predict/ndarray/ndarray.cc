@@ -6,15 +6,24 @@
 #include <new>
 #include <utility>
 
+#include "../base/large_pages.h"
+
 namespace mxlite {
 
 Status Storage::Allocate(size_t bytes, std::shared_ptr<Storage>* out) {
-  // calloc rather than malloc + memset: large blocks come from fresh zero
-  // pages that the OS maps lazily, so a big arena costs nothing until used.
-  // The pointer is then aligned by hand inside the over-allocation.
+  // Large blocks from the huge-page slabs (base/large_pages.h), cleared;
+  // others, or where there is no slab, from calloc rather than malloc +
+  // memset: large blocks come from fresh zero pages that the OS maps
+  // lazily, so a big arena costs nothing until used. The pointer is then
+  // aligned by hand inside the over-allocation.
   size_t padded = bytes + kBufferAlignment;
   if (padded < bytes) return Status::Error(StrCat("cannot allocate ", bytes, " bytes"));
-  void* raw = std::calloc(padded, 1);
+  void* raw = AllocateFromSlab(padded);
+  if (raw != nullptr) {
+    std::memset(raw, 0, padded);
+  } else {
+    raw = std::calloc(padded, 1);
+  }
   if (raw == nullptr) {
     return Status::Error(StrCat("out of memory allocating ", bytes, " bytes"));
   }
@@ -22,14 +31,16 @@ Status Storage::Allocate(size_t bytes, std::shared_ptr<Storage>* out) {
   uintptr_t aligned = (address + kBufferAlignment - 1) & ~uintptr_t(kBufferAlignment - 1);
   Storage* storage = new (std::nothrow) Storage(raw, reinterpret_cast<void*>(aligned), bytes);
   if (storage == nullptr) {
-    std::free(raw);
+    if (!FreeToSlab(raw, padded)) std::free(raw);
     return Status::Error("out of memory");
   }
   out->reset(storage);
   return Status();
 }
 
-Storage::~Storage() { std::free(raw_); }
+Storage::~Storage() {
+  if (!FreeToSlab(raw_, bytes_ + kBufferAlignment)) std::free(raw_);
+}
 
 Status Storage::HandOver(std::shared_ptr<Storage>* out) {
   std::shared_ptr<Storage> fresh;
