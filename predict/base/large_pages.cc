@@ -18,13 +18,13 @@ namespace mxlite {
 
 namespace large_pages_cc {
 
+#if defined(__linux__)
+
 // Ranges inside slabs are whole pages, so that arrays freed and allocated
 // again fit each other's gaps.
 constexpr size_t kGrain = 4096;
 
 size_t RoundUp(size_t bytes, size_t to) { return (bytes + to - 1) / to * to; }
-
-#if defined(__linux__)
 
 // One 2 MiB-aligned anonymous mapping advised MADV_HUGEPAGE, and its free
 // ranges (offset -> bytes), neighbours always joined.

@@ -36,9 +36,9 @@
 
 namespace mxlite {
 
-constexpr size_t kLargePageBytes = size_t{2} << 20;
-constexpr size_t kLargePageMinBytes = size_t{256} << 10;
-constexpr size_t kLargePageSlabBytes = size_t{32} << 20;
+inline constexpr size_t kLargePageBytes = size_t{2} << 20;
+inline constexpr size_t kLargePageMinBytes = size_t{256} << 10;
+inline constexpr size_t kLargePageSlabBytes = size_t{32} << 20;
 
 // `bytes` from a slab (page-aligned) where bytes >= kLargePageMinBytes and
 // huge pages are on; null otherwise, or when no slab can be mapped: the
