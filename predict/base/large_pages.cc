@@ -1,5 +1,6 @@
 #include "large_pages.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <iterator>
 #include <map>
@@ -32,6 +33,7 @@ struct Slab {
   char* base = nullptr;
   size_t bytes = 0;
   size_t used = 0;
+  size_t ever_used = 0;  // bytes from the start ever handed out; zeros beyond
   std::map<size_t, size_t> free;
 
   // The offset of a free range of `bytes`, first fit, taken; or -1.
@@ -95,13 +97,21 @@ Slabs& TheSlabs() {
   return *slabs;
 }
 
-void* SlabAllocate(size_t bytes) {
+// The range at `offset` of `slab`, handed out; *zeroed says whether it was
+// never handed out before.
+char* HandOut(Slab* slab, size_t offset, size_t want, bool* zeroed) {
+  *zeroed = offset >= slab->ever_used;
+  slab->ever_used = std::max(slab->ever_used, offset + want);
+  return slab->base + offset;
+}
+
+void* SlabAllocate(size_t bytes, bool* zeroed) {
   const size_t want = RoundUp(bytes, kGrain);
   Slabs& all = TheSlabs();
   MutexLock lock(all.mutex);
   for (const std::unique_ptr<Slab>& slab : all.slabs) {
     const int64_t offset = slab->Take(want);
-    if (offset >= 0) return slab->base + offset;
+    if (offset >= 0) return HandOut(slab.get(), static_cast<size_t>(offset), want, zeroed);
   }
   std::unique_ptr<Slab> slab(new Slab());
   slab->bytes = RoundUp(want > kLargePageSlabBytes / 2 ? want : kLargePageSlabBytes,
@@ -110,7 +120,7 @@ void* SlabAllocate(size_t bytes) {
   if (slab->base == nullptr) return nullptr;
   slab->free[0] = slab->bytes;
   const int64_t offset = slab->Take(want);
-  char* pointer = slab->base + offset;
+  char* pointer = HandOut(slab.get(), static_cast<size_t>(offset), want, zeroed);
   all.bytes += slab->bytes;
   all.slabs.push_back(std::move(slab));
   return pointer;
@@ -139,14 +149,16 @@ bool SlabFree(void* pointer, size_t bytes) {
 
 }  // namespace large_pages_cc
 
-void* AllocateFromSlab(size_t bytes) {
+void* AllocateFromSlab(size_t bytes, bool* zeroed) {
+  bool fresh = false;
+  void* pointer = nullptr;
 #if defined(__linux__)
   if (bytes >= kLargePageMinBytes && GetProcessOptions().huge_pages) {
-    return large_pages_cc::SlabAllocate(bytes);
+    pointer = large_pages_cc::SlabAllocate(bytes, &fresh);
   }
 #endif  // __linux__
-  (void)bytes;
-  return nullptr;
+  if (zeroed != nullptr) *zeroed = pointer != nullptr && fresh;
+  return pointer;
 }
 
 bool FreeToSlab(void* pointer, size_t bytes) {

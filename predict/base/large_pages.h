@@ -42,8 +42,9 @@ inline constexpr size_t kLargePageSlabBytes = size_t{32} << 20;
 
 // `bytes` from a slab (page-aligned) where bytes >= kLargePageMinBytes and
 // huge pages are on; null otherwise, or when no slab can be mapped: the
-// caller then allocates as it would have.
-void* AllocateFromSlab(size_t bytes);
+// caller then allocates as it would have. *zeroed (if given) says whether
+// the bytes are zeros: never handed out since the slab was mapped.
+void* AllocateFromSlab(size_t bytes, bool* zeroed = nullptr);
 // Frees `bytes` at `pointer` if AllocateFromSlab returned it; false (and
 // nothing done) when it lies in no slab.
 bool FreeToSlab(void* pointer, size_t bytes);

@@ -11,16 +11,17 @@
 namespace mxlite {
 
 Status Storage::Allocate(size_t bytes, std::shared_ptr<Storage>* out) {
-  // Large blocks from the huge-page slabs (base/large_pages.h), cleared;
-  // others, or where there is no slab, from calloc rather than malloc +
+  // Large blocks from the huge-page slabs (base/large_pages.h), cleared
+  // unless fresh from the system; others, or where there is no slab, from calloc rather than malloc +
   // memset: large blocks come from fresh zero pages that the OS maps
   // lazily, so a big arena costs nothing until used. The pointer is then
   // aligned by hand inside the over-allocation.
   size_t padded = bytes + kBufferAlignment;
   if (padded < bytes) return Status::Error(StrCat("cannot allocate ", bytes, " bytes"));
-  void* raw = AllocateFromSlab(padded);
+  bool zeroed = false;
+  void* raw = AllocateFromSlab(padded, &zeroed);
   if (raw != nullptr) {
-    std::memset(raw, 0, padded);
+    if (!zeroed) std::memset(raw, 0, padded);
   } else {
     raw = std::calloc(padded, 1);
   }

@@ -11,7 +11,8 @@
  * join, so a range as large as two of them fits where they were; an array
  * larger than any free range and half a slab gets a slab of its own size;
  * and the slabs go back to the
- * system when their last array is freed. Vectors with LargePageAllocator
+ * system when their last array is freed; ranges never handed out before
+ * are reported as zeros, others not. Vectors with LargePageAllocator
  * keep their contents across growth. Prints "N failures".
  */
 #include <cstdint>
@@ -76,7 +77,9 @@ int main() {
   std::printf("huge pages %s, slabs %s\n", on ? "on" : "off", slabs ? "used" : "not used");
 
   Check(AllocateFromSlab(kLargePageMinBytes - 4096) == nullptr, "a small array from a slab");
-  void* first = AllocateFromSlab(kLargePageMinBytes);
+  bool zeroed = true;
+  void* first = AllocateFromSlab(kLargePageMinBytes, &zeroed);
+  Check(zeroed == slabs, "a range fresh from the system is reported as zeros");
   Check((first != nullptr) == slabs, "a large array from a slab exactly when they are used");
   if (slabs && first != nullptr) {
     Check(reinterpret_cast<uintptr_t>(first) % 4096 == 0, "slab arrays are page-aligned");
@@ -93,8 +96,9 @@ int main() {
     Check(third == static_cast<char*>(second) + kLargePageMinBytes, "first fit, in order (2)");
     Check(FreeToSlab(second, kLargePageMinBytes), "freeing a slab array");
     Check(FreeToSlab(first, kLargePageMinBytes), "freeing a slab array (2)");
-    void* joined = AllocateFromSlab(2 * kLargePageMinBytes);
+    void* joined = AllocateFromSlab(2 * kLargePageMinBytes, &zeroed);
     Check(joined == first, "freed neighbours join");
+    Check(!zeroed, "a range handed out before is not reported as zeros");
     // Larger than any free range and half a slab: a slab of its own size in
     // whole huge pages.
     const size_t big = kLargePageSlabBytes + 1;
