@@ -106,6 +106,9 @@ char* HandOut(Slab* slab, size_t offset, size_t want, bool* zeroed) {
 }
 
 void* SlabAllocate(size_t bytes, bool* zeroed) {
+  // No slab for a size whose rounding would overflow: the caller's own
+  // allocation then fails on it.
+  if (bytes > static_cast<size_t>(-1) / 4) return nullptr;
   const size_t want = RoundUp(bytes, kGrain);
   Slabs& all = TheSlabs();
   MutexLock lock(all.mutex);

@@ -118,6 +118,10 @@ int main() {
     Check(false, "slab memory where slabs are not used");
   }
 
+  // A size no slab can hold is left to the caller's own allocation.
+  Check(AllocateFromSlab(static_cast<size_t>(-1)) == nullptr, "an impossible size");
+  Check(AllocateFromSlab(static_cast<size_t>(-1) - 4095) == nullptr, "an impossible size (2)");
+
   // A vector that grows across the threshold keeps its values.
   std::vector<float, LargePageAllocator<float>> values;
   for (int i = 0; i < 300000; ++i) values.push_back(static_cast<float>(i));
