@@ -159,6 +159,8 @@ void* AllocateFromSlab(size_t bytes, bool* zeroed) {
   if (bytes >= kLargePageMinBytes && GetProcessOptions().huge_pages) {
     pointer = large_pages_cc::SlabAllocate(bytes, &fresh);
   }
+#else
+  (void)bytes;
 #endif  // __linux__
   if (zeroed != nullptr) *zeroed = pointer != nullptr && fresh;
   return pointer;
