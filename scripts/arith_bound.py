@@ -33,6 +33,7 @@ import argparse
 import datetime
 import json
 import os
+import shlex
 import subprocess
 import sys
 
@@ -177,7 +178,8 @@ def main(argv=None):
     if os.path.exists(args.results):
         with open(args.results, encoding='utf-8') as f:
             results = json.load(f)
-    command = 'python3 scripts/arith_bound.py' + (' ' + ' '.join(argv) if argv else '')
+    given = sys.argv[1:] if argv is None else argv
+    command = 'python3 scripts/arith_bound.py' + ''.join(' ' + shlex.quote(a) for a in given)
     body = render(counts, peak, results, command.strip(), args.section)
     print(body)
     if not args.no_write:

@@ -6,26 +6,25 @@
  * matrices, Winograd-transformed filters included): tens of MiB for a
  * ResNet, each byte read once or a few times a pass. In 4 KiB pages that
  * is a TLB miss every 4 KiB; in 2 MiB pages almost none. Measured on the
- * model-167 Xeon, one thread (BENCHMARKS.md, "Where the time goes on the
- * model-167 Xeon"): resnet18_v1 7% faster, resnet50_v2 2-5%, inceptionv3
- * 2.5%; the MobileNets and SqueezeNet, whose weights are a few MiB, do not
- * move.
+ * model-167 Xeon, one thread, with the storages below (BENCHMARKS.md,
+ * "Where the time goes on the model-167 Xeon"): resnet18_v1 3.0% faster,
+ * resnet50_v2 2.2%, densenet121 4.5%, inceptionv3 2.7%, vgg11 2.1%, the
+ * MobileNets 1-4%, SqueezeNet unchanged.
  *
  * Most of these arrays are 0.25 to 4 MiB (a Winograd layer holds 16 or 36
  * matrices of about 1 MiB each), so giving each its own huge pages would
  * waste up to half of them. Instead arrays of kLargePageMinBytes or more are
  * carved from shared slabs of kLargePageSlabBytes (an array that fits no
  * free range and is larger than half a slab gets a slab of its own size),
- * each 2 MiB-aligned and advised MADV_HUGEPAGE before
- * anything touches it, first fit, neighbouring free ranges joined; a slab
- * goes back to the system when its last array is freed. Smaller arrays,
+ * each 2 MiB-aligned and advised MADV_HUGEPAGE before anything touches it,
+ * first fit, neighbouring free ranges joined; a slab goes back to the
+ * system when its last array is freed. Smaller arrays,
  * and every array where huge pages are off (ProcessOptions::huge_pages,
  * MXLITE_HUGE_PAGES=0) or the system is not Linux, are allocated as before
  * (operator new, calloc). The same slabs hold the large NDArray storages
- * (a predictor's arena of intermediate results, the parameters): measured
- * the same way, resnet50_v2 gains 2% with the weights alone in huge pages
- * and 5% with the arena too.
- * The kernel may still back a slab with 4 KiB pages (THP "never", or no
+ * (a predictor's arena of intermediate results, the parameters): in an
+ * earlier A/B resnet50_v2 gained 2% with the weights alone in huge pages
+ * and 5% with the arena too. The kernel may still back a slab with 4 KiB pages (THP "never", or no
  * free huge page); then nothing is lost but the slab's rounding.
  */
 #ifndef MXLITE_BASE_LARGE_PAGES_H_

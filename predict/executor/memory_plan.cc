@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
-#include <limits>
 #include <map>
 #include <numeric>
 #include <set>
@@ -634,6 +633,16 @@ Status FindEntryParts(const Graph& graph, const EntryShapes& shapes, const Entry
 
 namespace memory_plan_cc {
 
+// The lower bound (see memory_plan.h) with these parts laid in place: no
+// plan of that layout, under any reuse rule, is smaller.
+size_t LowerBound(const Graph& graph, const std::vector<std::vector<size_t>>& entry_bytes,
+                  const std::vector<EntryPart>& parts) {
+  BufferSet execution_order;
+  std::set<std::pair<int, int>> edges;
+  BuildBuffers(graph, entry_bytes, parts, true, false, nullptr, &execution_order, &edges);
+  return LiveBytesPeak(execution_order.buffers, static_cast<int>(graph.nodes.size()));
+}
+
 // PlanMemory with these parts laid in place, all of them.
 Status PlanWithParts(const Graph& graph, const std::vector<std::vector<size_t>>& entry_bytes,
                      const std::vector<EntryPart>& parts, const PlanOptions& options,
@@ -673,7 +682,9 @@ Status PlanMemory(const Graph& graph, const std::vector<std::vector<size_t>>& en
   if (parts.empty() || !options.inplace) return Status();
   plan->parts = parts;
   // Parts lengthen lives (see "Laid end to end"); where the plan that
-  // copies every Concat input is smaller, it is the plan.
+  // copies every Concat input is smaller, it is the plan. It is made only
+  // where its lower bound leaves it room to be.
+  if (LowerBound(graph, entry_bytes, {}) >= plan->arena_bytes) return Status();
   MemoryPlan copied;
   MXL_RETURN_IF_ERROR(PlanWithParts(graph, entry_bytes, {}, options, &copied));
   if (copied.arena_bytes < plan->arena_bytes) *plan = std::move(copied);
@@ -707,15 +718,10 @@ Status ReportMemory(const Graph& graph, const std::vector<std::vector<size_t>>& 
   }
   // The plan may copy the Concat inputs instead (PlanMemory): the bound
   // is the smaller of the two layouts' peaks.
-  report->lower_bound_bytes = std::numeric_limits<size_t>::max();
-  for (int laid = parts.empty() ? 0 : 1; laid >= 0; --laid) {
-    BufferSet execution_order;
-    std::set<std::pair<int, int>> edges;
-    BuildBuffers(graph, entry_bytes, laid ? parts : std::vector<EntryPart>(), true, false,
-                 nullptr, &execution_order, &edges);
+  report->lower_bound_bytes = LowerBound(graph, entry_bytes, {});
+  if (!parts.empty()) {
     report->lower_bound_bytes =
-        std::min(report->lower_bound_bytes,
-                 LiveBytesPeak(execution_order.buffers, static_cast<int>(graph.nodes.size())));
+        std::min(report->lower_bound_bytes, LowerBound(graph, entry_bytes, parts));
   }
   return Status();
 }

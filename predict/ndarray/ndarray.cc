@@ -12,10 +12,10 @@ namespace mxlite {
 
 Status Storage::Allocate(size_t bytes, std::shared_ptr<Storage>* out) {
   // Large blocks from the huge-page slabs (base/large_pages.h), cleared
-  // unless fresh from the system; others, or where there is no slab, from calloc rather than malloc +
-  // memset: large blocks come from fresh zero pages that the OS maps
-  // lazily, so a big arena costs nothing until used. The pointer is then
-  // aligned by hand inside the over-allocation.
+  // unless fresh from the system; others, or where there is no slab, from
+  // calloc rather than malloc + memset: large blocks come from fresh zero
+  // pages that the OS maps lazily, so a big arena costs nothing until used.
+  // The pointer is then aligned by hand inside the over-allocation.
   size_t padded = bytes + kBufferAlignment;
   if (padded < bytes) return Status::Error(StrCat("cannot allocate ", bytes, " bytes"));
   bool zeroed = false;
