@@ -27,7 +27,7 @@ def driver(tmp_path_factory):
     return exe
 
 
-@pytest.mark.parametrize('setting', [None, '1', '0', 'off'])
+@pytest.mark.parametrize('setting', [None, '1', 'true', '0', 'off', 'false'])
 def test_slabs(driver, setting):
     env = {k: v for k, v in os.environ.items() if k != 'MXLITE_HUGE_PAGES'}
     if setting is not None:
@@ -35,7 +35,7 @@ def test_slabs(driver, setting):
     result = subprocess.run([str(driver)], env=env, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stdout
     assert result.stdout.strip().splitlines()[-1] == '0 failures', result.stdout
-    on = setting not in ('0', 'off')
+    on = setting not in ('0', 'off', 'false')
     used = on and sys.platform.startswith('linux')
     assert f'slabs {"used" if used else "not used"}' in result.stdout, result.stdout
 
@@ -44,7 +44,7 @@ def test_a_bad_setting_is_an_error_naming_it(driver):
     result = subprocess.run([str(driver)], env={**os.environ, 'MXLITE_HUGE_PAGES': 'sometimes'},
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 1
-    assert "MXLITE_HUGE_PAGES must be 1/on or 0/off, not 'sometimes'" in result.stdout
+    assert "MXLITE_HUGE_PAGES must be 1/true/on or 0/false/off, not 'sometimes'" in result.stdout
 
 
 def test_outputs_are_the_same_bits_with_and_without_huge_pages(tmp_path):

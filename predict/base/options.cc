@@ -65,8 +65,6 @@ const RuntimeOptionInfo kRuntimeOptionList[] = {
 const int kRuntimeOptionCount =
     static_cast<int>(sizeof(kRuntimeOptionList) / sizeof(kRuntimeOptionList[0]));
 
-namespace options_cc {
-
 bool ParseSwitch(const std::string& text, bool* value) {
   if (text == "1" || text == "true" || text == "on") {
     *value = true;
@@ -77,6 +75,8 @@ bool ParseSwitch(const std::string& text, bool* value) {
   }
   return true;
 }
+
+namespace options_cc {
 
 // A non-negative decimal integer with an optional K/M/G suffix (powers of
 // 1024) when `scaled`; false on anything else, including overflow.
@@ -116,7 +116,6 @@ bool ParseInt(const std::string& text, int limit, int* value) {
 Status SetRuntimeOption(RuntimeOptions* options, const std::string& name,
                         const std::string& value) {
   using options_cc::ParseInt;
-  using options_cc::ParseSwitch;
   bool ok = false;
   const char* expected = "";
   for (int i = 0; i < kRuntimeOptionCount; ++i) {

@@ -114,6 +114,10 @@ extern const int kRuntimeOptionCount;
 Status SetRuntimeOption(RuntimeOptions* options, const std::string& name,
                         const std::string& value);
 
+// A switch's text form: 1/true/on or 0/false/off into *value; false for
+// anything else. Every on/off setting, predictor or process, parses with it.
+bool ParseSwitch(const std::string& text, bool* value);
+
 // The budget used when memory_budget is 0: the physical memory of the
 // machine, or the address-space limit of the process when that is lower;
 // unlimited where neither is known.

@@ -38,9 +38,8 @@ Status ReadProcessEnvironment() {
   }
   if (const char* huge = std::getenv("MXLITE_HUGE_PAGES")) {
     const std::string value = huge;
-    MXL_CHECK(value.empty() || value == "0" || value == "1" || value == "off" || value == "on",
-              "MXLITE_HUGE_PAGES must be 1/on or 0/off, not '", value, "'");
-    options.huge_pages = value != "0" && value != "off";
+    MXL_CHECK(value.empty() || ParseSwitch(value, &options.huge_pages),
+              "MXLITE_HUGE_PAGES must be 1/true/on or 0/false/off, not '", value, "'");
   }
   RuntimeOptions predictor_options;
   if (OptionsFromEnvironment(&predictor_options).ok()) {
