@@ -45,6 +45,11 @@ CpuFeatures Detect() {
   // Feature bits only, never family/model tables: new processors must get
   // the kernels their bits allow.
   unsigned regs[4];
+  Cpuid(0x80000000u, 0, regs);
+  if (regs[0] >= 0x80000001u) {
+    Cpuid(0x80000001u, 0, regs);
+    features.prefetchw = (regs[2] >> 8) & 1;
+  }
   Cpuid(0, 0, regs);
   unsigned max_leaf = regs[0];
   Cpuid(1, 0, regs);

@@ -19,6 +19,7 @@ struct CpuFeatures {
   bool avx2_fma = false;  // AVX2 + FMA3, with OS support for the YMM state
   bool avx512f = false;   // AVX-512F, with OS support for the ZMM state
   bool neon = false;
+  bool prefetchw = false;  // PREFETCHW (CPUID 0x80000001 ECX bit 8)
 };
 
 // Features of this processor (computed once, thread-safe).

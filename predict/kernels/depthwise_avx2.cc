@@ -313,7 +313,7 @@ MXLITE_TARGET_AVX2_INLINE void StoreStagedAvx2(const DepthwiseBlockArgs& a, cons
     if (c < channels) {
       float* to = output + c * out_plane;
       const float* residual = residuals ? residuals + c * out_plane : nullptr;
-      PrefetchAhead(to, kStoreBytesAhead);
+      PrefetchAheadForWrite(to, kStoreBytesAhead);
       __m256 value = v[c];
       if (kTail) {
         if (residual) value = _mm256_add_ps(value, _mm256_maskload_ps(residual, lanes));

@@ -280,7 +280,7 @@ MXLITE_TARGET_AVX512 void ConvolveWindow(const DepthwiseBlockArgs& a, const Bloc
     MXLITE_UNROLL
     for (int c = 0; c < kBlockLanes; ++c) {
       if (c < a.channels) {
-        PrefetchAhead(a.output + c * a.out_plane + o0, kStoreBytesAhead);
+        PrefetchAheadForWrite(a.output + c * a.out_plane + o0, kStoreBytesAhead);
         __m512 value = v[c];
         if (a.residual) {
           value = _mm512_add_ps(value,

@@ -48,7 +48,9 @@ MXLITE_ANY_ISA_INLINE void PrefetchRowsAhead(const DepthwisePlaneArgs& a, int64_
   }
   const int64_t out_bytes = a.out_w * int64_t{sizeof(float)};
   const int64_t out_ahead = (oy + kPrefetchOutputRowsAhead) * out_bytes;
-  for (int64_t b = 0; b < rows * out_bytes; b += 64) PrefetchAhead(a.output, out_ahead + b);
+  for (int64_t b = 0; b < rows * out_bytes; b += 64) {
+    PrefetchAheadForWrite(a.output, out_ahead + b);
+  }
 }
 
 // Channel-blocked path. The scratch holds the padded input window (rows x
