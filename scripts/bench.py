@@ -8,6 +8,8 @@
                                                   # this change against main, in one run
     python3 scripts/bench.py --batch 1,8,64 --batch-models resnet18_v1,mobilenetv2_1.0 \
         --section "CPU performance on Intel Xeon"  # latency and throughput, one machine's table
+    python3 scripts/bench.py --isa avx2 --section "CPU performance on Intel Xeon, AVX2"
+                                                  # the AVX2 paths on an AVX-512 machine
 
 For every zoo model (batch 1, float32, the checkpoints in build/fixtures/zoo
 that scripts/make_fixtures.py writes) and every thread count it measures
@@ -28,7 +30,10 @@ images per second. Each run also records the machine: the CPU model and ISA,
 the FMA peak of one core (scripts/bench/fma_peak.cc) and, beside every
 multi-thread row, where the host placed the CPUs (the cache-line round trip
 of scripts/bench/core_latency.cc before and after the row). BENCHMARKS.md
-keeps one section per machine: --section names it.
+keeps one section per machine: --section names it. --isa avx2 caps mxlite
+(MXLITE_ISA) and MXNet's oneDNN (DNNL_MAX_CPU_ISA) at AVX2, for the AVX2-only
+machines the goal covers; ONNX Runtime has no such setting, so it keeps the
+machine's widest kernels and its ratios are not like for like.
 
 A baseline: --baseline-library PATH (a libmxlite.so) or --baseline-commit
 COMMIT (built like --commit, from a clean git archive of that commit under
@@ -136,6 +141,10 @@ def parse_args(argv):
     parser.add_argument('--nice', type=int, default=0,
                         help='niceness of the workers; negative (root only) favours them over '
                              'other processes on a shared machine (default: 0)')
+    parser.add_argument('--isa', choices=['avx2'], default=None,
+                        help='cap the instruction set: mxlite through MXLITE_ISA, MXNet\'s '
+                             'oneDNN through DNNL_MAX_CPU_ISA; ONNX Runtime has no such '
+                             'setting and runs with all the machine has (default: no cap)')
     parser.add_argument('--dot', type=int, default=2048,
                         help='size of the dot case; 0 leaves it out (default: %(default)s)')
     parser.add_argument('--quick', action='store_true',
@@ -228,7 +237,8 @@ def main(argv=None):
     versions.update(ensure_oracle(args, need_onnx=need_ort))
     versions.update(ensure_bench_python(args, need_ort))
     setup = {'oracle_python': args.oracle_python, 'bench_python': args.bench_python,
-             'mxlite_lib': pin_mxlite_library(args), 'niceness': args.nice}
+             'mxlite_lib': pin_mxlite_library(args), 'niceness': args.nice,
+             'isa': args.isa}
     setup['baseline_lib'] = pin_baseline_library(args)
     if setup['baseline_lib']:  # one more runtime, right after mxlite
         args.runtime_list.insert(1, 'baseline')
@@ -256,7 +266,7 @@ def main(argv=None):
         'commit': git_description(args), 'mxlite_lib': setup['mxlite_lib'], 'versions': versions,
         'threads': args.thread_list, 'runtimes': args.runtime_list, 'models': args.model_list,
         'args': {'warmup': args.warmup, 'note': args.note, 'nice': args.nice,
-                 'turn': args.turn, 'gap_ms': args.gap_ms},
+                 'turn': args.turn, 'gap_ms': args.gap_ms, 'isa': args.isa},
         'results': {}, 'background': {}, 'warnings': [],
         'load_warnings': [], 'results_json': args.results_json, 'section': args.section,
         'batches': args.batch_list, 'batch_models': args.batch_model_list,

@@ -49,6 +49,21 @@ def test_replace_section_keeps_the_other_sections():
     assert appended == '# Benchmarks\n\nintro\n\n## CPU performance\n\nnew\n'
 
 
+def test_an_isa_cap_reaches_the_runtimes_that_have_one(monkeypatch):
+    bench = load_bench_module()
+    monkeypatch.setenv('MXLITE_ISA', 'scalar')  # the caller's own cap never leaks in
+    monkeypatch.setenv('DNNL_MAX_CPU_ISA', 'SSE41')
+    plain = {runtime: bench.worker_env(runtime, 2) for runtime in ('mxlite', 'mxnet', 'ort')}
+    assert all('DNNL_MAX_CPU_ISA' not in env and 'MXLITE_ISA' not in env
+               for env in plain.values())
+    capped = {runtime: bench.worker_env(runtime, 2, 'avx2')
+              for runtime in ('mxlite', 'mxnet', 'ort')}
+    assert capped['mxlite']['MXLITE_ISA'] == 'avx2'
+    assert capped['mxnet']['DNNL_MAX_CPU_ISA'] == 'AVX2'
+    assert 'DNNL_MAX_CPU_ISA' not in capped['ort']
+    assert capped['mxlite']['MXLITE_NUM_THREADS'] == '2'
+
+
 def test_bench_runs_every_runtime_on_a_small_model(tmp_path):
     assert os.path.exists(ORACLE_PYTHON), 'the MXNet oracle venv is missing: run make test'
     assert os.path.exists(os.path.join(ZOO_DIR, 'squeezenet1.1-0000.params')), (

@@ -76,20 +76,32 @@ class Worker:
         self.log.close()
 
 
-def worker_env(runtime, threads):
+# bench.py --isa: the settings that cap each runtime's instruction set (ONNX
+# Runtime has none; its kernels follow CPUID).
+ISA_CAPS = {'avx2': {'mxlite': ('MXLITE_ISA', 'avx2'), 'mxnet': ('DNNL_MAX_CPU_ISA', 'AVX2')}}
+
+
+def worker_env(runtime, threads, isa=None):
     env = dict(os.environ)
     # The thread count of each runtime, and of nothing else in its process.
     env['OMP_NUM_THREADS'] = str(threads)
     env['OPENBLAS_NUM_THREADS'] = '1'
+    # Caps come from --isa only, never from the caller's environment.
+    for name in ('MXLITE_ISA', 'DNNL_MAX_CPU_ISA'):
+        env.pop(name, None)
+    caps = ISA_CAPS.get(isa, {})
     if runtime in MXLITE_RUNTIMES:
         env['MXLITE_NUM_THREADS'] = str(threads)
-        env.pop('MXLITE_ISA', None)
+        if 'mxlite' in caps:
+            env[caps['mxlite'][0]] = caps['mxlite'][1]
     elif runtime == 'mxnet':
         # MXNet as a user gets it: oneDNN and its graph fusion stay on.
         for name in ('MXNET_MKLDNN_ENABLED', 'MXNET_SUBGRAPH_BACKEND'):
             env.pop(name, None)
         env['MXNET_ENGINE_TYPE'] = 'NaiveEngine'
         env['OPENBLAS_NUM_THREADS'] = str(threads)
+        if 'mxnet' in caps:
+            env[caps['mxnet'][0]] = caps['mxnet'][1]
     elif runtime in ('numpy', 'numpy_avx512'):
         env['OPENBLAS_NUM_THREADS'] = str(threads)
         env.pop('OPENBLAS_CORETYPE', None)
@@ -111,8 +123,8 @@ def start_worker(runtime, threads, case_name, setup):
     log_dir = os.path.join(WORK_DIR, 'logs')
     os.makedirs(log_dir, exist_ok=True)
     log_path = os.path.join(log_dir, '%s-%s-%dt.log' % (case_name, runtime, threads))
-    return Worker(runtime, [python, WORKER] + extra, worker_env(runtime, threads), log_path,
-                  setup['niceness'])
+    return Worker(runtime, [python, WORKER] + extra,
+                  worker_env(runtime, threads, setup.get('isa')), log_path, setup['niceness'])
 
 
 # --------------------------------------------------------------------------

@@ -227,6 +227,9 @@ def render(report):
         '(the exporter ignores the flag; resnet50_v2 differs by 7%% without it); '
         'intra_op_num_threads = threads, inter_op 1, ORT_ENABLE_ALL, sequential' % (
             report['versions'].get('onnxruntime'), report['versions'].get('onnx')),
+        '- instruction set capped at AVX2: mxlite through MXLITE_ISA=avx2, MXNet\'s oneDNN '
+        'through DNNL_MAX_CPU_ISA=AVX2; ONNX Runtime has no such setting and used all the '
+        'machine has' if args.get('isa') == 'avx2' else None,
         '- workers at niceness %d' % args['nice'] if args['nice'] else None,
         '- batch 1%s, float32; one inference = set input + forward + copy output; the runtimes '
         'take turns of %d consecutive inferences (order rotating, reversed every other round; '
