@@ -96,16 +96,16 @@ inline const bool kWritePrefetch = GetCpuFeatures().prefetchw;
 // 112 -> 78-81 us; whole passes about 1% faster. Where the processor lacks
 // PREFETCHW this is PrefetchAhead.
 MXLITE_ANY_ISA_INLINE void PrefetchAheadForWrite(const float* at, int64_t bytes) {
-  const uintptr_t address = reinterpret_cast<uintptr_t>(at) + static_cast<uintptr_t>(bytes);
 #if defined(__GNUC__) || defined(__clang__)
   if (kWritePrefetch) {
+    const uintptr_t address = reinterpret_cast<uintptr_t>(at) + static_cast<uintptr_t>(bytes);
     // An asm statement: the intrinsic needs a target attribute ("prfchw")
     // that the AVX2 and AVX-512 kernels inlining this do not carry.
     __asm__ volatile("prefetchw %0" : : "m"(*reinterpret_cast<const char*>(address)));
     return;
   }
 #endif  // defined(__GNUC__) || defined(__clang__)
-  _mm_prefetch(reinterpret_cast<const char*>(address), _MM_HINT_T0);
+  PrefetchAhead(at, bytes);
 }
 
 // Prefetches, `bytes` further on, every line that the `width` floats from
