@@ -18,14 +18,15 @@
  * free range and is larger than half a slab gets a slab of its own size),
  * each 2 MiB-aligned and advised MADV_HUGEPAGE before anything touches it,
  * first fit, neighbouring free ranges joined; a slab goes back to the
- * system when its last array is freed. Smaller arrays,
- * and every array where huge pages are off (ProcessOptions::huge_pages,
- * MXLITE_HUGE_PAGES=0) or the system is not Linux, are allocated as before
- * (operator new, calloc). The same slabs hold the large NDArray storages
- * (a predictor's arena of intermediate results, the parameters): in an
- * earlier A/B resnet50_v2 gained 2% with the weights alone in huge pages
- * and 5% with the arena too. The kernel may still back a slab with 4 KiB pages (THP "never", or no
- * free huge page); then nothing is lost but the slab's rounding.
+ * system when its last array is freed. Smaller arrays, and every array
+ * where huge pages are off (ProcessOptions::huge_pages, MXLITE_HUGE_PAGES=0)
+ * or the system is not Linux, are allocated as before (operator new,
+ * calloc). The same slabs hold the large NDArray storages (a predictor's
+ * arena of intermediate results, the parameters): in an earlier A/B
+ * resnet50_v2 gained 2% with the weights alone in huge pages and 5% with
+ * the arena too. The kernel may still back a slab with 4 KiB pages (THP
+ * "never", or no free huge page); then nothing is lost but the slab's
+ * rounding.
  */
 #ifndef MXLITE_BASE_LARGE_PAGES_H_
 #define MXLITE_BASE_LARGE_PAGES_H_
