@@ -58,6 +58,42 @@ def test_kernel_variant_matches_reference(drivers, driver, isa):
         assert 'micro-kernel: generic-6x8' in result.stdout
 
 
+
+def _cpu_vendor():
+    with open('/proc/cpuinfo') as info:
+        for line in info:
+            if line.startswith('vendor_id'):
+                return line.split(':', 1)[1].strip()
+    return ''
+
+
+@pytest.mark.parametrize('setting', ['auto', '1', '0'])
+def test_gemm_wide_tiles_each_way_match_reference(drivers, setting):
+    """AVX-512 cuts a row's last 41-52 columns either as one wide tile or as
+    a 32-column tile and a tail (gemm.cc, UseWideTiles): both forced, and
+    the default by vendor (wide on AMD only), against the naive loops."""
+    result = subprocess.run([str(drivers['gemm'])],
+                            env={**os.environ, 'MXLITE_ISA': 'avx512',
+                                 'MXLITE_GEMM_WIDE_TILES': setting},
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert result.stdout.strip().endswith(' 0 failures')
+    if 'micro-kernel: avx512' not in result.stdout:
+        pytest.skip('no AVX-512 on this machine')
+    wide = {'1': True, '0': False, 'auto': _cpu_vendor() == 'AuthenticAMD'}[setting]
+    expected = 'avx512-12x32-wide' if wide else 'avx512-12x32'
+    assert f'micro-kernel: {expected}\n' in result.stdout
+
+
+def test_a_bad_wide_tiles_setting_is_an_error_naming_it(drivers):
+    result = subprocess.run([str(drivers['gemm'])],
+                            env={**os.environ, 'MXLITE_GEMM_WIDE_TILES': 'sometimes'},
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0
+    assert ("MXLITE_GEMM_WIDE_TILES must be auto, 1/true/on or 0/false/off, not 'sometimes'"
+            in result.stdout + result.stderr)
+
+
 ARM_TARGETS = {
     'aarch64': (['aarch64-linux-gnu-g++'], 'qemu-aarch64', 'neon-8x12'),
     'armv7-neon': (['arm-linux-gnueabihf-g++', '-mfpu=neon'], 'qemu-arm', 'neon-4x8'),

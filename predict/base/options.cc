@@ -195,6 +195,8 @@ Status SetProcessOptions(const ProcessOptions& options) {
   MXL_CHECK(options.engine_threads >= 0 && options.engine_threads <= 4096,
             "MXLITE_ENGINE_THREADS must be a whole number from 1 to 4096, not ",
             options.engine_threads);
+  MXL_CHECK(options.gemm_wide_tiles >= -1 && options.gemm_wide_tiles <= 1,
+            "gemm_wide_tiles must be -1 (auto), 0 or 1, not ", options.gemm_wide_tiles);
   options_cc::Process() = options;
   return Status();
 }

@@ -90,6 +90,11 @@ struct ProcessOptions {
   // Prepared weights in transparent huge pages where the system has them
   // (base/large_pages.h; MXLITE_HUGE_PAGES=0 turns it off).
   bool huge_pages = true;
+  // The AVX-512 GEMM's wide tiles (a row's last 41-52 columns as one tile,
+  // kernels/gemm_x86.cc): -1 by the processor's vendor (on for AMD, off
+  // elsewhere), 0 off, 1 on (MXLITE_GEMM_WIDE_TILES=auto|0|1). The results
+  // are the same bits either way; only the speed differs.
+  int gemm_wide_tiles = -1;
 };
 
 // Records `options` for the process; an invalid value is an error naming it.

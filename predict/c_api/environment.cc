@@ -41,6 +41,16 @@ Status ReadProcessEnvironment() {
     MXL_CHECK(value.empty() || ParseSwitch(value, &options.huge_pages),
               "MXLITE_HUGE_PAGES must be 1/true/on or 0/false/off, not '", value, "'");
   }
+  if (const char* wide = std::getenv("MXLITE_GEMM_WIDE_TILES")) {
+    const std::string value = wide;
+    bool on = false;
+    if (!value.empty() && value != "auto") {
+      MXL_CHECK(ParseSwitch(value, &on),
+                "MXLITE_GEMM_WIDE_TILES must be auto, 1/true/on or 0/false/off, not '", value,
+                "'");
+      options.gemm_wide_tiles = on ? 1 : 0;
+    }
+  }
   RuntimeOptions predictor_options;
   if (OptionsFromEnvironment(&predictor_options).ok()) {
     options.nd_threads = predictor_options.threads;

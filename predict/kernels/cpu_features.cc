@@ -43,7 +43,8 @@ CpuFeatures Detect() {
   CpuFeatures features;
 #if defined(MXLITE_X86)
   // Feature bits only, never family/model tables: new processors must get
-  // the kernels their bits allow.
+  // the kernels their bits allow. (The vendor picks among variants of equal
+  // results, never whether a kernel runs.)
   unsigned regs[4];
   Cpuid(0x80000000u, 0, regs);
   if (regs[0] >= 0x80000001u) {
@@ -52,6 +53,12 @@ CpuFeatures Detect() {
   }
   Cpuid(0, 0, regs);
   unsigned max_leaf = regs[0];
+  // The vendor string is EBX, EDX, ECX: "GenuineIntel", "AuthenticAMD".
+  if (regs[1] == 0x756e6547u && regs[3] == 0x49656e69u && regs[2] == 0x6c65746eu) {
+    features.vendor = CpuVendor::kIntel;
+  } else if (regs[1] == 0x68747541u && regs[3] == 0x69746e65u && regs[2] == 0x444d4163u) {
+    features.vendor = CpuVendor::kAmd;
+  }
   Cpuid(1, 0, regs);
   bool osxsave = (regs[2] >> 27) & 1;
   bool fma = (regs[2] >> 12) & 1;

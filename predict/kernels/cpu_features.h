@@ -15,11 +15,17 @@ namespace mxlite {
 
 enum class Isa { kGeneric = 0, kAvx2 = 1, kAvx512 = 2, kNeon = 3 };
 
+// Who designed the processor (x86 CPUID leaf 0). Never gates an instruction
+// set; it selects among equivalent variants where the vendors' cores were
+// measured to prefer different ones (gemm.cc, UseWideTiles).
+enum class CpuVendor { kOther = 0, kIntel = 1, kAmd = 2 };
+
 struct CpuFeatures {
   bool avx2_fma = false;  // AVX2 + FMA3, with OS support for the YMM state
   bool avx512f = false;   // AVX-512F, with OS support for the ZMM state
   bool neon = false;
   bool prefetchw = false;  // PREFETCHW (CPUID 0x80000001 ECX bit 8)
+  CpuVendor vendor = CpuVendor::kOther;
 };
 
 // Features of this processor (computed once, thread-safe).

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "../base/options.h"
 #include "x86_simd.h"
 
 namespace mxlite {
@@ -415,11 +416,38 @@ const GemmImplementation kGemmImplementations[] = {
     {Isa::kGeneric, &gemm_generic::kKernel, nullptr, nullptr},
 };
 
+#if defined(__x86_64__) || defined(_M_X64)
+// The AVX-512 line with wide tiles (see UseWideTiles).
+const GemmImplementation kAvx512WithWideTiles = {
+    Isa::kAvx512, &gemm_avx512::kWideKernel, gemm_avx512::GemvRows, AddRowsAndFinishAvx512};
+
+// Whether a row's last 41-52 columns (a 7x7 map's 49) run as one wide tile
+// of two 6-row halves, each broadcast of A feeding three vectors, or as a
+// 32-column tile plus a tail. Same results; the cores disagree on speed.
+// On the AMD Zen 5 EPYC where the wide tile was built it paid (one thread,
+// 516 x 1024 x 49: 200 -> 225 GFLOP/s); on the Intel Xeon of CPUID model 167
+// it loses on every 49-column product (1024 x 1024 x 49: 143 -> 130-134,
+// 128 x 768 x 49: 133-137 -> 121-126; BENCHMARKS.md). So: on for AMD, off
+// elsewhere, unless ProcessOptions::gemm_wide_tiles says otherwise.
+bool UseWideTiles() {
+  const int setting = GetProcessOptions().gemm_wide_tiles;
+  if (setting >= 0) return setting == 1;
+  return GetCpuFeatures().vendor == CpuVendor::kAmd;
+}
+#endif  // defined(__x86_64__) || defined(_M_X64)
+
 }  // namespace gemm_cc
 
 const GemmImplementation& GemmKernels() {
-  static const GemmImplementation& chosen =
-      ChooseImplementation(gemm_cc::kGemmImplementations);
+  static const GemmImplementation& chosen = []() -> const GemmImplementation& {
+    const GemmImplementation& entry = ChooseImplementation(gemm_cc::kGemmImplementations);
+#if defined(__x86_64__) || defined(_M_X64)
+    if (entry.isa == Isa::kAvx512 && gemm_cc::UseWideTiles()) {
+      return gemm_cc::kAvx512WithWideTiles;
+    }
+#endif  // defined(__x86_64__) || defined(_M_X64)
+    return entry;
+  }();
   return chosen;
 }
 

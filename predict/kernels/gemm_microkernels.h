@@ -121,6 +121,7 @@ void GemvRows(int64_t rows, int64_t k, const float* w, const float* x, float* y)
 }
 namespace gemm_avx512 {
 extern const MicroKernel kKernel;
+extern const MicroKernel kWideKernel;  // kKernel with wide tiles
 void GemvRows(int64_t rows, int64_t k, const float* w, const float* x, float* y);
 }
 #endif  // x86-64

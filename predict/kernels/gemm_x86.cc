@@ -648,8 +648,13 @@ MXLITE_TARGET_AVX512 void RunTile(int64_t kc, const float* a, const float* b, in
 }
 
 // Every tile goes through RunTile, so the kernel has no separate whole-tile entries.
+// The two differ only in how a row's last 41-52 columns of a B read in place
+// are cut: one wide tile, or a 32-column tile and a tail (the same results,
+// bit for bit). Which is faster depends on the core (gemm.cc, UseWideTiles).
 const MicroKernel kKernel = {"avx512-12x32", kMr, kNr, nullptr, nullptr, &RunTile,
-                             kWideMinCols, kWideMaxCols, true, nullptr, 0};
+                             0, 0, true, nullptr, 0};
+const MicroKernel kWideKernel = {"avx512-12x32-wide", kMr, kNr, nullptr, nullptr, &RunTile,
+                                 kWideMinCols, kWideMaxCols, true, nullptr, 0};
 
 // Sum of the 16 lanes. (Not _mm512_reduce_add_ps: GCC 12 warns about an
 // undefined operand inside it.)
