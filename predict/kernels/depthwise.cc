@@ -84,17 +84,22 @@ struct DepthwiseImplementation {
   void (*plane)(const DepthwisePlaneArgs&);
   void (*block)(const DepthwiseBlockArgs&);
   // The widest input row for which the channel-blocked kernel beats the
-  // plane kernel (0: never). Measured in BENCHMARKS.md, "Depthwise kernels".
-  int64_t blocked_max_in_w;
+  // plane kernel (0: never), on AMD processors and on the others. The
+  // cores differ: on Zen 4 and Zen 5 the blocked kernel wins down to 28
+  // columns and ties at 56, on the model-167 Xeon the plane kernel wins at
+  // 28 and 56 by 5-35% (AVX-512; AVX2 at 56). Measured in BENCHMARKS.md,
+  // "Depthwise kernels".
+  int64_t blocked_max_in_w_amd;
+  int64_t blocked_max_in_w_other;
 };
 
 // In order of preference: the first whose instruction set is available.
 const DepthwiseImplementation kDepthwiseImplementations[] = {
 #if defined(MXLITE_X86_64)
-    {Isa::kAvx512, DepthwisePlaneAvx512, DepthwiseBlockAvx512, 64},
-    {Isa::kAvx2, DepthwisePlaneAvx2, DepthwiseBlockAvx2, 64},
+    {Isa::kAvx512, DepthwisePlaneAvx512, DepthwiseBlockAvx512, 64, 24},
+    {Isa::kAvx2, DepthwisePlaneAvx2, DepthwiseBlockAvx2, 64, 32},
 #endif  // MXLITE_X86_64
-    {Isa::kGeneric, PlaneScalar, BlockByPlanes, 0},
+    {Isa::kGeneric, PlaneScalar, BlockByPlanes, 0, 0},
 };
 
 const DepthwiseImplementation& Chosen() {
@@ -113,7 +118,12 @@ bool DepthwiseConv3x3Supported(int64_t stride_h, int64_t stride_w, int64_t dilat
 
 void DepthwiseConv3x3Plane(const DepthwisePlaneArgs& args) { depthwise_cc::Chosen().plane(args); }
 
-bool DepthwiseBlockedPays(int64_t in_w) { return in_w <= depthwise_cc::Chosen().blocked_max_in_w; }
+bool DepthwiseBlockedPays(int64_t in_w) {
+  static const int64_t max_in_w = GetCpuFeatures().vendor == CpuVendor::kAmd
+                                      ? depthwise_cc::Chosen().blocked_max_in_w_amd
+                                      : depthwise_cc::Chosen().blocked_max_in_w_other;
+  return in_w <= max_in_w;
+}
 
 void PackDepthwiseBlockWeights(const float* weights, const float* bias, int64_t channels,
                                std::vector<float>* block_weights, std::vector<float>* block_bias) {
