@@ -85,8 +85,8 @@ struct DepthwiseImplementation {
   void (*block)(const DepthwiseBlockArgs&);
   // The widest input row for which the channel-blocked kernel beats the
   // plane kernel (0: never), on AMD processors and on the others. The
-  // cores differ: on Zen 4 and Zen 5 the blocked kernel wins down to 28
-  // columns and ties at 56, on the model-167 Xeon the plane kernel wins at
+  // cores differ: on Zen 4 and Zen 5 the blocked kernel wins at 28 columns
+  // and below and ties at 56; on the model-167 Xeon the plane kernel wins at
   // 28 and 56 by 5-35% (AVX-512; AVX2 at 56). Measured in BENCHMARKS.md,
   // "Depthwise kernels".
   int64_t blocked_max_in_w_amd;
