@@ -58,7 +58,6 @@ def test_kernel_variant_matches_reference(drivers, driver, isa):
         assert 'micro-kernel: generic-6x8' in result.stdout
 
 
-
 def _cpu_vendor():
     with open('/proc/cpuinfo') as info:
         for line in info:

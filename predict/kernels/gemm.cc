@@ -426,9 +426,10 @@ const GemmImplementation kAvx512WithWideTiles = {
 // 32-column tile plus a tail. Same results; the cores disagree on speed.
 // On the AMD Zen 5 EPYC where the wide tile was built it paid (one thread,
 // 516 x 1024 x 49: 200 -> 225 GFLOP/s); on the Intel Xeon of CPUID model 167
-// it loses on every 49-column product (1024 x 1024 x 49: 143 -> 130-134,
-// 128 x 768 x 49: 133-137 -> 121-126; BENCHMARKS.md). So: on for AMD, off
-// elsewhere, unless ProcessOptions::gemm_wide_tiles says otherwise.
+// it loses on every 49-column product (GFLOP/s without -> with it: 1024 x
+// 1024 x 49 143 -> 130-134, 128 x 768 x 49 133-137 -> 121-126;
+// BENCHMARKS.md). So: on for AMD, off elsewhere, unless
+// ProcessOptions::gemm_wide_tiles says otherwise.
 bool UseWideTiles() {
   const int setting = GetProcessOptions().gemm_wide_tiles;
   if (setting >= 0) return setting == 1;
