@@ -24,6 +24,10 @@ constexpr double kGScale[kPoints] = {1.0 / 4,   1.0 / 18,   1.0 / 18,   1.0 / 36
 
 constexpr int64_t kMinChannels = 32;
 constexpr int64_t kMinFilters = 32;
+// The 3x3 layers it takes before F(4x4) (see Winograd1dPays).
+constexpr int64_t kMaxFilters3x3 = 32;
+constexpr int64_t kMinSide3x3 = 28;
+constexpr int64_t kMaxOutputsPerThread3x3 = 56 * 56 / 2;
 
 // Reads 16 lanes of one position: one or two masked loads where the lanes
 // are runs of neighbours in the plane, a gather otherwise; zeros outside.
@@ -134,18 +138,41 @@ MXLITE_TARGET_AVX512 void TransformOutput(const float* m, int64_t xi_stride,
 }  // namespace winograd1d_cc
 
 bool Winograd1dPays(int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64_t stride_w,
-                       int64_t dilate_h, int64_t dilate_w, int64_t groups, int64_t channels,
-                       int64_t filters) {
+                    int64_t dilate_h, int64_t dilate_w, int64_t groups, int64_t channels,
+                    int64_t filters, int64_t out_h, int64_t out_w, int threads) {
 #if defined(MXLITE_X86_64)
   using namespace winograd1d_cc;
-  const bool kernel = (kernel_h == 1 && kernel_w == 7) || (kernel_h == 7 && kernel_w == 1) ||
-                      (kernel_h == 5 && kernel_w == 5);
-  return WinogradKernels().small_tiles && kernel && stride_h == 1 && stride_w == 1 &&
-         dilate_h == 1 && dilate_w == 1 && groups == 1 && channels >= kMinChannels &&
-         filters >= kMinFilters;
+  if (!WinogradKernels().small_tiles || stride_h != 1 || stride_w != 1 || dilate_h != 1 ||
+      dilate_w != 1 || groups != 1 || channels < kMinChannels || filters < kMinFilters) {
+    return false;
+  }
+  if ((kernel_h == 1 && kernel_w == 7) || (kernel_h == 7 && kernel_w == 1) ||
+      (kernel_h == 5 && kernel_w == 5)) {
+    return true;
+  }
+  // 3x3 layers of few filters (DenseNet's 128 -> 32), off AMD. F(4x4)
+  // does 2.25 multiplications an output against F(6, 3)'s 4, but with 32
+  // filters its 36 GEMMs are short and the transforms weigh more, and on
+  // two threads it splits each step (here, the depth: WinogradSplitsDepth)
+  // where this kernel gives each thread its own tiles through all three
+  // steps. Up to 56x56 / 2 outputs a thread, whose transformed input
+  // (8 x 128 channels x ~320 tiles, 1.3 MB) stays in a 2 MB L2. Measured per
+  // layer in densenet121 (profile=2), F(4x4) -> 1-D, us:
+  //   model-207 Xeon, two threads: 56x56 718-732 -> 512-547, 28x28 184-223
+  //   -> 142-154; one thread: 28x28 313-328 -> 262-284, 56x56 1030-1085
+  //   -> 1007-1129 (a tie at best: left to F(4x4)); 14x14 stays on F(2x2).
+  //   model-167 Xeon, two threads: 56x56 648-700 -> 478-515, 28x28 188-205
+  //   -> 132-143; one thread: 28x28 272-287 -> 237-251, 56x56 868-915 ->
+  //   943-1055.
+  // Not measured on AMD, where F(4x4)'s depth split was tuned: kept there.
+  return kernel_h == 3 && kernel_w == 3 && filters <= kMaxFilters3x3 &&
+         out_h >= kMinSide3x3 && out_w >= kMinSide3x3 &&
+         out_h * out_w <= kMaxOutputsPerThread3x3 * threads &&
+         GetCpuFeatures().vendor != CpuVendor::kAmd;
 #else
   (void)kernel_h, (void)kernel_w, (void)stride_h, (void)stride_w, (void)dilate_h,
-      (void)dilate_w, (void)groups, (void)channels, (void)filters;
+      (void)dilate_w, (void)groups, (void)channels, (void)filters, (void)out_h, (void)out_w,
+      (void)threads;
   return false;
 #endif  // defined(MXLITE_X86_64)
 }

@@ -84,13 +84,30 @@ bool WinogradCommon(const ConvGeometry& g) {
          PlanesFit32Bits(g);
 }
 
+// Where the family has the kernels (AVX-512); kernels of 2 to 7 rows and at
+// most 7 columns, or 1 row of 2 to 7 columns (run transposed).
+bool Winograd1dApplies(const ConvGeometry& g) {
+  const int64_t kh = g.kernel[1], kw = g.kernel[2];
+  const bool kernel =
+      (kh >= 2 && kh <= 7 && kw >= 1 && kw <= 7) || (kh == 1 && kw >= 2 && kw <= 7);
+  return WinogradKernels().small_tiles && WinogradCommon(g) && kernel;
+}
+
+bool Winograd1dPays(const ConvGeometry& g) {
+  return ::mxlite::Winograd1dPays(g.kernel[1], g.kernel[2], g.stride[1], g.stride[2],
+                                  g.dilate[1], g.dilate[2], g.groups, g.channels, g.filters,
+                                  g.out[1], g.out[2], g.threads);
+}
+
 bool Winograd4x4Applies(const ConvGeometry& g) {
   return WinogradCommon(g) && g.Kernel2d(3, 3);
 }
 
+// The 3x3 layers the 1-D kernel takes (Winograd1dPays) go past F(4x4).
 bool Winograd4x4Pays(const ConvGeometry& g) {
   return WinogradPays(g.kernel[1], g.kernel[2], g.stride[1], g.stride[2], g.dilate[1],
-                      g.dilate[2], g.groups, g.channels, g.filters, g.out[1], g.out[2]);
+                      g.dilate[2], g.groups, g.channels, g.filters, g.out[1], g.out[2]) &&
+         !(Winograd1dApplies(g) && Winograd1dPays(g));
 }
 
 // Where the family has the kernel (AVX-512); an output of at most
@@ -104,19 +121,6 @@ bool Winograd2x2Pays(const ConvGeometry& g) {
   return ::mxlite::Winograd2x2Pays(g.kernel[1], g.kernel[2], g.stride[1], g.stride[2],
                                    g.dilate[1], g.dilate[2], g.groups, g.channels, g.filters,
                                    g.out[1], g.out[2]);
-}
-
-// Where the family has the kernels (AVX-512); kernels of 2 to 7 rows and at most 7 columns, or 1 row of
-// 2 to 7 columns (run transposed).
-bool Winograd1dApplies(const ConvGeometry& g) {
-  const int64_t kh = g.kernel[1], kw = g.kernel[2];
-  const bool kernel = (kh >= 2 && kh <= 7 && kw >= 1 && kw <= 7) || (kh == 1 && kw >= 2 && kw <= 7);
-  return WinogradKernels().small_tiles && WinogradCommon(g) && kernel;
-}
-
-bool Winograd1dPays(const ConvGeometry& g) {
-  return ::mxlite::Winograd1dPays(g.kernel[1], g.kernel[2], g.stride[1], g.stride[2],
-                                  g.dilate[1], g.dilate[2], g.groups, g.channels, g.filters);
 }
 
 // --- direct ------------------------------------------------------------------

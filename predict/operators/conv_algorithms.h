@@ -61,6 +61,10 @@ struct ConvGeometry {
   // The input is a depthwise convolution's output, which the threads write
   // by channels (each its own part of the channel blocks).
   bool input_from_depthwise = false;
+  // The threads of the pool the layer runs on. Only the performance
+  // predicates (pays) read it; what an algorithm computes never depends on
+  // it, and ToString leaves it out.
+  int threads = 1;
 
   int64_t InSpatial() const { return in[0] * in[1] * in[2]; }
   int64_t OutSpatial() const { return out[0] * out[1] * out[2]; }

@@ -239,6 +239,7 @@ class Convolution : public Operator {
     }
     g.normalises_input = fusion_.input_bn;
     g.input_from_depthwise = fusion_.depthwise_input;
+    g.threads = thread_pool() ? thread_pool()->size() : 1;
     MXL_CHECK(g.channels % g.groups == 0, "input 'data' has ", g.channels,
               " channels, not divisible by num_group=", g.groups);
 

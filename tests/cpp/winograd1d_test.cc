@@ -1,7 +1,7 @@
 /*
  * winograd1d_test: Winograd convolution along one axis (kernels/
  * winograd1d.cc) against a naive double-precision direct convolution:
- * the 1x7, 7x1 and 5x5 layers Winograd1dPays takes and, through the same
+ * the 1x7, 7x1, 5x5 and 3x3 layers Winograd1dPays takes and, through the same
  * plan, other row counts (2 to 7: every A^T and G) and widths (shifted
  * views of 1 to 4 columns); outputs 1 to 19 down the kernel's axis (partial
  * last tiles), 1 to 19 across (lane groups over 1 to 16 tile rows: one or
@@ -35,24 +35,32 @@ int main() {
   }
   using namespace mxlite;
   int checks = 0, failures = 0;
-  const bool available = Winograd1dPays(1, 7, 1, 1, 1, 1, 1, 64, 64);
-  ++checks;
-  if (available != (SelectedIsa() == Isa::kAvx512)) {
+  const bool available = Winograd1dPays(1, 7, 1, 1, 1, 1, 1, 64, 64, 28, 28, 2);
+  // DenseNet's 3x3 layers (128 -> 32): 56x56 on two threads, 28x28 on
+  // one; not on AMD.
+  const bool takes_3x3 = Winograd1dPays(3, 3, 1, 1, 1, 1, 1, 128, 32, 56, 56, 2) &&
+                         Winograd1dPays(3, 3, 1, 1, 1, 1, 1, 128, 32, 28, 28, 1);
+  const bool amd = GetCpuFeatures().vendor == CpuVendor::kAmd;
+  checks += 2;
+  if (available != (SelectedIsa() == Isa::kAvx512) || takes_3x3 != (available && !amd)) {
     ++failures;
-    std::printf("FAIL: Winograd1dPays is %d with ISA %s\n", available,
-                IsaName(SelectedIsa()));
+    std::printf("FAIL: Winograd1dPays is %d (1x7), %d (3x3) with ISA %s\n", available,
+                takes_3x3, IsaName(SelectedIsa()));
   }
   // What it must refuse: other kernels, strides, dilations, groups, too
-  // few channels or filters.
-  const bool refused[] = {Winograd1dPays(1, 3, 1, 1, 1, 1, 1, 64, 64),
-                          Winograd1dPays(3, 3, 1, 1, 1, 1, 1, 64, 64),
-                          Winograd1dPays(5, 5, 2, 2, 1, 1, 1, 64, 64),
-                          Winograd1dPays(7, 7, 1, 1, 1, 1, 1, 64, 64),
-                          Winograd1dPays(1, 7, 1, 2, 1, 1, 1, 64, 64),
-                          Winograd1dPays(7, 1, 1, 1, 2, 1, 1, 64, 64),
-                          Winograd1dPays(1, 7, 1, 1, 1, 1, 2, 64, 64),
-                          Winograd1dPays(7, 1, 1, 1, 1, 1, 1, 16, 64),
-                          Winograd1dPays(1, 7, 1, 1, 1, 1, 1, 64, 16)};
+  // few channels or filters; 3x3 layers of more than 32 filters, on
+  // outputs below 28x28 or above 56x56 / 2 a thread.
+  const bool refused[] = {Winograd1dPays(1, 3, 1, 1, 1, 1, 1, 64, 64, 28, 28, 2),
+                          Winograd1dPays(3, 3, 1, 1, 1, 1, 1, 64, 64, 28, 28, 2),
+                          Winograd1dPays(5, 5, 2, 2, 1, 1, 1, 64, 64, 28, 28, 2),
+                          Winograd1dPays(7, 7, 1, 1, 1, 1, 1, 64, 64, 28, 28, 2),
+                          Winograd1dPays(1, 7, 1, 2, 1, 1, 1, 64, 64, 28, 28, 2),
+                          Winograd1dPays(7, 1, 1, 1, 2, 1, 1, 64, 64, 28, 28, 2),
+                          Winograd1dPays(1, 7, 1, 1, 1, 1, 2, 64, 64, 28, 28, 2),
+                          Winograd1dPays(7, 1, 1, 1, 1, 1, 1, 16, 64, 28, 28, 2),
+                          Winograd1dPays(1, 7, 1, 1, 1, 1, 1, 64, 16, 28, 28, 2),
+                          Winograd1dPays(3, 3, 1, 1, 1, 1, 1, 128, 32, 14, 14, 2),
+                          Winograd1dPays(3, 3, 1, 1, 1, 1, 1, 128, 32, 56, 56, 1)};
   for (bool applies : refused) {
     ++checks;
     if (applies) {
@@ -67,15 +75,16 @@ int main() {
   }
   TestRandom next(1977u);
   ThreadPool pool(2);
-  // (kernel_h, kernel_w): the layers it takes, then other row counts and
-  // widths (every A^T and G row count, shifted views of 2 to 4 columns).
+  // (kernel_h, kernel_w): the layers it takes, other row counts and widths
+  // (every A^T and G row count, shifted views of 2 to 4 columns), and the
+  // 3x3 layers it takes (last, so the cases before keep their inputs).
   const int64_t kernels[][2] = {{1, 7}, {7, 1}, {5, 5}, {3, 1}, {1, 5}, {5, 3},
-                                {7, 2}, {2, 1}, {1, 2}, {6, 4}, {4, 1}};
+                                {7, 2}, {2, 1}, {1, 2}, {6, 4}, {4, 1}, {3, 3}};
   const int64_t channel_cases[][2] = {{1, 1}, {5, 3}, {37, 40}};
   int case_number = 0;
   for (const auto& kernel : kernels) {
     const int64_t kh = kernel[0], kw = kernel[1];
-    const bool main_case = (kh == 1 && kw == 7) || (kh == 7 && kw == 1) || (kh == 5 && kw == 5);
+    const bool main_case = (kh == 1 && kw == 7) || (kh == 7 && kw == 1) || (kh == kw && kh != 2);
     for (const auto& cf : channel_cases) {
       for (int64_t pad = 0; pad < std::max(kh, kw); ++pad) {
         for (int64_t out_h = 1; out_h <= 19; out_h += (main_case ? 1 : 3)) {
