@@ -124,8 +124,8 @@ struct Winograd1dAccess {
 // Whether this runs the layer: AVX-512, stride 1, dilation 1, one group, at
 // least 32 channels in and 32 filters out, and a 1x7, 7x1 or 5x5 kernel; or
 // off AMD, a 3x3 kernel of at most 32 filters on an output of at least
-// 28x28 and at most 56x56 / 2 outputs a thread (the convolution table
-// then passes over F(4x4) for it).
+// 28x28 and at most 56x56 / 2 outputs a thread (the convolution table asks
+// this entry before F(4x4)).
 bool Winograd1dPays(int64_t kernel_h, int64_t kernel_w, int64_t stride_h, int64_t stride_w,
                     int64_t dilate_h, int64_t dilate_w, int64_t groups, int64_t channels,
                     int64_t filters, int64_t out_h, int64_t out_w, int threads);

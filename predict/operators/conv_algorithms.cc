@@ -84,30 +84,13 @@ bool WinogradCommon(const ConvGeometry& g) {
          PlanesFit32Bits(g);
 }
 
-// Where the family has the kernels (AVX-512); kernels of 2 to 7 rows and at
-// most 7 columns, or 1 row of 2 to 7 columns (run transposed).
-bool Winograd1dApplies(const ConvGeometry& g) {
-  const int64_t kh = g.kernel[1], kw = g.kernel[2];
-  const bool kernel =
-      (kh >= 2 && kh <= 7 && kw >= 1 && kw <= 7) || (kh == 1 && kw >= 2 && kw <= 7);
-  return WinogradKernels().small_tiles && WinogradCommon(g) && kernel;
-}
-
-bool Winograd1dPays(const ConvGeometry& g) {
-  return ::mxlite::Winograd1dPays(g.kernel[1], g.kernel[2], g.stride[1], g.stride[2],
-                                  g.dilate[1], g.dilate[2], g.groups, g.channels, g.filters,
-                                  g.out[1], g.out[2], g.threads);
-}
-
 bool Winograd4x4Applies(const ConvGeometry& g) {
   return WinogradCommon(g) && g.Kernel2d(3, 3);
 }
 
-// The 3x3 layers the 1-D kernel takes (Winograd1dPays) go past F(4x4).
 bool Winograd4x4Pays(const ConvGeometry& g) {
   return WinogradPays(g.kernel[1], g.kernel[2], g.stride[1], g.stride[2], g.dilate[1],
-                      g.dilate[2], g.groups, g.channels, g.filters, g.out[1], g.out[2]) &&
-         !(Winograd1dApplies(g) && Winograd1dPays(g));
+                      g.dilate[2], g.groups, g.channels, g.filters, g.out[1], g.out[2]);
 }
 
 // Where the family has the kernel (AVX-512); an output of at most
@@ -121,6 +104,21 @@ bool Winograd2x2Pays(const ConvGeometry& g) {
   return ::mxlite::Winograd2x2Pays(g.kernel[1], g.kernel[2], g.stride[1], g.stride[2],
                                    g.dilate[1], g.dilate[2], g.groups, g.channels, g.filters,
                                    g.out[1], g.out[2]);
+}
+
+// Where the family has the kernels (AVX-512); kernels of 2 to 7 rows and at
+// most 7 columns, or 1 row of 2 to 7 columns (run transposed).
+bool Winograd1dApplies(const ConvGeometry& g) {
+  const int64_t kh = g.kernel[1], kw = g.kernel[2];
+  const bool kernel =
+      (kh >= 2 && kh <= 7 && kw >= 1 && kw <= 7) || (kh == 1 && kw >= 2 && kw <= 7);
+  return WinogradKernels().small_tiles && WinogradCommon(g) && kernel;
+}
+
+bool Winograd1dPays(const ConvGeometry& g) {
+  return ::mxlite::Winograd1dPays(g.kernel[1], g.kernel[2], g.stride[1], g.stride[2],
+                                  g.dilate[1], g.dilate[2], g.groups, g.channels, g.filters,
+                                  g.out[1], g.out[2], g.threads);
 }
 
 // --- direct ------------------------------------------------------------------
@@ -161,11 +159,13 @@ const std::vector<ConvAlgorithm>& ConvAlgorithmTable() {
       {"gemm, weights in place", Im2colApplies, InPlacePays, PrepareInPlaceConv,
        ConvAlgorithm::kCompactOnly},
       {"1x1 gemm", PointwiseApplies, Always, PreparePointwiseConv, ConvAlgorithm::kAlways},
+      // The 1-D kernel's 3x3 layers (Winograd1dPays) are ones F(4x4) also
+      // takes; its other kernels no 2-D Winograd entry computes.
+      {"winograd 1-D", Winograd1dApplies, Winograd1dPays, PrepareWinograd1dConv,
+       ConvAlgorithm::kWinogradSwitch},
       {"winograd 4x4", Winograd4x4Applies, Winograd4x4Pays, PrepareWinograd4x4Conv,
        ConvAlgorithm::kWinogradSwitch},
       {"winograd 2x2", Winograd2x2Applies, Winograd2x2Pays, PrepareWinograd2x2Conv,
-       ConvAlgorithm::kWinogradSwitch},
-      {"winograd 1-D", Winograd1dApplies, Winograd1dPays, PrepareWinograd1dConv,
        ConvAlgorithm::kWinogradSwitch},
       {"direct", DirectApplies, DirectPays, PrepareDirectConv, ConvAlgorithm::kAlways},
       {"shifted gemm", ShiftedApplies, Always, PrepareShiftedConv,
