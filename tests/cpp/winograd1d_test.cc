@@ -84,7 +84,8 @@ int main() {
   int case_number = 0;
   for (const auto& kernel : kernels) {
     const int64_t kh = kernel[0], kw = kernel[1];
-    const bool main_case = (kh == 1 && kw == 7) || (kh == 7 && kw == 1) || (kh == kw && kh != 2);
+    const bool main_case = (kh == 1 && kw == 7) || (kh == 7 && kw == 1) || (kh == 5 && kw == 5) ||
+                           (kh == 3 && kw == 3);
     for (const auto& cf : channel_cases) {
       for (int64_t pad = 0; pad < std::max(kh, kw); ++pad) {
         for (int64_t out_h = 1; out_h <= 19; out_h += (main_case ? 1 : 3)) {
