@@ -12,6 +12,16 @@ namespace gemm_cc {
 
 constexpr int64_t kKc = 256;  // depth block: an A strip + a B strip stay in L1
 constexpr int64_t kNc = 384;  // columns per B panel: KC x NC stays in L2
+// A float a thread reads for a split GEMM, in multiply-adds at the FMA peak
+// (GemmSplitCost): 16 is half a cycle of the AVX-512 FMA units a float, 8
+// bytes a cycle, about what one core reads from another's cache or from L3
+// (Xeon model 207). Chosen from per-layer times at two threads there: from
+// 7 on, Inception's 8x8 layers (320..448 x 64) go to rows (10% faster) and
+// its 48 x 1225 ones to columns (2x faster); from 14 on, SqueezeNet's
+// squeeze layers after a concat (48 x 169) go to columns (10% faster); 28
+// would also send Inception's 160 x 289 and 96 x 289 layers to columns,
+// which ran slower there (272-289 against 244-262 us, 285 against 254).
+constexpr int64_t kGemmSplitReadCost = 16;
 
 const MicroKernel& ActiveKernel() { return *GemmKernels().kernel; }
 
@@ -309,6 +319,24 @@ void AddRowsAndFinish(const GemmEpilogue& ep, const float* addend, int64_t ld_ad
   ApplyGemmEpilogue(ep, r0, 0, r1 - r0, n, c + r0 * ldc, ldc);
 }
 
+// What a thread's share of a split GEMM costs, in multiply-adds per depth
+// step: its rows x cols of C, plus kGemmSplitReadCost for every row of A
+// and column of B it reads, where B is a plain matrix (a feature map
+// another layer wrote; both threads wrote parts of it, so half of what a
+// thread reads comes from the other core's cache). A row split reads all
+// of B, a column split all of A. The area alone is what an even split
+// cares about: a 7x7 map's 49 columns are a 32-column strip and a
+// 17-column one, so splitting them gives one thread nearly twice the
+// other's work (2 threads ran 512 x 4608 x 49 at 1.6x one thread's speed
+// that way), while a layer has tens of row strips. The reads decide where
+// the areas are near: Inception's 1x1 layers of 48 filters on 35x35 maps
+// (48 x 1225 x 192..288) split by rows, each thread reading all 1225
+// columns, took 186-288 us at two threads (150-249 at one); by columns
+// 87-138. Prepacked B (Winograd's transformed tiles) is left to the areas.
+inline int64_t GemmSplitCost(int64_t rows, int64_t cols, bool b_plain) {
+  return rows * cols + (b_plain ? kGemmSplitReadCost * (rows + cols) : 0);
+}
+
 void GemmDispatch(const PackedMatrix& a, const float* b, const float* const* b_segments,
                   int64_t ldb, bool b_transposed, const float* b_packed, int64_t n, float* c,
                   int64_t ldc, const GemmEpilogue& ep, ThreadPool* pool,
@@ -374,16 +402,15 @@ void GemmDispatch(const PackedMatrix& a, const float* b, const float* const* b_s
   // threads than on one; as 112 + 84, 1.7x.
   const int64_t col_unit = b_packed ? nr : std::max(1, nr / 2);
   const int64_t col_strips = CeilDiv(n, col_unit), row_strips = CeilDiv(m, mr);
-  // Split columns (each thread packs only its own B panels) unless rows
-  // divide more evenly. The cost of a split is the largest share's area in
-  // elements of C, not in strips: a 7x7 map's 49 columns are a 32-column
-  // strip and a 17-column one, so splitting them gives one thread nearly
-  // twice the other's work (2 threads ran 512 x 4608 x 49 at 1.6x one
-  // thread's speed that way), while a layer has tens of row strips.
+  // Split columns (each thread packs only its own B panels) or rows,
+  // whichever costs the busiest thread less (GemmSplitCost).
   int64_t col_chunks = 1, row_chunks = 1;
   if (threads > 1) {
-    const int64_t col_split_cost = std::min(n, CeilDiv(col_strips, threads) * col_unit) * m;
-    const int64_t row_split_cost = std::min(m, CeilDiv(row_strips, threads) * mr) * n;
+    const int64_t col_share = std::min(n, CeilDiv(col_strips, threads) * col_unit);
+    const int64_t row_share = std::min(m, CeilDiv(row_strips, threads) * mr);
+    const bool b_plain = b_packed == nullptr;
+    const int64_t col_split_cost = GemmSplitCost(m, col_share, b_plain);
+    const int64_t row_split_cost = GemmSplitCost(row_share, n, b_plain);
     if (col_strips >= threads && col_split_cost <= row_split_cost) {
       col_chunks = threads;
     } else {

@@ -310,7 +310,10 @@ int main() {
                               // masked third vector, tails of 1 and 4 columns, a partial
                               // last strip, a wide remainder of a second column panel
                               {25, 41, 300}, {36, 48, 40}, {13, 49, 513}, {24, 52, 19},
-                              {12, 433, 30}};
+                              {12, 433, 30},
+                              // near-even areas where the threads' reads decide the
+                              // split (GemmSplitCost): columns, then rows
+                              {48, 1225, 192}, {320, 64, 130}};
   for (ThreadPool* pool : {&single, &three}) {
     for (const auto& s : sizes) {
       TestPacked(s[0], s[1], s[2], pool);
