@@ -311,8 +311,9 @@ int main() {
                               // last strip, a wide remainder of a second column panel
                               {25, 41, 300}, {36, 48, 40}, {13, 49, 513}, {24, 52, 19},
                               {12, 433, 30},
-                              // near-even areas where the threads' reads decide the
-                              // split (GemmSplitCost): columns, then rows
+                              // Inception's shapes where, on two threads, what each
+                              // thread reads decides the split (GemmSplitCost): by
+                              // columns, then by rows
                               {48, 1225, 192}, {320, 64, 130}};
   for (ThreadPool* pool : {&single, &three}) {
     for (const auto& s : sizes) {
