@@ -14,13 +14,10 @@ constexpr int64_t kKc = 256;  // depth block: an A strip + a B strip stay in L1
 constexpr int64_t kNc = 384;  // columns per B panel: KC x NC stays in L2
 // A float a thread reads for a split GEMM, in multiply-adds at the FMA peak
 // (GemmSplitCost): 16 is half a cycle of the AVX-512 FMA units a float, 8
-// bytes a cycle, about what one core reads from another's cache or from L3
-// (Xeon model 207). Chosen from per-layer times at two threads there: from
-// 7 on, Inception's 8x8 layers (320..448 x 64) go to rows (10% faster) and
-// its 48 x 1225 ones to columns (2x faster); from 14 on, SqueezeNet's
-// squeeze layers after a concat (48 x 169) go to columns (10% faster); 28
-// would also send Inception's 160 x 289 and 96 x 289 layers to columns,
-// which ran slower there (272-289 against 244-262 us, 285 against 254).
+// bytes a cycle, about what one core reads from another's cache or from L3.
+// Chosen between the counts at which zoo layers change split, from their
+// times at two threads (BENCHMARKS.md, "Two threads: what each thread reads
+// decides the GEMM's split").
 constexpr int64_t kGemmSplitReadCost = 16;
 
 const MicroKernel& ActiveKernel() { return *GemmKernels().kernel; }
@@ -330,9 +327,9 @@ void AddRowsAndFinish(const GemmEpilogue& ep, const float* addend, int64_t ld_ad
 // other's work (2 threads ran 512 x 4608 x 49 at 1.6x one thread's speed
 // that way), while a layer has tens of row strips. The reads decide where
 // the areas are near: Inception's 1x1 layers of 48 filters on 35x35 maps
-// (48 x 1225 x 192..288) split by rows, each thread reading all 1225
-// columns, took 186-288 us at two threads (150-249 at one); by columns
-// 87-138. Prepacked B (Winograd's transformed tiles) is left to the areas.
+// (48 x 1225) split by rows had each thread read all 1225 columns and ran
+// slower on two threads than on one; by columns, twice as fast. Prepacked
+// B (Winograd's transformed tiles) is left to the areas.
 inline int64_t GemmSplitCost(int64_t rows, int64_t cols, bool b_plain) {
   return rows * cols + (b_plain ? kGemmSplitReadCost * (rows + cols) : 0);
 }
