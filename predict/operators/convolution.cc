@@ -17,7 +17,7 @@
  * makes the operator's output the pooled one. Where the chosen kernel
  * computes bands of output rows (the direct kernel of the stems), each
  * thread computes a band of convolution rows into its part of the
- * workspace, pools it there and copies the pooled rows out, so the
+ * workspace and pools it from there into the output, so the
  * convolution's output (3 MB for a 224x224 image's 64-channel stem, more
  * than L2 holds) never goes to memory and back. The rows a band's first
  * windows share with the band before (one for a 3x3 stride-2 pooling) are
@@ -71,10 +71,12 @@ struct Fusion {
 };
 
 // Bytes of convolution rows a band of the fused pooling holds at most: with
-// its pooled rows and the rest of the layer's data it stays in L2, and the
-// pooled output, which the next layer reads, stays there too. A band is
-// never less than one pooling window's rows.
-constexpr int64_t kPoolBandBytes = int64_t{256} << 10;
+// the input rows it reads and the pooled rows it writes (700 KB in all for
+// a 224x224 image's 64-channel stems) it stays within a 1 MB L2, and the
+// pooled output, which the next layer reads, stays in L2 too. A band is
+// never less than one pooling window's rows. Fewer, larger bands gather
+// and keep fewer rows (measured against 256 KB in BENCHMARKS.md).
+constexpr int64_t kPoolBandBytes = int64_t{512} << 10;
 
 // Pooled rows a band of the fused pooling holds: as many as kPoolBandBytes
 // of convolution rows feed (row_bytes each, `window` rows for the first
@@ -448,7 +450,9 @@ class Convolution : public Operator {
         PooledRowsPerBand(pooled_h_, threads, g.filters * conv_w * int64_t{sizeof(float)},
                           fusion_.pool_kernel[0], fusion_.pool_stride[0]);
     const int64_t stride = fusion_.pool_stride[0], pad = fusion_.pool_pad[0];
-    pg.planes = g.filters;
+    // One plane per call: each band plane's pooled rows go straight to
+    // their place in the output plane.
+    pg.planes = 1;
     int64_t most_rows = 0;
     for (int64_t first = 0; first < pooled_h_; first += per_band) {
       Band band;
@@ -484,9 +488,8 @@ class Convolution : public Operator {
       }
       bands_.push_back(band);
     }
-    // Each thread's part of the workspace: a band's convolution rows and
-    // its pooled rows.
-    slot_floats_ = g.filters * (most_rows * conv_w + per_band * pooled_w_);
+    // Each thread's part of the workspace: a band's convolution rows.
+    slot_floats_ = g.filters * most_rows * conv_w;
     slots_ = std::max<int64_t>(1, std::min(threads, static_cast<int64_t>(bands_.size()) *
                                                         std::max<int64_t>(1, g.batch)));
     *workspace_bytes =
@@ -520,7 +523,6 @@ class Convolution : public Operator {
         const int64_t n = task / bands;
         const Band& band = bands_[static_cast<size_t>(task % bands)];
         const int64_t rows = band.conv_end - band.conv_begin;
-        const int64_t pooled_rows = band.pooled_end - band.pooled_begin;
         // Rows the previous band of this image left in the buffer move to
         // the front of each plane. Planes no longer than the previous
         // band's go first to last, longer ones last to first, so that no
@@ -537,16 +539,12 @@ class Convolution : public Operator {
                          static_cast<size_t>(kept * conv_w) * sizeof(float));
           }
         }
-        float* pooled = conv_rows + g.filters * rows * conv_w;
         kernel_impl_->ForwardRows(call.data + n * in_image, band.conv_begin + kept, band.conv_end,
                                   conv_rows + kept * conv_w, rows * conv_w);
-        band_kernels_[static_cast<size_t>(band.kernel)].kernel->Forward(conv_rows, pooled,
-                                                                        nullptr);
-        float* out_image = output + n * g.filters * pooled_plane;
+        const PoolKernel& pool_kernel = *band_kernels_[static_cast<size_t>(band.kernel)].kernel;
+        float* pooled = output + n * g.filters * pooled_plane + band.pooled_begin * pooled_w_;
         for (int64_t f = 0; f < g.filters; ++f) {
-          std::memcpy(out_image + f * pooled_plane + band.pooled_begin * pooled_w_,
-                      pooled + f * pooled_rows * pooled_w_,
-                      static_cast<size_t>(pooled_rows * pooled_w_) * sizeof(float));
+          pool_kernel.Forward(conv_rows + f * rows * conv_w, pooled + f * pooled_plane, nullptr);
         }
       }
     });

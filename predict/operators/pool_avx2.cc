@@ -146,12 +146,8 @@ MXLITE_TARGET_AVX2_INLINE void RowMaximaAvx2(const float* row, int64_t first, in
 }
 
 // Per column block of eight outputs, how MaxPoolPlaneRowsAvx2 loads its
-// taps: rows [0, unmasked_rows) with plain loads, the rest with the masks.
-// A block whose windows use only columns inside the row loads plainly even
-// where its loads run past the row's end (the lanes there feed only odd
-// columns of stride 2 or outputs past out_w, never stored), as long as they
-// stay inside the plane: on 17- and 35-wide planes every block reaches past
-// the row, and masking them all costs more than the windows.
+// taps: rows [0, unmasked_rows) with plain loads (UnmaskedBlockRows), the
+// rest with the masks.
 struct MaxBlockLoads {
   int64_t unmasked_rows;
   int32_t low_lanes[kMaxPoolSeparableTaps][8], high_lanes[kMaxPoolSeparableTaps][8];
@@ -159,21 +155,10 @@ struct MaxBlockLoads {
 
 // Fills blocks[(out_w + 7) / 8] for p (stride_w 1 or 2); once per Prepare.
 MXLITE_TARGET_AVX2 void PlanMaxBlockLoadsAvx2(const Plane2d& p, MaxBlockLoads* blocks) {
-  const int64_t kStride = p.stride_w;
-  // A block's last load ends at column first + reach.
-  const int64_t reach = (kStride == 2 ? 15 : 7) + p.kernel_w - 1;
-  const int64_t in_pixels = p.in_h * p.in_w;
   for (int64_t ow = 0; ow < p.out_w; ow += 8) {
     MaxBlockLoads& block = blocks[ow / 8];
-    const int64_t first_column = ow * kStride - p.pad_w;
-    const int64_t last_used = (std::min<int64_t>(ow + 8, p.out_w) - 1) * kStride - p.pad_w +
-                              p.kernel_w - 1;
-    block.unmasked_rows = 0;
-    if (first_column >= 0 && last_used < p.in_w) {
-      // Rows r whose loads end inside the plane: r * in_w + first + reach < in_pixels.
-      const int64_t room = in_pixels - 1 - first_column - reach;
-      block.unmasked_rows = room < 0 ? 0 : std::min(p.in_h, room / p.in_w + 1);
-    }
+    const int64_t first_column = ow * p.stride_w - p.pad_w;
+    block.unmasked_rows = UnmaskedBlockRows(p, ow, 8);
     for (int64_t kw = 0; kw < p.kernel_w; ++kw) {
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(block.low_lanes[kw]),
                           LanesInsideAvx2(first_column + kw, p.in_w));
@@ -208,34 +193,18 @@ MXLITE_TARGET_AVX2_INLINE void RowMaximaOfRowAvx2(const Plane2d& p, const float*
   }
 }
 
-// MaxPoolPlaneSeparable in eight lanes, without its software prefetch (on
-// Zen 3 the hardware prefetcher does better alone), and output row by
-// output row: each input row's maxima are made when the first window that
-// needs them comes, into a ring of kernel_h rows that stays in L1, and the
-// plane is read once in memory order (making the whole plane's row maxima
-// first, column block by column block, walks the plane's rows once per
-// block and sends the row maxima through L2 on large planes).
-// Planes whose row maxima take at most this many floats (8 KB, a quarter of
-// L1) make them all first, as MaxPoolPlaneSeparable: the ring's per-row
-// setup costs more than the rows there.
-constexpr int64_t kWholePlaneRowMaxima = 2048;
-
+// pool_avx512.cc's MaxPoolPlaneRows in eight lanes, without its software
+// prefetch (on Zen 3 the hardware prefetcher does better alone): output row
+// by output row, each input row's maxima made into a ring of kernel_h rows
+// when the first window that needs them comes; small planes' row maxima
+// all first (kWholePlaneRowMaxima).
 template <int kStride>
 MXLITE_TARGET_AVX2 void MaxPoolPlaneRowsAvx2(const Plane2d& p, const MaxBlockLoads* blocks,
                                              const float* src, float* dst) {
   const int64_t row_maxima_w = (p.out_w + 7) / 8 * 8;
   const bool whole_plane = p.in_h * row_maxima_w <= kWholePlaneRowMaxima;
-  // Row r's maxima at slot r & ring_mask (a power of two: a division per
-  // row to find its slot cost more than the row on 17-wide planes); with
-  // whole_plane, slot r.
-  int64_t ring_rows = 1;
-  while (ring_rows < (whole_plane ? p.in_h : p.kernel_h)) ring_rows *= 2;
-  const int64_t ring_mask = ring_rows - 1;
-  thread_local std::vector<float> ring_buffer;
-  if (ring_buffer.size() < static_cast<size_t>(ring_rows * row_maxima_w)) {
-    ring_buffer.resize(static_cast<size_t>(ring_rows * row_maxima_w));
-  }
-  float* const ring = ring_buffer.data();
+  int64_t ring_mask = 0;
+  float* const ring = RowMaximaRing(whole_plane ? p.in_h : p.kernel_h, row_maxima_w, &ring_mask);
   int64_t next_row = 0;  // the first input row whose maxima are not in the ring
   if (whole_plane) {
     // Column block by column block, each over all rows: the masks and the

@@ -7,7 +7,7 @@
  *   - blocked planes: 2-D max or average over sixteen planes at once,
  *     pixel-major, through a transposed scratch;
  *   - rows: 2-D max or average of one plane, sixteen outputs of a row per
- *     vector, stride 1 or 2. Max: MaxPoolPlaneSeparable. Average: the plane
+ *     vector, stride 1 or 2. Max: MaxPoolPlaneRows. Average: the plane
  *     is first copied into a scratch whose padding holds zeros (the terms
  *     are divided one by one as in the scalar code, so 0 / d adds nothing);
  *     every window is then whole and its taps run in the scalar code's
@@ -149,20 +149,6 @@ MXLITE_TARGET_AVX512_INLINE void RowMaximaBlock(const float* row, int64_t first,
   }
 }
 
-// The second pass for sixteen outputs: the maximum of `rows` row maxima
-// (kRows > 0 fixes the count, so that the loop unrolls: a 3-step loop per
-// vector was a tenth of a 3x3/2 pool's time).
-template <int kRows>
-MXLITE_TARGET_AVX512_INLINE __m512 ColumnMaximum(const float* maxima, int64_t stride,
-                                                 int64_t rows) {
-  __m512 acc = _mm512_set1_ps(-FLT_MAX);
-  const int64_t count = kRows > 0 ? kRows : rows;
-  MXLITE_UNROLL for (int64_t r = 0; r < count; ++r) {
-    acc = _mm512_maskz_max_ps(0xffff, _mm512_loadu_ps(maxima + r * stride), acc);
-  }
-  return acc;
-}
-
 // RowMaximaBlock with the tap count fixed where it is 2 or 3.
 template <int kStride, bool kMasked>
 MXLITE_TARGET_AVX512_INLINE void RowMaxima(const float* row, int64_t first, int64_t in_w,
@@ -198,69 +184,108 @@ MXLITE_TARGET_AVX512_INLINE void PrefetchLines(const float* region, int64_t floa
   }
 }
 
-MXLITE_TARGET_AVX512 void MaxPoolPlaneSeparable(const Plane2d& p, const float* src, float* dst,
-                                                bool next_plane) {
-  const int64_t row_maxima_w = (p.out_w + 15) / 16 * 16;
-  thread_local std::vector<float> row_maxima_buffer;
-  row_maxima_buffer.resize(static_cast<size_t>(p.in_h * row_maxima_w));
-  float* const row_maxima = row_maxima_buffer.data();
-  const int64_t in_w = p.in_w, stride_w = p.stride_w;
+// Per column block of sixteen outputs, how MaxPoolPlaneRows loads its
+// taps: rows [0, unmasked_rows) with plain loads (UnmaskedBlockRows), the
+// rest with the masks of each tap's two vectors.
+struct MaxBlockMasks {
+  int64_t unmasked_rows;
+  __mmask16 low_lanes[kMaxPoolSeparableTaps], high_lanes[kMaxPoolSeparableTaps];
+};
+
+// Fills blocks[(out_w + 15) / 16] for p (stride_w 1 or 2); once per Prepare.
+MXLITE_TARGET_AVX512 void PlanMaxBlockMasks(const Plane2d& p, MaxBlockMasks* blocks) {
   for (int64_t ow = 0; ow < p.out_w; ow += 16) {
-    // Column blocks outside, rows inside: the masks depend on the column
-    // only.
-    const int64_t first_column = ow * stride_w - p.pad_w;
-    __mmask16 low_lanes[kMaxPoolSeparableTaps], high_lanes[kMaxPoolSeparableTaps];
+    MaxBlockMasks& block = blocks[ow / 16];
+    const int64_t first_column = ow * p.stride_w - p.pad_w;
+    block.unmasked_rows = UnmaskedBlockRows(p, ow, 16);
     for (int64_t kw = 0; kw < p.kernel_w; ++kw) {
-      low_lanes[kw] = LanesInsideAvx512(first_column + kw, in_w);
-      high_lanes[kw] = LanesInsideAvx512(first_column + kw + 16, in_w);
-    }
-    // Blocks whose taps all lie inside the row (most of them) load without
-    // masks.
-    bool inside = true;
-    for (int64_t kw = 0; kw < p.kernel_w; ++kw) {
-      inside = inside && low_lanes[kw] == 0xffff && (stride_w == 1 || high_lanes[kw] == 0xffff);
-    }
-    float* maxima = row_maxima + ow;
-    const int64_t rows = p.in_h, taps = p.kernel_w;
-    if (stride_w == 1 && inside) {
-      RowMaxima<1, false>(src, first_column, in_w, rows, taps, low_lanes, high_lanes, maxima,
-                          row_maxima_w);
-    } else if (stride_w == 1) {
-      RowMaxima<1, true>(src, first_column, in_w, rows, taps, low_lanes, high_lanes, maxima,
-                         row_maxima_w);
-    } else if (inside) {
-      RowMaxima<2, false>(src, first_column, in_w, rows, taps, low_lanes, high_lanes, maxima,
-                          row_maxima_w);
-    } else {
-      RowMaxima<2, true>(src, first_column, in_w, rows, taps, low_lanes, high_lanes, maxima,
-                         row_maxima_w);
+      block.low_lanes[kw] = LanesInsideAvx512(first_column + kw, p.in_w);
+      block.high_lanes[kw] = LanesInsideAvx512(first_column + kw + 16, p.in_w);
     }
   }
-  // The next plane (it follows this one in src and dst) is prefetched to
-  // L2 (it does not fit in L1 beside this one) over the output rows.
-  const int64_t in_pixels = p.in_h * p.in_w, out_pixels = p.out_h * p.out_w;
-  const int64_t in_lines_per_row = next_plane ? (in_pixels / 16 + p.out_h) / p.out_h : 0;
-  const int64_t out_lines_per_row = next_plane ? (out_pixels / 16 + p.out_h) / p.out_h : 0;
+}
+
+// The row maxima of input row r for every column block.
+template <int kStride>
+MXLITE_TARGET_AVX512_INLINE void RowMaximaOfRow(const Plane2d& p, const float* src, int64_t r,
+                                                const MaxBlockMasks* blocks, float* maxima) {
+  const float* row = src + r * p.in_w;
+  for (int64_t ow = 0; ow < p.out_w; ow += 16) {
+    const MaxBlockMasks& block = blocks[ow / 16];
+    const int64_t first_column = ow * kStride - p.pad_w;
+    if (r < block.unmasked_rows) {
+      RowMaxima<kStride, false>(row, first_column, p.in_w, 1, p.kernel_w, block.low_lanes,
+                                block.high_lanes, maxima + ow, 0);
+    } else {
+      RowMaxima<kStride, true>(row, first_column, p.in_w, 1, p.kernel_w, block.low_lanes,
+                               block.high_lanes, maxima + ow, 0);
+    }
+  }
+}
+
+// Max pooling of one plane, output row by output row: each input row's
+// maxima are made when the first window that needs them comes, into a
+// ring of kernel_h rows that stays in L1, so the plane is read once, in
+// memory order. (Making the whole plane's row maxima first, column block
+// by column block, walked the plane's rows once per block and sent the
+// row maxima through L2 on the stems' 111- and 112-wide planes; see
+// BENCHMARKS.md.) Planes whose row maxima take at most kWholePlaneRowMaxima
+// floats make them all first, block by block, where the ring's per-row
+// setup would cost more than the rows. No software prefetch: read in
+// memory order, the planes stream well without it, and where the input
+// already sits in L2 (the fused stems' bands) prefetching the next plane
+// only cost time.
+template <int kStride>
+MXLITE_TARGET_AVX512 void MaxPoolPlaneRows(const Plane2d& p, const MaxBlockMasks* blocks,
+                                           const float* src, float* dst) {
+  const int64_t row_maxima_w = (p.out_w + 15) / 16 * 16;
+  const bool whole_plane = p.in_h * row_maxima_w <= kWholePlaneRowMaxima;
+  int64_t ring_mask = 0;
+  float* const ring = RowMaximaRing(whole_plane ? p.in_h : p.kernel_h, row_maxima_w, &ring_mask);
+  int64_t next_row = 0;  // the first input row whose maxima are not in the ring
+  if (whole_plane) {
+    for (int64_t ow = 0; ow < p.out_w; ow += 16) {
+      const MaxBlockMasks& block = blocks[ow / 16];
+      const int64_t first_column = ow * kStride - p.pad_w, plain = block.unmasked_rows;
+      RowMaxima<kStride, false>(src, first_column, p.in_w, plain, p.kernel_w, block.low_lanes,
+                                block.high_lanes, ring + ow, row_maxima_w);
+      RowMaxima<kStride, true>(src + plain * p.in_w, first_column, p.in_w, p.in_h - plain,
+                               p.kernel_w, block.low_lanes, block.high_lanes,
+                               ring + plain * row_maxima_w + ow, row_maxima_w);
+    }
+    next_row = p.in_h;
+  }
   for (int64_t oh = 0; oh < p.out_h; ++oh) {
     const int64_t start = oh * p.stride_h - p.pad_h;
     const int64_t first = std::max<int64_t>(start, 0);
     const int64_t last = std::min(start + p.kernel_h, p.in_h);
-    float* out_row = dst + oh * p.out_w;
-    if (next_plane) {
-      PrefetchLines<_MM_HINT_T1>(src + in_pixels, in_pixels, oh * in_lines_per_row,
-                                 in_lines_per_row);
-      PrefetchLines<_MM_HINT_T1>(dst + out_pixels, out_pixels, oh * out_lines_per_row,
-                                 out_lines_per_row);
+    for (int64_t r = std::max(next_row, first); r < last; ++r) {
+      RowMaximaOfRow<kStride>(p, src, r, blocks, ring + (r & ring_mask) * row_maxima_w);
     }
-    const float* window_maxima = row_maxima + first * row_maxima_w;
-    const bool three_rows = last - first == 3;  // the usual 3x3 window, unclipped
+    next_row = std::max(next_row, last);
+    float* out_row = dst + oh * p.out_w;
+    const __m512 lowest = _mm512_set1_ps(-FLT_MAX);
+    if (last - first == 3) {  // the usual 3x3 window, unclipped
+      const float* row0 = ring + (first & ring_mask) * row_maxima_w;
+      const float* row1 = ring + ((first + 1) & ring_mask) * row_maxima_w;
+      const float* row2 = ring + ((first + 2) & ring_mask) * row_maxima_w;
+      for (int64_t ow = 0; ow < p.out_w; ow += 16) {
+        // max(v, acc) keeps acc when v is NaN or equal; the masked form
+        // because GCC 12 warns inside the plain one.
+        __m512 acc = _mm512_maskz_max_ps(0xffff, _mm512_loadu_ps(row0 + ow), lowest);
+        acc = _mm512_maskz_max_ps(0xffff, _mm512_loadu_ps(row1 + ow), acc);
+        acc = _mm512_maskz_max_ps(0xffff, _mm512_loadu_ps(row2 + ow), acc);
+        _mm512_mask_storeu_ps(out_row + ow, LanesBelowAvx512(p.out_w - ow), acc);
+      }
+      continue;
+    }
     for (int64_t ow = 0; ow < p.out_w; ow += 16) {
-      const int64_t count = std::min<int64_t>(16, p.out_w - ow);
-      const __mmask16 mask = LanesBelowAvx512(count);
-      const __m512 acc =
-          three_rows ? ColumnMaximum<3>(window_maxima + ow, row_maxima_w, 3)
-                     : ColumnMaximum<0>(window_maxima + ow, row_maxima_w, last - first);
-      _mm512_mask_storeu_ps(out_row + ow, mask, acc);
+      __m512 acc = lowest;
+      for (int64_t r = first; r < last; ++r) {
+        const float* maxima = ring + (r & ring_mask) * row_maxima_w + ow;
+        acc = _mm512_maskz_max_ps(0xffff, _mm512_loadu_ps(maxima), acc);
+      }
+      _mm512_mask_storeu_ps(out_row + ow, LanesBelowAvx512(p.out_w - ow), acc);
     }
   }
 }
@@ -399,10 +424,14 @@ MXLITE_TARGET_AVX512 void PoolPlaneBlockAvx512(const Plane2d& p, const float* sr
   }
 }
 
-MXLITE_TARGET_AVX512 void PoolPlane2dAvx512(const Plane2d& p, const float* src, float* dst,
-                                            bool next_plane) {
+MXLITE_TARGET_AVX512 void PoolPlane2dAvx512(const Plane2d& p, const MaxBlockMasks* max_blocks,
+                                            const float* src, float* dst) {
   if (p.max) {
-    MaxPoolPlaneSeparable(p, src, dst, next_plane);
+    if (p.stride_w == 1) {
+      MaxPoolPlaneRows<1>(p, max_blocks, src, dst);
+    } else {
+      MaxPoolPlaneRows<2>(p, max_blocks, src, dst);
+    }
     return;
   }
   const PaddedGrid grid = PaddedGridOf(p);
@@ -471,15 +500,23 @@ class BlockedPlanesKernel : public PlaneKernel {
 
 class RowsKernel : public PlaneKernel {
  public:
-  using PlaneKernel::PlaneKernel;
+  explicit RowsKernel(const PoolGeometry& g) : PlaneKernel(g) {
+    if (plane_.max) {
+      max_block_masks_.resize(static_cast<size_t>((plane_.out_w + 15) / 16));
+      PlanMaxBlockMasks(plane_, max_block_masks_.data());
+    }
+  }
 
   void Forward(const float* x, float* y, ThreadPool* pool) const override {
     const int64_t in_plane = g_.InPlane(), out_plane = g_.OutPlane();
     ParallelFor(pool, g_.planes, [&](int64_t plane) {
-      const bool next_plane = plane + 1 < g_.planes;
-      PoolPlane2dAvx512(plane_, x + plane * in_plane, y + plane * out_plane, next_plane);
+      PoolPlane2dAvx512(plane_, max_block_masks_.data(), x + plane * in_plane,
+                        y + plane * out_plane);
     });
   }
+
+ private:
+  std::vector<MaxBlockMasks> max_block_masks_;  // max pooling's plan, per column block
 };
 
 Status PrepareWholePlanes(const PoolGeometry& g, std::unique_ptr<PoolKernel>* kernel) {

@@ -79,6 +79,46 @@ enum class PlaneOp { kAverage, kAveragePredivided };
 // Widest kernel_w the separable max kernels take (their per-tap masks).
 constexpr int64_t kMaxPoolSeparableTaps = 16;
 
+// Planes whose row maxima take at most this many floats (8 KB, a sixth of
+// the smallest L1 this runs on) make them all before the column pass in the
+// separable max kernels: their ring's per-row setup costs more than the
+// rows there.
+constexpr int64_t kWholePlaneRowMaxima = 2048;
+
+// The separable max kernels' ring of row maxima, this thread's: room for
+// at least `rows` rows of `width` floats; row r's maxima go to row
+// r & *mask (a power of two of rows: a division per row to find its slot
+// cost more than the row on 17-wide planes).
+inline float* RowMaximaRing(int64_t rows, int64_t width, int64_t* mask) {
+  int64_t ring_rows = 1;
+  while (ring_rows < rows) ring_rows *= 2;
+  *mask = ring_rows - 1;
+  thread_local std::vector<float> ring;
+  if (ring.size() < static_cast<size_t>(ring_rows * width)) {
+    ring.resize(static_cast<size_t>(ring_rows * width));
+  }
+  return ring.data();
+}
+
+// The separable max kernels' plain loads. For the column block of `lanes`
+// outputs from output column ow (stride_w 1 or 2), the rows [0, result)
+// that may load their taps without masks: the block's windows use only
+// columns inside the row, and every load (the last ends at the block's
+// first column + lanes * stride_w - 1 + kernel_w - 1) ends inside the
+// plane. Lanes read past the row's end feed only columns no stored output
+// uses. On 17- and 35-wide planes every block reaches past the row, and
+// masking them all costs more than the windows.
+inline int64_t UnmaskedBlockRows(const Plane2d& p, int64_t ow, int64_t lanes) {
+  const int64_t first_column = ow * p.stride_w - p.pad_w;
+  const int64_t last_used =
+      (std::min(ow + lanes, p.out_w) - 1) * p.stride_w - p.pad_w + p.kernel_w - 1;
+  if (first_column < 0 || last_used >= p.in_w) return 0;
+  const int64_t reach = lanes * p.stride_w - 1 + p.kernel_w - 1;
+  // Rows r whose loads end inside the plane: r * in_w + first + reach < in_h * in_w.
+  const int64_t room = p.in_h * p.in_w - 1 - first_column - reach;
+  return room < 0 ? 0 : std::min(p.in_h, room / p.in_w + 1);
+}
+
 // Planes per block of the channel-blocked kernels: one vector lane each.
 constexpr int64_t kPoolBlockLanes = 16;      // AVX-512
 constexpr int64_t kPoolBlockLanesAvx2 = 8;   // AVX2

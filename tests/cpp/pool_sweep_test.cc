@@ -14,7 +14,8 @@
  *
  * Geometries come from a seeded generator: 1-D, 2-D and 3-D (and 2-D
  * embedded as 3-D of depth 1); odd and prime extents; kernels 1-7, strides
- * 1-3, pads up to the kernel (windows wholly in the padding); max, avg
+ * 1-3, pads up to the kernel (windows wholly in the padding); now and then
+ * 2-D extents of 41-115 (the stems' planes); max, avg
  * (count_include_pad both ways), sum, lp with p 1, 2, 3; valid, full
  * (windows that hang past the padding) and same conventions; global
  * pooling; a few planes or 16 and more; data with ties, signed zeros and
@@ -229,6 +230,10 @@ bool RandomGeometry(Rng* rng, PoolGeometry* out) {
   for (int d = 3 - rank; d < 3; ++d) {
     g.in[d] = rng->Chance(70) ? rng->Int(1, rank == 3 ? 9 : rank == 2 ? 23 : 40)
                               : rng->Pick<int64_t>({2, 3, 5, 7, 11, 13, 17, 29, 31, 35});
+    // Now and then a stem's extent for the vector paths: planes whose row
+    // maxima exceed kWholePlaneRowMaxima take the separable max kernels'
+    // ring of rows.
+    if (shaped && rank == 2 && rng->Chance(15)) g.in[d] = rng->Int(41, 115);
     g.kernel[d] = rng->Chance(60) ? rng->Int(1, 3) : rng->Int(1, 7);
     g.stride[d] = shaped ? rng->Int(1, 2) : rng->Int(1, 3);
     // Pads below the kernel mostly; now and then up to it (windows wholly
