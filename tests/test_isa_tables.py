@@ -26,6 +26,7 @@ TABLE_FILES = {
     'kernels/int16_pair_gemm.cc',
     'kernels/strided_copy.cc',
     'kernels/winograd.cc',
+    'operators/activation_row.cc',
     'operators/batch_norm_row.cc',
     'operators/pool_algorithms.cc',
 }

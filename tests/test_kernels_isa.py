@@ -4,7 +4,8 @@ MXLITE_ISA caps the instruction set the run-time dispatch may pick, so one
 AVX-512 machine covers the AVX-512, AVX2 and portable paths. The C++
 drivers compare the blocked GEMM (all epilogues, threads), the GEMV, the
 3x3 depthwise, direct (few-channel) and Winograd kernels and the int8
-convolution's int16 pair GEMM with naive loops on awkward sizes.
+convolution's int16 pair GEMM with naive loops on awkward sizes, and the
+activation rows (relu, leaky) with their definitions bit for bit.
 """
 import os
 import subprocess
@@ -28,7 +29,11 @@ DRIVERS = {'gemm': 'gemm_test.cc', 'depthwise': 'depthwise_test.cc',
            'direct_conv': 'direct_conv_test.cc',
            'winograd': 'winograd_test.cc', 'winograd2x2': 'winograd2x2_test.cc',
            'winograd1d': 'winograd1d_test.cc',
-           'strided_copy': 'strided_copy_test.cc', 'int16_pair_gemm': 'int16_pair_gemm_test.cc'}
+           'strided_copy': 'strided_copy_test.cc', 'int16_pair_gemm': 'int16_pair_gemm_test.cc',
+           'activation_row': 'activation_row_test.cc'}
+# Kernel families that live with their operators (predict/operators), per driver.
+OPERATOR_KERNELS = {'activation_row': ['activation_row.cc', 'activation_row_avx512.cc',
+                                       'activation_row_avx2.cc']}
 
 
 @pytest.fixture(scope='module')
@@ -40,7 +45,9 @@ def drivers(tmp_path_factory):
         result = subprocess.run(
             ['g++', '-std=c++17', '-O2', '-Wall', '-Wextra', '-Werror',
              os.path.join(ROOT, 'tests', 'cpp', source)] +
-            [os.path.join(ROOT, 'predict', 'kernels', k) for k in KERNELS] + BOUNDARY +
+            [os.path.join(ROOT, 'predict', 'kernels', k) for k in KERNELS] +
+            [os.path.join(ROOT, 'predict', 'operators', k)
+             for k in OPERATOR_KERNELS.get(name, [])] + BOUNDARY +
             ['-o', str(exe), '-lpthread'], capture_output=True, text=True)
         assert result.returncode == 0, result.stderr
         built[name] = exe

@@ -132,6 +132,18 @@ inline void ParallelFor(ThreadPool* pool, int64_t count, const std::function<voi
   pool->ParallelFor(count, fn);
 }
 
+// Runs fn(begin, end) over [0, count) in consecutive ranges of `chunk`
+// elements (the last one shorter), on `pool` as ParallelFor does: thread t
+// of T takes about the t-th T-th of the elements first.
+inline void ParallelRanges(ThreadPool* pool, int64_t count, int64_t chunk,
+                           const std::function<void(int64_t, int64_t)>& fn) {
+  const int64_t pieces = (count + chunk - 1) / chunk;
+  ParallelFor(pool, pieces, [&](int64_t piece) {
+    const int64_t begin = piece * chunk;
+    fn(begin, count - begin < chunk ? count : begin + chunk);
+  });
+}
+
 }  // namespace mxlite
 
 #endif  // MXLITE_KERNELS_THREAD_POOL_H_

@@ -1,9 +1,13 @@
 /*
  * Activation: elementwise relu, sigmoid, tanh, softrelu, softsign.
- * softrelu is log(1 + exp(x)), written so large inputs do not overflow.
+ * relu keeps NaN, as MXNet's mshadow_op::relu (ActivationRow); softrelu is
+ * log(1 + exp(x)), written so large inputs do not overflow. The tensor is
+ * split over the thread pool in runs of kElementwiseChunk.
  */
 #include <cmath>
 
+#include "../kernels/thread_pool.h"
+#include "activation_row.h"
 #include "operator.h"
 
 namespace mxlite {
@@ -27,14 +31,19 @@ class Activation : public Operator {
     return AssignShape(in, 0, (*out)[0], "input", InputNames());
   }
 
-  Status Forward(const OpContext&, const std::vector<NDArray>& in,
+  Status Forward(const OpContext& ctx, const std::vector<NDArray>& in,
                  const std::vector<NDArray>& out) override {
-    const float* x = in[0].fdata();
-    float* y = out[0].fdata();
-    const int64_t size = in[0].Size();
+    ParallelRanges(ctx.pool, in[0].Size(), kElementwiseChunk, [&](int64_t begin, int64_t end) {
+      Apply(in[0].fdata() + begin, out[0].fdata() + begin, end - begin);
+    });
+    return Status();
+  }
+
+ private:
+  void Apply(const float* x, float* y, int64_t size) const {
     switch (type_) {
       case kRelu:
-        for (int64_t i = 0; i < size; ++i) y[i] = x[i] > 0.f ? x[i] : 0.f;
+        ActivationRow(RowActivation::kRelu, x, y, size, 0.f);
         break;
       case kSigmoid:
         for (int64_t i = 0; i < size; ++i) y[i] = 1.f / (1.f + std::exp(-x[i]));
@@ -49,10 +58,8 @@ class Activation : public Operator {
         for (int64_t i = 0; i < size; ++i) y[i] = x[i] / (1.f + std::fabs(x[i]));
         break;
     }
-    return Status();
   }
 
- private:
   ActType type_;
 };
 

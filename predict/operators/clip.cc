@@ -1,8 +1,11 @@
 /*
  * clip: y = min(max(x, a_min), a_max). mobilenetv2's relu6 is clip(0, 6).
+ * The tensor is split over the thread pool in runs of kElementwiseChunk.
  */
 #include <algorithm>
 
+#include "../kernels/thread_pool.h"
+#include "activation_row.h"
 #include "operator.h"
 
 namespace mxlite {
@@ -22,12 +25,13 @@ class Clip : public Operator {
     return AssignShape(in, 0, (*out)[0], "input", InputNames());
   }
 
-  Status Forward(const OpContext&, const std::vector<NDArray>& in,
+  Status Forward(const OpContext& ctx, const std::vector<NDArray>& in,
                  const std::vector<NDArray>& out) override {
     const float* x = in[0].fdata();
     float* y = out[0].fdata();
-    const int64_t size = in[0].Size();
-    for (int64_t i = 0; i < size; ++i) y[i] = std::min(std::max(x[i], low_), high_);
+    ParallelRanges(ctx.pool, in[0].Size(), kElementwiseChunk, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) y[i] = std::min(std::max(x[i], low_), high_);
+    });
     return Status();
   }
 

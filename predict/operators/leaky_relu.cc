@@ -13,10 +13,15 @@
  *   selu   lambda * (x > 0 ? x : alpha * expm1(x)), with SELU's constants
  *   gelu   0.5 * x * (1 + erf(x / sqrt(2)))
  * hard_sigmoid: max(0, min(1, alpha * x + beta)).
+ * leaky, rrelu and prelu run ActivationRow's leaky form (prelu one channel
+ * plane at a time, with that channel's slope); the tensor is split over
+ * the thread pool (runs of kElementwiseChunk, or prelu's planes).
  */
 #include <algorithm>
 #include <cmath>
 
+#include "../kernels/thread_pool.h"
+#include "activation_row.h"
 #include "operator.h"
 
 namespace mxlite {
@@ -28,10 +33,8 @@ constexpr float kSeluLambda = 1.0507009873554804934193349852946f;
 constexpr float kSeluAlpha = 1.6732632423543772848170429916717f;
 constexpr float kSqrtHalf = 0.70710678118654752440f;
 
-// The element-wise forms as functors of (x, slope).
-struct LeakyForm {
-  static float Apply(float x, float slope) { return x > 0.f ? x : slope * x; }
-};
+// The element-wise forms as functors of (x, slope); leaky's is
+// ActivationRow's.
 struct EluForm {
   static float Apply(float x, float slope) { return x > 0.f ? x : slope * std::expm1(x); }
 };
@@ -48,6 +51,10 @@ template <typename Form>
 void SlopeKernel(const float* x, float* y, int64_t size, float slope) {
   for (int64_t i = 0; i < size; ++i) y[i] = Form::Apply(x[i], slope);
 }
+// The leaky form through the vector row kernels.
+void LeakyKernel(const float* x, float* y, int64_t size, float slope) {
+  ActivationRow(RowActivation::kLeaky, x, y, size, slope);
+}
 using SlopeKernelFn = void (*)(const float*, float*, int64_t, float);
 
 class LeakyReLU : public Operator {
@@ -56,7 +63,7 @@ class LeakyReLU : public Operator {
     kernel_ = type == kElu    ? &SlopeKernel<EluForm>
               : type == kSelu ? &SlopeKernel<SeluForm>
               : type == kGelu ? &SlopeKernel<GeluForm>
-                              : &SlopeKernel<LeakyForm>;  // leaky, rrelu (prelu: below)
+                              : &LeakyKernel;  // leaky, rrelu (prelu: below)
   }
 
   std::vector<std::string> InputNames() const override {
@@ -91,24 +98,28 @@ class LeakyReLU : public Operator {
     return AssignShape(in, 1, Shape({data[1]}), "input", InputNames());
   }
 
-  Status Forward(const OpContext&, const std::vector<NDArray>& in,
+  Status Forward(const OpContext& ctx, const std::vector<NDArray>& in,
                  const std::vector<NDArray>& out) override {
     const int64_t count = in[0].Size();
-    if (type_ != kPrelu) {
-      kernel_(in[0].fdata(), out[0].fdata(), count, slope_);
+    const float* x = in[0].fdata();
+    float* y = out[0].fdata();
+    if (type_ != kPrelu || in[1].Size() == 1) {
+      // A prelu whose stored gamma is one value: the leaky form with it.
+      const float slope = type_ == kPrelu ? in[1].fdata()[0] : slope_;
+      const SlopeKernelFn kernel = type_ == kPrelu ? &LeakyKernel : kernel_;
+      ParallelRanges(ctx.pool, count, kElementwiseChunk, [&](int64_t begin, int64_t end) {
+        kernel(x + begin, y + begin, end - begin, slope);
+      });
       if (type_ == kRrelu) std::fill(out[1].fdata(), out[1].fdata() + count, slope_);
       return Status();
     }
-    // prelu: the slope of each element's channel.
+    // prelu: each channel plane with its channel's slope.
     const Shape& shape = in[0].shape();
     const float* gamma = in[1].fdata();
-    const bool shared = in[1].Size() == 1;
     const int64_t channels = shape[1], inner = shape.ProdRange(2, shape.ndim());
-    const float* x = in[0].fdata();
-    float* y = out[0].fdata();
-    for (int64_t i = 0; i < count; ++i) {
-      y[i] = LeakyForm::Apply(x[i], gamma[shared ? 0 : i / inner % channels]);
-    }
+    ParallelFor(ctx.pool, count / std::max<int64_t>(1, inner), [&](int64_t plane) {
+      LeakyKernel(x + plane * inner, y + plane * inner, inner, gamma[plane % channels]);
+    });
     return Status();
   }
 

@@ -9,10 +9,14 @@
  * ignore it: the output keeps the input's type.
  *
  * MXL_UNARY_FUNCTIONS lists (name, expression in x); every entry becomes a
- * kernel instantiated from one loop, looked up by the operator's name.
+ * kernel instantiated from one loop, looked up by the operator's name
+ * (relu's is ActivationRow's, the same expression without branches). The
+ * tensor is split over the thread pool in runs of kElementwiseChunk.
  */
 #include <cmath>
 
+#include "../kernels/thread_pool.h"
+#include "activation_row.h"
 #include "operator.h"
 
 namespace mxlite {
@@ -82,6 +86,13 @@ using UnaryKernelFn = void (*)(const float*, float*, int64_t);
 MXL_UNARY_FUNCTIONS(MXL_UNARY_FUNCTOR)
 #undef MXL_UNARY_FUNCTOR
 
+// relu's expression as ActivationRow computes it, without a branch per
+// element.
+template <>
+void UnaryKernel<relu_function>(const float* x, float* y, int64_t size) {
+  ActivationRow(RowActivation::kRelu, x, y, size, 0.f);
+}
+
 struct UnaryEntry {
   const char* name;
   UnaryKernelFn kernel;
@@ -107,9 +118,13 @@ class Unary : public Operator {
     return SameShapeInference(*this, in, out);
   }
 
-  Status Forward(const OpContext&, const std::vector<NDArray>& in,
+  Status Forward(const OpContext& ctx, const std::vector<NDArray>& in,
                  const std::vector<NDArray>& out) override {
-    kernel_(in[0].fdata(), out[0].fdata(), out[0].Size());
+    const float* x = in[0].fdata();
+    float* y = out[0].fdata();
+    ParallelRanges(ctx.pool, out[0].Size(), kElementwiseChunk, [&](int64_t begin, int64_t end) {
+      kernel_(x + begin, y + begin, end - begin);
+    });
     return Status();
   }
 
