@@ -134,9 +134,14 @@ inline void ParallelFor(ThreadPool* pool, int64_t count, const std::function<voi
 
 // Runs fn(begin, end) over [0, count) in consecutive ranges of `chunk`
 // elements (the last one shorter), on `pool` as ParallelFor does: thread t
-// of T takes about the t-th T-th of the elements first.
+// of T takes about the t-th T-th of the elements first. Without a pool to
+// share, one call over everything (a loop cut into ranges ran slower).
 inline void ParallelRanges(ThreadPool* pool, int64_t count, int64_t chunk,
                            const std::function<void(int64_t, int64_t)>& fn) {
+  if (pool == nullptr || pool->size() <= 1 || count <= chunk) {
+    if (count > 0) fn(0, count);
+    return;
+  }
   const int64_t pieces = (count + chunk - 1) / chunk;
   ParallelFor(pool, pieces, [&](int64_t piece) {
     const int64_t begin = piece * chunk;

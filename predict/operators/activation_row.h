@@ -31,10 +31,6 @@ void ActivationRowAvx512(RowActivation kind, const float* src, float* dst, int64
 void ActivationRowAvx2(RowActivation kind, const float* src, float* dst, int64_t count,
                        float slope);
 
-// Elements per task where the elementwise operators split a tensor over
-// the thread pool: 64 KB of floats, enough to hide a task's start.
-constexpr int64_t kElementwiseChunk = 16384;
-
 }  // namespace mxlite
 
 #endif  // MXLITE_OPERATORS_ACTIVATION_ROW_H_

@@ -13,10 +13,12 @@
  * The binary functions are the shared list in binary_math.h. Both binary
  * forms run one loop: the inputs are strided views walked row by row
  * (tensor_util.h), with stride 0 along broadcast dims; the same-shape case
- * collapses to a single contiguous row.
+ * collapses to a single contiguous row, split over the thread pool in runs
+ * of kElementwiseChunk, as add_n is.
  */
 #include <cstring>
 
+#include "../kernels/thread_pool.h"
 #include "binary_math.h"
 #include "operator.h"
 #include "tensor_util.h"
@@ -133,11 +135,21 @@ class Binary : public Operator {
     return AssignShape(out, 0, shape, "output", OutputNames());
   }
 
-  Status Forward(const OpContext&, const std::vector<NDArray>& in,
+  Status Forward(const OpContext& ctx, const std::vector<NDArray>& in,
                  const std::vector<NDArray>& out) override {
     const Shape& shape = out[0].shape();
-    kernel_(shape, in[0].fdata(), BroadcastStrides(in[0].shape(), shape), in[1].fdata(),
-            BroadcastStrides(in[1].shape(), shape), out[0].fdata());
+    const float* a = in[0].fdata();
+    const float* b = in[1].fdata();
+    float* y = out[0].fdata();
+    if (in[0].shape() == shape && in[1].shape() == shape) {
+      const std::vector<int64_t> dense = {1};
+      ParallelRanges(ctx.pool, out[0].Size(), kElementwiseChunk, [&](int64_t begin, int64_t end) {
+        kernel_(Shape({end - begin}), a + begin, dense, b + begin, dense, y + begin);
+      });
+      return Status();
+    }
+    kernel_(shape, a, BroadcastStrides(in[0].shape(), shape), b,
+            BroadcastStrides(in[1].shape(), shape), y);
     return Status();
   }
 
@@ -175,7 +187,7 @@ class AddN : public Operator {
     return AllSameShape(*this, in, out);
   }
 
-  Status Forward(const OpContext&, const std::vector<NDArray>& in,
+  Status Forward(const OpContext& ctx, const std::vector<NDArray>& in,
                  const std::vector<NDArray>& out) override {
     float* y = out[0].fdata();
     const int64_t size = out[0].Size();
@@ -184,13 +196,15 @@ class AddN : public Operator {
       return Status();
     }
     // Output may share input 0's buffer: inputs 0 and 1 first, then the rest.
-    const float* a = in[0].fdata();
-    const float* b = in[1].fdata();
-    for (int64_t i = 0; i < size; ++i) y[i] = a[i] + b[i];
-    for (int k = 2; k < num_args_; ++k) {
-      const float* x = in[k].fdata();
-      for (int64_t i = 0; i < size; ++i) y[i] += x[i];
-    }
+    ParallelRanges(ctx.pool, size, kElementwiseChunk, [&](int64_t begin, int64_t end) {
+      const float* a = in[0].fdata();
+      const float* b = in[1].fdata();
+      for (int64_t i = begin; i < end; ++i) y[i] = a[i] + b[i];
+      for (int k = 2; k < num_args_; ++k) {
+        const float* x = in[k].fdata();
+        for (int64_t i = begin; i < end; ++i) y[i] += x[i];
+      }
+    });
     return Status();
   }
 

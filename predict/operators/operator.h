@@ -46,6 +46,11 @@ struct OpContext {
   ThreadPool* pool = nullptr;  // threads to split work over (null: run inline)
 };
 
+// Elements per task where the elementwise operators split a tensor over
+// the thread pool (ParallelRanges): 64 KB of floats, enough to hide a
+// task's start.
+constexpr int64_t kElementwiseChunk = 16384;
+
 // Which element types an operator accepts. The registry (op_list.inc) states
 // it per operator; the generated operator table prints the text. kFloat and
 // kAny are implemented by Operator::InferType; kOwn operators override it.

@@ -6,8 +6,10 @@
  * using it, so it is rounded to float here, and to the data's type when
  * that is not float32 (SetDTypes). The attribute is_int only
  * changes the output type of integer data in MXNet's numpy mode and has no
- * effect on the values.
+ * effect on the values. The tensor is split over the thread pool in runs
+ * of kElementwiseChunk.
  */
+#include "../kernels/thread_pool.h"
 #include "binary_math.h"
 #include "operator.h"
 
@@ -79,9 +81,13 @@ class ScalarOp : public Operator {
     return SameShapeInference(*this, in, out);
   }
 
-  Status Forward(const OpContext&, const std::vector<NDArray>& in,
+  Status Forward(const OpContext& ctx, const std::vector<NDArray>& in,
                  const std::vector<NDArray>& out) override {
-    kernel_(in[0].fdata(), scalar_, out[0].fdata(), out[0].Size());
+    const float* x = in[0].fdata();
+    float* y = out[0].fdata();
+    ParallelRanges(ctx.pool, out[0].Size(), kElementwiseChunk, [&](int64_t begin, int64_t end) {
+      kernel_(x + begin, scalar_, y + begin, end - begin);
+    });
     return Status();
   }
 
