@@ -8,7 +8,9 @@
  * contiguous block of `length` values. When those axes already are the last
  * ones the input is used as it is; otherwise one strided gather
  * (tensor_util.h) rearranges it into scratch space first. Each operator then
- * runs a plain loop per block.
+ * runs a plain loop per block. Reductions over one run of middle axes (a
+ * sum over ResNeSt's radix axis) instead fold whole slices in memory
+ * order, in the same order per output element, so with the same bits.
  *
  * Shapes follow MXNet's ReduceAxesShapeImpl: axis None or () reduces
  * everything (to shape (1,), or all ones with keepdims); negative axes count
@@ -23,7 +25,9 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <type_traits>
 
+#include "../kernels/thread_pool.h"
 #include "mxnet_sort.h"
 #include "operator.h"
 #include "tensor_util.h"
@@ -38,6 +42,10 @@ struct Blocks {
   bool rearrange = false;        // false: the input already is in this order
   Shape view_shape;              // kept axes, then reduced axes
   std::vector<int64_t> strides;  // input strides in that order
+  // Where the reduced axes (of extent > 1) are one run with kept axes after
+  // it: the input is outer x slices x inner, and output element
+  // (o, j) folds x[o][0][j], x[o][1][j], ... (slices = length). Else 0.
+  int64_t outer = 0, inner = 0;
 };
 
 Blocks MakeBlocks(const Shape& in, const std::vector<bool>& reduced) {
@@ -57,13 +65,25 @@ Blocks MakeBlocks(const Shape& in, const std::vector<bool>& reduced) {
   blocks.view_shape = Shape(dims);
   // Already in order when no reduced axis of extent > 1 precedes a kept one.
   bool seen_reduced = false;
+  int first_reduced = -1, last_reduced = -1;
   for (int d = 0; d < in.ndim(); ++d) {
     if (in[d] == 1) continue;
     if (reduced[d]) {
       seen_reduced = true;
+      if (first_reduced < 0) first_reduced = d;
+      last_reduced = d;
     } else if (seen_reduced) {
       blocks.rearrange = true;
     }
+  }
+  // One run of reduced axes followed by kept ones: slices.
+  bool one_run = blocks.rearrange;
+  for (int d = first_reduced; one_run && d <= last_reduced; ++d) {
+    one_run = reduced[d] || in[d] == 1;
+  }
+  if (one_run) {
+    blocks.outer = in.ProdRange(0, first_reduced);
+    blocks.inner = in.ProdRange(last_reduced + 1, in.ndim());
   }
   return blocks;
 }
@@ -155,42 +175,94 @@ class BlockReduction : public Operator {
 
 enum ReduceKind { kSum, kMean, kProd, kNanSum, kNanProd, kMax, kMin, kNorm1, kNorm2 };
 
-float ReduceBlock(ReduceKind kind, const float* x, int64_t length) {
-  switch (kind) {
+// A reduction as a fold over a block's values in order: FoldFirst for
+// the first, Fold for each next, FoldFinish for the result. Sums, products
+// and norms in double; max and min keep the first of equal values and
+// skip NaN (held in double, exactly).
+template <ReduceKind kKind>
+double Fold(double acc, float x) {
+  const double v = x;
+  switch (kKind) {
     case kMax:
-    case kMin: {
-      float best = x[0];
-      for (int64_t i = 1; i < length; ++i) {
-        if (kind == kMax ? x[i] > best : x[i] < best) best = x[i];
-      }
-      return best;
-    }
+      return v > acc ? v : acc;
+    case kMin:
+      return v < acc ? v : acc;
     case kProd:
-    case kNanProd: {
-      double product = 1.0;
-      for (int64_t i = 0; i < length; ++i) {
-        if (kind == kProd || !std::isnan(x[i])) product *= x[i];
-      }
-      return static_cast<float>(product);
-    }
-    default: {
-      double sum = 0.0;
-      for (int64_t i = 0; i < length; ++i) {
-        const double v = x[i];
-        if (kind == kNorm1) {
-          sum += std::fabs(v);
-        } else if (kind == kNorm2) {
-          sum += v * v;
-        } else if (kind != kNanSum || !std::isnan(v)) {
-          sum += v;
-        }
-      }
-      if (kind == kMean) return static_cast<float>(sum / static_cast<double>(length));
-      if (kind == kNorm2) return static_cast<float>(std::sqrt(sum));
-      return static_cast<float>(sum);
-    }
+      return acc * v;
+    case kNanProd:
+      return std::isnan(v) ? acc : acc * v;
+    case kNorm1:
+      return acc + std::fabs(v);
+    case kNorm2:
+      return acc + v * v;
+    case kNanSum:
+      return std::isnan(v) ? acc : acc + v;
+    default:
+      return acc + v;
   }
 }
+
+template <ReduceKind kKind>
+double FoldFirst(float x) {
+  if (kKind == kMax || kKind == kMin) return x;
+  return Fold<kKind>(kKind == kProd || kKind == kNanProd ? 1.0 : 0.0, x);
+}
+
+template <ReduceKind kKind>
+float FoldFinish(double acc, int64_t length) {
+  if (kKind == kMean) return static_cast<float>(acc / static_cast<double>(length));
+  if (kKind == kNorm2) return static_cast<float>(std::sqrt(acc));
+  return static_cast<float>(acc);
+}
+
+// Output rows [row_begin, row_end) of blocks of `length` values.
+template <ReduceKind kKind>
+void FoldBlocks(const float* x, int64_t length, int64_t row_begin, int64_t row_end, float* y) {
+  for (int64_t r = row_begin; r < row_end; ++r) {
+    const float* block = x + r * length;
+    double acc = FoldFirst<kKind>(block[0]);
+    for (int64_t i = 1; i < length; ++i) acc = Fold<kKind>(acc, block[i]);
+    y[r] = FoldFinish<kKind>(acc, length);
+  }
+}
+
+// Output elements (o, j), j in [j_begin, j_end), of the slices layout
+// (Blocks::outer): the same folds in the same order, slice after slice, so
+// that the input is read in memory order with no rearranging. `acc` holds
+// j_end - j_begin doubles.
+template <ReduceKind kKind>
+void FoldSlices(const float* x, int64_t slices, int64_t inner, int64_t o, int64_t j_begin,
+                int64_t j_end, double* acc, float* y) {
+  const float* first = x + o * slices * inner;
+  const int64_t width = j_end - j_begin;
+  for (int64_t j = 0; j < width; ++j) acc[j] = FoldFirst<kKind>(first[j_begin + j]);
+  for (int64_t s = 1; s < slices; ++s) {
+    const float* slice = first + s * inner + j_begin;
+    for (int64_t j = 0; j < width; ++j) acc[j] = Fold<kKind>(acc[j], slice[j]);
+  }
+  float* out = y + o * inner + j_begin;
+  for (int64_t j = 0; j < width; ++j) out[j] = FoldFinish<kKind>(acc[j], slices);
+}
+
+// Calls visitor(std::integral_constant<ReduceKind, kind>()).
+template <typename Visitor>
+void DispatchKind(ReduceKind kind, Visitor&& visitor) {
+  switch (kind) {
+    case kSum: visitor(std::integral_constant<ReduceKind, kSum>()); break;
+    case kMean: visitor(std::integral_constant<ReduceKind, kMean>()); break;
+    case kProd: visitor(std::integral_constant<ReduceKind, kProd>()); break;
+    case kNanSum: visitor(std::integral_constant<ReduceKind, kNanSum>()); break;
+    case kNanProd: visitor(std::integral_constant<ReduceKind, kNanProd>()); break;
+    case kMax: visitor(std::integral_constant<ReduceKind, kMax>()); break;
+    case kMin: visitor(std::integral_constant<ReduceKind, kMin>()); break;
+    case kNorm1: visitor(std::integral_constant<ReduceKind, kNorm1>()); break;
+    case kNorm2: visitor(std::integral_constant<ReduceKind, kNorm2>()); break;
+  }
+}
+
+// Output elements per task of the slices layout: its double accumulators
+// (8 KB) stay in L1.
+constexpr int64_t kFoldSliceWidth = 1024;
 
 class Reduce : public BlockReduction {
  public:
@@ -212,21 +284,43 @@ class Reduce : public BlockReduction {
     return UnifyDTypes(*this, {0}, true, in, &no_outputs);
   }
 
-  Status Forward(const OpContext&, const std::vector<NDArray>& in,
+  Status Forward(const OpContext& ctx, const std::vector<NDArray>& in,
                  const std::vector<NDArray>& out) override {
-    const float* x = Arrange(in[0]);
     float* y = out[0].fdata();
     const int64_t length = blocks_.length;
-    for (int64_t r = 0; r < blocks_.rows; ++r) {
-      if (length == 0) {
-        // An empty reduction: the identity of the operation (max/min have
-        // none; MXNet leaves them at their initial values, which are these).
-        y[r] = kind_ == kProd || kind_ == kNanProd ? 1.f
-               : kind_ == kMax ? -INFINITY : kind_ == kMin ? INFINITY : kind_ == kMean ? NAN : 0.f;
-      } else {
-        y[r] = ReduceBlock(kind_, x + r * length, length);
-      }
+    if (length == 0) {
+      // An empty reduction: the identity of the operation (max/min have
+      // none; MXNet leaves them at their initial values, which are these).
+      const float identity = kind_ == kProd || kind_ == kNanProd ? 1.f
+                             : kind_ == kMax                     ? -INFINITY
+                             : kind_ == kMin                     ? INFINITY
+                             : kind_ == kMean                    ? NAN
+                                                                 : 0.f;
+      std::fill(y, y + blocks_.rows, identity);
+      return Status();
     }
+    if (blocks_.inner > 0) {
+      // Slices (a middle run of axes): folded in place, no rearranging.
+      const float* x = in[0].fdata();
+      const int64_t outer = blocks_.outer, inner = blocks_.inner;
+      const int64_t parts = (inner + kFoldSliceWidth - 1) / kFoldSliceWidth;
+      DispatchKind(kind_, [&](auto kind) {
+        ParallelFor(ctx.pool, outer * parts, [&](int64_t task) {
+          const int64_t j_begin = task % parts * kFoldSliceWidth;
+          double acc[kFoldSliceWidth];
+          FoldSlices<decltype(kind)::value>(x, length, inner, task / parts, j_begin,
+                                           std::min(inner, j_begin + kFoldSliceWidth), acc, y);
+        });
+      });
+      return Status();
+    }
+    const float* x = Arrange(in[0]);
+    DispatchKind(kind_, [&](auto kind) {
+      ParallelRanges(ctx.pool, blocks_.rows, std::max<int64_t>(1, kElementwiseChunk / length),
+                     [&](int64_t begin, int64_t end) {
+                       FoldBlocks<decltype(kind)::value>(x, length, begin, end, y);
+                     });
+    });
     return Status();
   }
 
