@@ -5,7 +5,6 @@
 #include <algorithm>
 
 #include "../kernels/thread_pool.h"
-#include "activation_row.h"
 #include "operator.h"
 
 namespace mxlite {

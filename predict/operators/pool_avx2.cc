@@ -193,11 +193,11 @@ MXLITE_TARGET_AVX2_INLINE void RowMaximaOfRowAvx2(const Plane2d& p, const float*
   }
 }
 
-// pool_avx512.cc's MaxPoolPlaneRows in eight lanes, without its software
-// prefetch (on Zen 3 the hardware prefetcher does better alone): output row
-// by output row, each input row's maxima made into a ring of kernel_h rows
-// when the first window that needs them comes; small planes' row maxima
-// all first (kWholePlaneRowMaxima).
+// pool_avx512.cc's MaxPoolPlaneRows in eight lanes: output row by output
+// row, each input row's maxima made into a ring of kernel_h rows when the
+// first window that needs them comes; small planes' row maxima all first
+// (kWholePlaneRowMaxima). No software prefetch either (on Zen 3 the
+// hardware prefetcher did better alone).
 template <int kStride>
 MXLITE_TARGET_AVX2 void MaxPoolPlaneRowsAvx2(const Plane2d& p, const MaxBlockLoads* blocks,
                                              const float* src, float* dst) {

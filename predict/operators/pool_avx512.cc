@@ -169,18 +169,17 @@ MXLITE_TARGET_AVX512_INLINE void RowMaxima(const float* row, int64_t first, int6
 }
 
 // Prefetches lines [first, first + count) of the `floats` floats at
-// `region` (those that exist) to the cache level kHint names. Pooling reads
-// each input once and writes each output once; with cold caches the
-// hardware prefetcher alone left both paths 2-4x slower than warm. So each
-// plane, or block of planes, fetches the next one's input and output, a few
-// lines per step of its own work.
-// (The hint's type: an enum in GCC's headers, int in clang's.)
-template <decltype(_MM_HINT_T0) kHint>
+// `region` (those that exist) to L1. Pooling reads each input once and
+// writes each output once; with cold caches the hardware prefetcher alone
+// left the blocked path 2-4x slower than warm. So each block of planes
+// fetches the next block's input and output, a few lines per step of its
+// own work. (The max row path reads each plane in memory order and does
+// without: MaxPoolPlaneRows.)
 MXLITE_TARGET_AVX512_INLINE void PrefetchLines(const float* region, int64_t floats, int64_t first,
                                                int64_t count) {
   const int64_t end = std::min((floats + 15) / 16, first + count);
   for (int64_t line = first; line < end; ++line) {
-    _mm_prefetch(reinterpret_cast<const char*>(region + line * 16), kHint);
+    _mm_prefetch(reinterpret_cast<const char*>(region + line * 16), _MM_HINT_T0);
   }
 }
 
@@ -353,7 +352,7 @@ MXLITE_TARGET_AVX512 void PoolSixteenPlanes(const Plane2d& p, const PaddedGrid& 
       rows[i] = i < count ? _mm512_maskz_loadu_ps(mask, src + i * in_pixels + e)
                           : _mm512_setzero_ps();
     }
-    PrefetchLines<_MM_HINT_T0>(next_src, next_count * in_pixels, e, 16);
+    PrefetchLines(next_src, next_count * in_pixels, e, 16);
     Transpose16x16Avx512(rows);
     int64_t h = e / p.in_w, w = e % p.in_w;
     for (int64_t j = 0; j < pixels; ++j) {
@@ -397,7 +396,7 @@ MXLITE_TARGET_AVX512 void PoolSixteenPlanes(const Plane2d& p, const PaddedGrid& 
         }
       }
     }
-    PrefetchLines<_MM_HINT_T0>(next_dst, next_count * out_pixels, e, 16);
+    PrefetchLines(next_dst, next_count * out_pixels, e, 16);
     Transpose16x16Avx512(outputs);
     const __mmask16 mask = LanesBelowAvx512(pixels);
     for (int64_t i = 0; i < count; ++i) {
