@@ -1,5 +1,6 @@
-"""The zoo and operator suites again on every kernel path and without graph
-optimisation: MXLITE_ISA caps the instruction set (AVX2, portable), and
+"""The zoo, operator and in-place residual suites again on every kernel path
+and without graph optimisation: MXLITE_ISA caps the instruction set (AVX2,
+portable), and
 MXLITE_GRAPH_OPT=0 / MXLITE_WINOGRAD=0 / MXLITE_SHIFTED_GEMM=0 /
 MXLITE_NUM_THREADS=1 turn off the fused operators, the Winograd and
 shifted-view convolutions (im2col instead) and threading. Each configuration must
@@ -30,6 +31,7 @@ def test_suites_pass_under(name, tmp_path):
     # can remove the outer session's (see test_sanitizers.py).
     result = subprocess.run(
         [sys.executable, '-m', 'pytest', '-q', '-p', 'no:cacheprovider',
-         '--basetemp', str(tmp_path / 'inner'), 'test_zoo.py', 'test_ops.py'],
+         '--basetemp', str(tmp_path / 'inner'), 'test_zoo.py', 'test_ops.py',
+         'test_residual_in_place.py'],
         cwd=HERE, env=env, capture_output=True, text=True, timeout=1200)
     assert result.returncode == 0, result.stdout[-4000:]

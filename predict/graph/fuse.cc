@@ -447,6 +447,11 @@ Status Rewrite(const FusionPlan& plan, Graph* out) {
     if (chain.add >= 0) {
       fused.attrs["with_residual"] = "True";
       fused.inputs.push_back(remap(graph.nodes[chain.add].inputs[chain.add_other_slot]));
+      // The CPU's 1x1 GEMM reads each residual element before it writes the
+      // output there, so the output may take over the residual's buffer.
+      if (plan.target == FusionTarget::kCpu && IsPointwiseConvolution(conv)) {
+        fused.attrs["residual_in_place"] = "True";
+      }
     }
     if (chain.clamp >= 0) {
       std::string lower, upper;

@@ -17,7 +17,11 @@
  * (each link optional, in this order) becomes one _FusedConvolution node:
  * the BatchNorm's statistics are folded into the weights and bias when the
  * operator is prepared, the residual is added and the clamp applied while
- * each output tile is still in cache. A chain without a residual whose
+ * each output tile is still in cache. For the CPU, a 1x1 one-group
+ * convolution's output may also take over its residual's buffer
+ * (residual_in_place; the memory plan decides): its GEMM reads each
+ * residual element before writing the output there, which saves a third of
+ * the layer's memory traffic. A chain without a residual whose
  * convolution is a stem (2-D, one group, dilation 1, stride 1 or 2, reading
  * a graph input) takes a following 2-D max pooling too, where the direct
  * convolution kernels run (DirectConvKernelsPay): the operator then pools

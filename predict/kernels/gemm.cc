@@ -144,17 +144,15 @@ void GemmRange(const PackedMatrix& a, const float* b, const float* const* b_segm
   const MicroKernel& kernel = a.kernel();
   const int mr = kernel.mr, nr = kernel.nr;
   const int64_t depth = a.depth();
-  // With a kernel that reads B at any row stride, a plain B is read in place
-  // (no packing pass), unless its rows are a multiple of 8 KiB apart: then a
-  // strip's rows fall into so few cache sets that they evict each other
-  // (measured: N = 4096 ran at 0.83x the packed speed, N = 1024 at 1.07x).
-  // (A transformed block is read at the panel's width, never such a stride.)
+  // A plain B is read in place where GemmReadsBInPlace says so. (A
+  // transformed block is read at the panel's width, never a stride of 8 KiB.)
   const bool b_in_place = !b_packed && !b_transposed && kernel.reads_b_in_place &&
-                          (transform != nullptr || ldb % 2048 != 0);
+                          (transform != nullptr || GemmReadsBInPlace(ldb));
   const bool pack_b = !b_packed && !b_in_place;
   thread_local std::vector<float> panel, transformed;
-  if (pack_b) panel.resize(static_cast<size_t>(kKc * CeilDiv(kNc, nr) * nr));
-  if (transform) transformed.resize(static_cast<size_t>(kKc * kNc));
+  const int64_t max_kc = a.max_block_depth();
+  if (pack_b) panel.resize(static_cast<size_t>(max_kc * CeilDiv(kNc, nr) * nr));
+  if (transform) transformed.resize(static_cast<size_t>(max_kc * kNc));
   // Taken once: in a shared library every use of a thread_local is a call
   // to __tls_get_addr, and the loops below would make one per tile (1% of
   // MobileNet's time).
@@ -476,6 +474,14 @@ const GemmImplementation& GemmKernels() {
   return chosen;
 }
 
+bool GemmReadsResidualFirst(const PackedMatrix& a) {
+  return a.blocks() == 1 && a.kernel().run_tile != nullptr;
+}
+
+bool GemmReadsBInPlace(int64_t ldb) {
+  return GemmKernels().kernel->reads_b_in_place && ldb % 2048 != 0;
+}
+
 namespace gemm_cc {
 
 // Copies rows [row0, row0 + rows) x depth [p0, p0 + kc) of A (row-major,
@@ -524,10 +530,13 @@ void PackStripTransposed(const float* a, int64_t lda, int64_t row0, int rows, in
 }  // namespace gemm_cc
 
 Status PackedMatrix::Pack(const float* a, int64_t lda, int64_t rows, int64_t depth,
-                          bool transposed, ThreadPool* pool, int64_t segment_depth) {
+                          bool transposed, ThreadPool* pool, int64_t segment_depth,
+                          int64_t max_block_depth) {
   using gemm_cc::CeilDiv;
   MXL_CHECK(segment_depth >= 0 && (segment_depth == 0 || depth % segment_depth == 0),
             "GEMM: segment depth ", segment_depth, " does not divide depth ", depth);
+  MXL_CHECK(max_block_depth >= 0, "GEMM: negative block depth ", max_block_depth);
+  const int64_t block_limit = max_block_depth > 0 ? max_block_depth : gemm_cc::kKc;
   kernel_ = &gemm_cc::ActiveKernel();
   rows_ = rows;
   depth_ = depth;
@@ -535,9 +544,9 @@ Status PackedMatrix::Pack(const float* a, int64_t lda, int64_t rows, int64_t dep
   const int mr = kernel_->mr;
   strips_ = CeilDiv(rows, mr);
   // Each segment in near-equal blocks of at most KC (a 288-deep segment is
-  // two blocks of 144, not 256 + 32).
+  // two blocks of 144, not 256 + 32), or of max_block_depth.
   block_start_.clear();
-  const int64_t segment_blocks = CeilDiv(segment_depth_, gemm_cc::kKc);
+  const int64_t segment_blocks = CeilDiv(segment_depth_, block_limit);
   for (int64_t s0 = 0; s0 < depth; s0 += segment_depth_) {
     for (int64_t i = 0; i < segment_blocks; ++i) {
       block_start_.push_back(s0 + segment_depth_ * i / segment_blocks);
@@ -546,9 +555,11 @@ Status PackedMatrix::Pack(const float* a, int64_t lda, int64_t rows, int64_t dep
   const int64_t blocks = this->blocks();
   block_offset_.assign(static_cast<size_t>(blocks), 0);
   int64_t offset = 0;
+  max_block_depth_ = 0;
   for (int64_t block = 0; block < blocks; ++block) {
     block_offset_[block] = offset;
     offset += strips_ * mr * BlockDepth(block);
+    max_block_depth_ = std::max(max_block_depth_, BlockDepth(block));
   }
   // Every element is written below (padding rows as zeros), so a buffer of
   // the right size from an earlier call is reused as it is: no clearing, no

@@ -58,8 +58,11 @@ class PackedMatrix {
   // segment_depth > 0 (a divisor of depth) keeps every depth block inside
   // one segment of that many depth steps, for GemmSegmentedB; each segment
   // is cut into near-equal blocks of at most KC.
+  // max_block_depth > 0 allows blocks that deep instead of KC (see
+  // kGemmInPlaceBlockDepth).
   Status Pack(const float* a, int64_t lda, int64_t rows, int64_t depth, bool transposed = false,
-              ThreadPool* pool = nullptr, int64_t segment_depth = 0);
+              ThreadPool* pool = nullptr, int64_t segment_depth = 0,
+              int64_t max_block_depth = 0);
   // Multiplies row r of the packed matrix by scale[r]: a per-row factor
   // (a BatchNorm's) applied to weights packed as they are stored.
   void ScaleRows(const float* scale);
@@ -72,6 +75,8 @@ class PackedMatrix {
     return data_.data() + block_offset_[block] + strip * kernel_->mr * BlockDepth(block);
   }
   int64_t blocks() const { return static_cast<int64_t>(block_start_.size()); }
+  // The deepest of its blocks.
+  int64_t max_block_depth() const { return max_block_depth_; }
   // The memory it holds (for the memory budget).
   size_t bytes() const {
     return data_.capacity() * sizeof(float) +
@@ -85,7 +90,7 @@ class PackedMatrix {
 
  private:
   const MicroKernel* kernel_ = nullptr;
-  int64_t rows_ = 0, depth_ = 0, strips_ = 0, segment_depth_ = 0;
+  int64_t rows_ = 0, depth_ = 0, strips_ = 0, segment_depth_ = 0, max_block_depth_ = 0;
   std::vector<int64_t> block_start_, block_offset_;
   // Streamed once a pass: in huge pages where there are (large_pages.h).
   std::vector<float, LargePageAllocator<float>> data_;
@@ -103,9 +108,35 @@ inline size_t HeldBytes(const std::vector<PackedMatrix>& matrices) {
   return bytes;
 }
 
+// Whether the GEMM reads a plain B of row stride ldb where it lies, with no
+// packing pass: where the micro-kernel in use can (AVX-512), unless the rows
+// are a multiple of 8 KiB apart (then a strip's rows fall into so few cache
+// sets that they evict each other: N = 4096 ran at 0.83x the packed speed,
+// N = 1024 at 1.07x).
+bool GemmReadsBInPlace(int64_t ldb);
+
+// The depth block A may be packed in (PackedMatrix::Pack, max_block_depth)
+// for products whose B the GEMM reads in place: a 1x1 convolution's input.
+// The KC of 256 keeps a packed B panel in L2 and a strip in L1; a B read in
+// place has no panel, and each of its rows is read once per tile whatever
+// the block's depth. Deeper blocks store and reload C's tiles fewer times
+// and keep the FMA chains going longer: one thread, Xeon model 207, B hot,
+// best of 200 (us, blocks of 256 -> 1024): 320 x 960 x 49 206 -> 183-196,
+// 96 x 576 x 196 136 -> 122-131, 512 x 512 x 196 650 -> 595-635, 1024 x
+// 1024 x 49 705 -> 668. Blocks of 2048 gained nothing more.
+constexpr int64_t kGemmInPlaceBlockDepth = 1024;
+
 // C (rows x n, stride ldc) = epilogue(A * B), B is depth x n with stride ldb.
 void GemmPacked(const PackedMatrix& a, const float* b, int64_t ldb, int64_t n, float* c,
                 int64_t ldc, const GemmEpilogue& epilogue, ThreadPool* pool);
+
+// Whether GemmPacked and GemmPackedTransformedB over `a` read each element
+// of the epilogue's residual before they write C's element at the same
+// place, so that the residual may be C itself (a fused residual add done
+// in place): true when A is one depth block and the micro-kernel finishes
+// its tiles in registers. With more blocks the first writes partial sums
+// over the residual; other micro-kernels apply the epilogue after storing.
+bool GemmReadsResidualFirst(const PackedMatrix& a);
 
 // A product of at most this many columns whose A is packed in two depth
 // halves splits its depth between the threads (GemmPackedTransformedB,

@@ -114,7 +114,9 @@ struct ConvWeights {
 };
 
 // One forward call over the whole batch. residual (the output's shape) may
-// be null; workspace holds at least the kernel's WorkspaceBytes().
+// be null, or the output itself where the kernel allows it
+// (ResidualMayBeOutput); workspace holds at least the kernel's
+// WorkspaceBytes().
 struct ConvCall {
   int64_t batch = 0;  // images; a prepared kernel serves any batch size
   const float* data = nullptr;
@@ -134,6 +136,12 @@ class ConvKernel {
   // (counted in the predictor's memory budget).
   virtual size_t PreparedBytes() const = 0;
   virtual Status Forward(const ConvCall& call) const = 0;
+  // Whether Forward reads each residual element before it writes anything
+  // over it, so that the residual may lie in the output's own buffer (the
+  // memory plan's in-place pair, see the convolution operator). Kernels
+  // that write partial results first, or add the residual in a later pass,
+  // say no; the operator then hands them a copy.
+  virtual bool ResidualMayBeOutput() const { return false; }
   // Whether ForwardRows computes bands of output rows of a planar layer,
   // so that a pooling fused after the convolution can read each band while
   // it is in cache (see the convolution operator). Kernels that compute

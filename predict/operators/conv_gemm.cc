@@ -46,15 +46,18 @@ GemmEpilogue Epilogue(const ConvWeights& w, const float* bias, const float* resi
   return epilogue;
 }
 
-// Packs each group's weights (group_out rows of `depth`) for the GEMM.
+// Packs each group's weights (group_out rows of `depth`) for the GEMM, in
+// depth blocks of at most max_block_depth (0: the GEMM's default).
 Status PackGroups(const ConvGeometry& g, const std::vector<float>& weights,
-                  int64_t segment_depth, std::vector<PackedMatrix>* packed) {
+                  int64_t segment_depth, std::vector<PackedMatrix>* packed,
+                  int64_t max_block_depth = 0) {
   const int64_t group_out = g.filters / g.groups;
   const int64_t depth = g.channels / g.groups * g.KernelSize();
   packed->resize(static_cast<size_t>(g.groups));
   for (int64_t grp = 0; grp < g.groups; ++grp) {
     MXL_RETURN_IF_ERROR((*packed)[grp].Pack(weights.data() + grp * group_out * depth, depth,
-                                            group_out, depth, false, nullptr, segment_depth));
+                                            group_out, depth, false, nullptr, segment_depth,
+                                            max_block_depth));
   }
   return Status();
 }
@@ -73,13 +76,28 @@ class PointwiseKernel : public ConvKernel {
     // projection (see ProjectsByDepthHalves).
     const bool halves = g.groups == 1 && g.channels % 2 == 0 &&
                         (g.normalises_input ? g.channels > 256 : ProjectsByDepthHalves(g));
-    MXL_RETURN_IF_ERROR(PackGroups(g, w_.weights, halves ? g.channels / 2 : 0, &packed_));
+    // The input read where it lies: deep depth blocks (kGemmInPlaceBlockDepth).
+    // A normalised input is read through a KC-deep buffer instead.
+    const bool deep_blocks = !g.normalises_input && GemmReadsBInPlace(g.InSpatial());
+    MXL_RETURN_IF_ERROR(PackGroups(g, w_.weights, halves ? g.channels / 2 : 0, &packed_,
+                                   deep_blocks ? kGemmInPlaceBlockDepth : 0));
     w_.weights.clear();
     w_.weights.shrink_to_fit();
     return Status();
   }
   size_t PreparedBytes() const override { return w_.bytes() + HeldBytes(packed_); }
   size_t WorkspaceBytes() const override { return 0; }
+  // One GEMM per image and group, each over its own rows of the output and
+  // the residual: in place where the GEMM reads the residual first (one
+  // depth block, not split in halves).
+  bool ResidualMayBeOutput() const override {
+    for (const PackedMatrix& packed : packed_) {
+      if (packed.segment_depth() != packed.depth() || !GemmReadsResidualFirst(packed)) {
+        return false;
+      }
+    }
+    return true;
+  }
 
   Status Forward(const ConvCall& call) const override {
     const ConvGeometry& g = g_;

@@ -61,6 +61,11 @@ struct Fusion {
   bool in_bn_fix_gamma = true;
   float in_lower = -std::numeric_limits<float>::infinity();
   float in_upper = std::numeric_limits<float>::infinity();
+  // The output may take over the residual's buffer (the memory plan's
+  // in-place pair; set by the graph optimizer for the CPU's 1x1 layers).
+  // Kernels that do not read each residual element before writing over it
+  // (ConvKernel::ResidualMayBeOutput) then get a copy in the workspace.
+  bool residual_in_place = false;
   // The data is a depthwise convolution's output (ConvGeometry).
   bool depthwise_input = false;
   // A max pooling after the convolution (2-D; no residual, no input
@@ -126,6 +131,11 @@ class Convolution : public Operator {
       }
     }
     return names;
+  }
+
+  std::vector<InplacePair> InplaceOptions() const override {
+    if (!fusion_.residual_in_place) return {};
+    return {{ResidualIndex(), 0, false}};
   }
 
   bool ComputesImagesApart(const std::vector<Shape>& image_in) const override {
@@ -296,6 +306,14 @@ class Convolution : public Operator {
         &kernel_impl_));
     *workspace_bytes = kernel_impl_->WorkspaceBytes();
     if (fusion_.max_pool) MXL_RETURN_IF_ERROR(PreparePool(oshape, workspace_bytes));
+    // The plan put the output over the residual, and this kernel would
+    // write there before reading it: it reads a copy after its workspace.
+    copies_residual_ = fusion_.residual && in[ResidualIndex()].data() == out[0].data() &&
+                       !kernel_impl_->ResidualMayBeOutput();
+    if (copies_residual_) {
+      residual_copy_offset_ = AlignedBytes(*workspace_bytes);
+      *workspace_bytes = residual_copy_offset_ + out[0].bytes();
+    }
     return Status();
   }
 
@@ -313,6 +331,16 @@ class Convolution : public Operator {
     call.workspace = ctx.workspace;
     call.workspace_bytes = ctx.workspace_bytes;
     call.pool = ctx.pool;
+    if (call.residual == call.output && !kernel_impl_->ResidualMayBeOutput()) {
+      // See Prepare: the residual goes to the workspace first.
+      MXL_CHECK(copies_residual_ && ctx.workspace_bytes >= residual_copy_offset_ + out[0].bytes(),
+                "internal error: the convolution's output lies over its residual, and no "
+                "workspace was set aside for a copy");
+      char* copy = static_cast<char*>(ctx.workspace) + residual_copy_offset_;
+      std::memcpy(copy, call.residual, out[0].bytes());
+      call.residual = reinterpret_cast<const float*>(copy);
+      call.workspace_bytes = residual_copy_offset_;
+    }
     if (fusion_.max_pool) return ForwardPooled(call, out[0].fdata());
     return kernel_impl_->Forward(call);
   }
@@ -570,6 +598,9 @@ class Convolution : public Operator {
   const ConvAlgorithm* algorithm_ = nullptr;
   std::shared_ptr<const ConvKernel> kernel_impl_;  // shared by the model's executors
   bool weights_constant_ = true;
+  // Whether the residual is copied to the workspace, and where (Prepare).
+  bool copies_residual_ = false;
+  size_t residual_copy_offset_ = 0;
   // The fused max pooling's plan (PreparePool).
   struct Band {
     int64_t pooled_begin, pooled_end;  // rows of the pooled output
@@ -615,6 +646,7 @@ Status CreateConvolution(AttrParser* attrs, std::unique_ptr<Operator>* out) {
     fusion.in_bn_fix_gamma = attrs->Bool("in_bn_fix_gamma", true);
     fusion.in_lower = static_cast<float>(attrs->Float("in_clamp_min", -HUGE_VAL));
     fusion.in_upper = static_cast<float>(attrs->Float("in_clamp_max", HUGE_VAL));
+    fusion.residual_in_place = attrs->Bool("residual_in_place", false);
     fusion.depthwise_input = attrs->Bool("with_depthwise_input", false);
     fusion.max_pool = attrs->Bool("with_max_pool", false);
     if (fusion.max_pool) {
@@ -640,6 +672,10 @@ Status CreateConvolution(AttrParser* attrs, std::unique_ptr<Operator>* out) {
   }
   if (num_filter < 1) {
     attrs->Fail("num_filter", StrCat(num_filter, " must be at least 1"));
+    return attrs->Finish();
+  }
+  if (fusion.residual_in_place && !fusion.residual) {
+    attrs->Fail("residual_in_place", "it needs with_residual");
     return attrs->Finish();
   }
   if (fusion.max_pool) {
