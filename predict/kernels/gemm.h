@@ -119,11 +119,10 @@ bool GemmReadsBInPlace(int64_t ldb);
 // for products whose B the GEMM reads in place: a 1x1 convolution's input.
 // The KC of 256 keeps a packed B panel in L2 and a strip in L1; a B read in
 // place has no panel, and each of its rows is read once per tile whatever
-// the block's depth. Deeper blocks store and reload C's tiles fewer times
-// and keep the FMA chains going longer: one thread, Xeon model 207, B hot,
-// best of 200 (us, blocks of 256 -> 1024): 320 x 960 x 49 206 -> 183-196,
-// 96 x 576 x 196 136 -> 122-131, 512 x 512 x 196 650 -> 595-635, 1024 x
-// 1024 x 49 705 -> 668. Blocks of 2048 gained nothing more.
+// the block's depth. Deeper blocks store and reload C's tiles fewer times,
+// and a fused residual can then be read in C's own buffer
+// (GemmReadsResidualFirst). Measured in BENCHMARKS.md ("1x1 weights in deep
+// blocks"); blocks of 2048 gained nothing more.
 constexpr int64_t kGemmInPlaceBlockDepth = 1024;
 
 // C (rows x n, stride ldc) = epilogue(A * B), B is depth x n with stride ldb.

@@ -219,11 +219,16 @@ bool AverageRowsAvx2Pays(const PoolGeometry& g) {
   return OnAvx2(g) && PlanePays(g) && (g.out[2] > 8 || !BlockedFits(g));
 }
 
-// Max pooling with rows of more than 24 outputs keeps the row path: a max
+// Max pooling with rows of more than 8 outputs keeps the row path: a max
 // pool reads each input about once, so the transposes cost about as much as
-// the windows; average pools are faster blocked at every width.
+// the windows; average pools are faster blocked at every width. Since the
+// row path keeps a ring of row maxima in L1 it also wins at 13 and 17
+// outputs, and loses a little at 8 and 6 (BENCHMARKS.md, "Narrow max pools
+// row by row").
+constexpr int64_t kMaxPoolBlockedMaxOutputs = 8;
 bool BlockedPlanesAvx512Pays(const PoolGeometry& g) {
-  return PlanePays(g) && BlockedFits(g) && (g.type == PoolType::kAvg || g.out[2] <= 24);
+  return PlanePays(g) && BlockedFits(g) &&
+         (g.type == PoolType::kAvg || g.out[2] <= kMaxPoolBlockedMaxOutputs);
 }
 
 // With eight lanes the row path leaves fewer lanes idle, and max pooling
