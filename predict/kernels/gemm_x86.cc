@@ -338,9 +338,13 @@ constexpr int kPrefetchAheadA = 2048;
 // within noise of 16. Whole models without row blocks: BENCHMARKS.md.
 constexpr int kPrefetchAheadB = 16;
 template <int kVecs>
+MXLITE_TARGET_AVX512_INLINE void PrefetchRow(const float* row) {
+  const char* line = reinterpret_cast<const char*>(row);
+  MXLITE_UNROLL for (int v = 0; v < kVecs; ++v) _mm_prefetch(line + 64 * v, _MM_HINT_T0);
+}
+template <int kVecs>
 MXLITE_TARGET_AVX512_INLINE void PrefetchRowsAhead(const float* b, int64_t ldb) {
-  const char* ahead = reinterpret_cast<const char*>(b + kPrefetchAheadB * ldb);
-  MXLITE_UNROLL for (int v = 0; v < kVecs; ++v) _mm_prefetch(ahead + 64 * v, _MM_HINT_T0);
+  PrefetchRow<kVecs>(b + kPrefetchAheadB * ldb);
 }
 
 // A vector load or store, masked unless the tile is full.
@@ -410,6 +414,12 @@ MXLITE_TARGET_AVX512 inline void Tile(int64_t kc, const float* a, const float* b
     masks[v] = v == kVecs - 1 ? last_mask : static_cast<__mmask16>(0xffff);
   }
 
+  // The last kPrefetchAheadB steps prefetch the first rows of the tile that
+  // most likely comes next: the next strip of a packed B (ldb == kNr), the
+  // next columns of a B read in place. A shallow product (a 1x1 layer
+  // reading 16-64 channels) otherwise starts every tile on rows that no
+  // prefetch has asked for.
+  const float* const next_tile = ldb == kNr ? b + kc * ldb : b + 16 * kVecs;
   __m512 acc[kRows][kVecs];
   MXLITE_UNROLL for (int r = 0; r < kRows; ++r) {
     MXLITE_UNROLL for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm512_setzero_ps();
@@ -419,7 +429,8 @@ MXLITE_TARGET_AVX512 inline void Tile(int64_t kc, const float* a, const float* b
     MXLITE_UNROLL for (int v = 0; v < kVecs; ++v) {
       bv[v] = LoadLanes<kFull>(masks[v], b + 16 * v);
     }
-    PrefetchRowsAhead<kVecs>(b, ldb);
+    const int64_t ahead = p + kPrefetchAheadB;
+    PrefetchRow<kVecs>(ahead < kc ? b + kPrefetchAheadB * ldb : next_tile + (ahead - kc) * ldb);
     b += ldb;
     _mm_prefetch(reinterpret_cast<const char*>(a + kPrefetchAheadA), _MM_HINT_T0);
     MXLITE_UNROLL for (int r = 0; r < kRows; ++r) {
