@@ -1,11 +1,10 @@
 """The zoo, operator and in-place residual suites again on every kernel path
 and without graph optimisation: MXLITE_ISA caps the instruction set (AVX2,
-portable), and
-MXLITE_GRAPH_OPT=0 / MXLITE_WINOGRAD=0 / MXLITE_SHIFTED_GEMM=0 /
+portable), and MXLITE_GRAPH_OPT=0 / MXLITE_WINOGRAD=0 / MXLITE_SHIFTED_GEMM=0 /
 MXLITE_NUM_THREADS=1 turn off the fused operators, the Winograd and
-shifted-view convolutions (im2col instead) and threading. Each configuration must
-still match MXNet 1.9.1; each runs in its own process because the choices
-are read once per process."""
+shifted-view convolutions (im2col instead) and threading. Each configuration
+must still match MXNet 1.9.1; each runs in its own process because the
+choices are read once per process."""
 import os
 import subprocess
 import sys

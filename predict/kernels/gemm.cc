@@ -24,6 +24,10 @@ const MicroKernel& ActiveKernel() { return *GemmKernels().kernel; }
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// The row strides at which a kernel that can read B in place does (see
+// GemmReadsBInPlace): not a multiple of 8 KiB.
+bool RowStrideReadsInPlace(int64_t ldb) { return ldb % 2048 != 0; }
+
 // How far ahead along B's rows PackFullStrip prefetches: four 16-wide
 // strips. The strips read kc rows at B's row stride, more streams than the
 // hardware prefetcher follows once B has left L2 (as the output of the layer
@@ -147,7 +151,7 @@ void GemmRange(const PackedMatrix& a, const float* b, const float* const* b_segm
   // A plain B is read in place where GemmReadsBInPlace says so. (A
   // transformed block is read at the panel's width, never a stride of 8 KiB.)
   const bool b_in_place = !b_packed && !b_transposed && kernel.reads_b_in_place &&
-                          (transform != nullptr || GemmReadsBInPlace(ldb));
+                          (transform != nullptr || RowStrideReadsInPlace(ldb));
   const bool pack_b = !b_packed && !b_in_place;
   thread_local std::vector<float> panel, transformed;
   const int64_t max_kc = a.max_block_depth();
@@ -479,7 +483,7 @@ bool GemmReadsResidualFirst(const PackedMatrix& a) {
 }
 
 bool GemmReadsBInPlace(int64_t ldb) {
-  return GemmKernels().kernel->reads_b_in_place && ldb % 2048 != 0;
+  return GemmKernels().kernel->reads_b_in_place && gemm_cc::RowStrideReadsInPlace(ldb);
 }
 
 namespace gemm_cc {

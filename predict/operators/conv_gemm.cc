@@ -89,12 +89,10 @@ class PointwiseKernel : public ConvKernel {
   size_t WorkspaceBytes() const override { return 0; }
   // One GEMM per image and group, each over its own rows of the output and
   // the residual: in place where the GEMM reads the residual first (one
-  // depth block, not split in halves).
+  // depth block; weights packed in two halves have two at least).
   bool ResidualMayBeOutput() const override {
     for (const PackedMatrix& packed : packed_) {
-      if (packed.segment_depth() != packed.depth() || !GemmReadsResidualFirst(packed)) {
-        return false;
-      }
+      if (!GemmReadsResidualFirst(packed)) return false;
     }
     return true;
   }
