@@ -99,6 +99,33 @@ def test_family_model_matches_mxnet_through_python(name):
         assert_close(np.asarray(ours), theirs, RTOL, f'{name} output {i} (Python)')
 
 
+@pytest.mark.parametrize('options', [{'threads': '1'}, {'threads': '2', 'split_batch': '0'},
+                                     {'threads': '2', 'split_batch': '0',
+                                      'compact_weights': '1'}])
+@pytest.mark.parametrize('name', ['simple_pose_resnet18_v1b', 'center_net_resnet18_v1b_dcnv2_voc'])
+def test_prepacked_deconvolution_and_deformable_match(api, name, options):
+    """Deconvolution and the deformable convolution pack their constant weights once, shared
+    by a model's handles, and split the product, the column scatter and the sampling over the
+    threads; under compact_weights they pack the weights in each call instead. Each way (two
+    threads with the batch kept whole), two handles of one model give MXNet's numbers (SimplePose: three 4x4 stride-2 Deconvolutions;
+    CenterNet: three modulated deformable 3x3 layers, each before a Deconvolution)."""
+    case = Case(FAMILIES_DIR, name, MODELS[name])
+    inputs, expected = case.io()
+    shapes = {key: value.shape for key, value in inputs.items()}
+    handles = api.create_with_options(case.symbol_json, case.params, shapes, options,
+                                      num_handles=2)
+    try:
+        for handle in handles:
+            for key, value in inputs.items():
+                api.set_input(handle, key, value)
+            api.forward(handle)
+            for i, theirs in enumerate(expected):
+                assert_close(api.output(handle, i), theirs, RTOL, f'{name} {options} output {i}')
+    finally:
+        for handle in handles:
+            api.free(handle)
+
+
 @pytest.mark.parametrize('name', EXPECTED_TO_MATCH_AT_BATCH)
 def test_family_model_matches_mxnet_at_batch(api, name):
     assert name in MODELS, f'{name} missing from {FAMILIES_DIR}: run scripts/run_tests.sh'

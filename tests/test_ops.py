@@ -55,6 +55,35 @@ def test_op_matches_mxnet(api, case):
         assert_close(ours, theirs, case.rtol, f'{case.name} output {index}')
 
 
+PREPACKED_CASES = sorted(name for name in BY_NAME
+                         if name.startswith(('deconv', 'upsampling_bilinear', 'deformable',
+                                             'modulated_deformable')))
+
+
+@pytest.mark.parametrize('options', [{'threads': '1'}, {'threads': '2', 'split_batch': '0'},
+                                     {'threads': '2', 'split_batch': '0',
+                                      'compact_weights': '1'}])
+@pytest.mark.parametrize('name', PREPACKED_CASES)
+def test_packed_weight_operators_at_each_thread_count(api, name, options):
+    """Deconvolution (bilinear UpSampling among them: one group per channel) and the deformable
+    convolutions pack constant weights once and split their work over the threads, whole
+    groups per thread where there are several; under compact_weights they pack per call. Each
+    way (two threads with the batch kept whole, so that one predictor uses both), MXNet's
+    numbers."""
+    case = BY_NAME[name]
+    inputs, expected = case.io()
+    [handle] = api.create_with_options(case.symbol_json, case.params,
+                                       {k: v.shape for k, v in inputs.items()}, options)
+    try:
+        for key, value in inputs.items():
+            api.set_input(handle, key, value)
+        api.forward(handle)
+        for index, theirs in enumerate(expected):
+            assert_close(api.output(handle, index), theirs, case.rtol, f'{name} {options}')
+    finally:
+        api.free(handle)
+
+
 def test_typed_cases_present():
     typed = [c.name for c in CASES if c.meta.get('input_dtypes') or
              any(d != 'float32' for d in c.meta['output_dtypes'])]

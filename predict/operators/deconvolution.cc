@@ -11,7 +11,9 @@
  * (id, ih, iw) adds into output (f, id*s - p + kd*d, ...) when that lies
  * inside the output. The input positions are processed in bands so the
  * columns stay within kColumnBytes. The output starts from the bias (or
- * zero). 1-D and 2-D run in the 3-D form with unit dims in front.
+ * zero). 1-D and 2-D run in the 3-D form with unit dims in front. Constant
+ * weights are packed for the GEMM once, at Prepare; the GEMM and col2im
+ * (by filter) split over the pool.
  *
  * Shapes (MXNet's DeconvolutionParam::InferPad): out = s*(in - 1) +
  * d*(k - 1) + 1 - 2*pad + adj. When target_shape has a non-zero entry, pad
@@ -27,6 +29,7 @@
  */
 #include <algorithm>
 #include <cstring>
+#include <memory>
 
 #include "../kernels/gemm.h"
 #include "operator.h"
@@ -88,32 +91,60 @@ Status OutputExtents(const DeconvParams& p, const Shape& data, std::vector<int64
   return Status();
 }
 
-// Adds the columns of input positions [begin, end) into the output planes of
-// `filters` channels.
-void Col2Im(const Geometry& g, const float* col, int64_t filters, int64_t begin, int64_t end,
-            float* out) {
+// Adds the columns of input positions [begin, end) into the output planes
+// of filters [f_begin, f_end) (col: every filter's columns, from filter 0).
+// The band is walked one input row at a time: its output row is found and
+// checked once per run, not divided out of each element's position.
+void Col2Im(const Geometry& g, const float* col, int64_t f_begin, int64_t f_end, int64_t begin,
+            int64_t end, float* out) {
   const Axis& d = g.axis[0];
   const Axis& h = g.axis[1];
   const Axis& w = g.axis[2];
   const int64_t positions = end - begin;
   const int64_t out_plane = g.OutSpatial();
-  for (int64_t f = 0; f < filters; ++f) {
+  const int64_t taps = g.KernelSize();
+  for (int64_t f = f_begin; f < f_end; ++f) {
     float* plane = out + f * out_plane;
+    const float* tap_col = col + f * taps * positions;
     for (int64_t kd = 0; kd < d.kernel; ++kd) {
       for (int64_t kh = 0; kh < h.kernel; ++kh) {
-        for (int64_t kw = 0; kw < w.kernel; ++kw, col += positions) {
-          for (int64_t p = begin; p < end; ++p) {
-            const int64_t od = d.Target(p / w.in / h.in, kd);
-            const int64_t oh = h.Target(p / w.in % h.in, kh);
-            const int64_t ow = w.Target(p % w.in, kw);
-            if (od < 0 || od >= d.out || oh < 0 || oh >= h.out || ow < 0 || ow >= w.out) continue;
-            plane[(od * h.out + oh) * w.out + ow] += col[p - begin];
+        for (int64_t kw = 0; kw < w.kernel; ++kw, tap_col += positions) {
+          // Input column iw lands on output column iw * stride + shift; the
+          // ones inside the output row are [iw_first, iw_last].
+          const int64_t shift = w.Target(0, kw);
+          const int64_t iw_first = shift >= 0 ? 0 : (-shift + w.stride - 1) / w.stride;
+          const int64_t iw_last =
+              w.out - 1 - shift >= 0 ? (w.out - 1 - shift) / w.stride : int64_t{-1};
+          // Walk the band one input row (fixed id, ih) at a time.
+          int64_t p = begin;
+          while (p < end) {
+            const int64_t iw0 = p % w.in, row = p / w.in;
+            const int64_t run_end = std::min(end, p + (w.in - iw0));
+            const int64_t od = d.Target(row / h.in, kd), oh = h.Target(row % h.in, kh);
+            if (od >= 0 && od < d.out && oh >= 0 && oh < h.out) {
+              float* const out_row = plane + (od * h.out + oh) * w.out + shift;
+              const float* const src = tap_col + (p - begin) - iw0;  // src[iw]: column iw
+              const int64_t last = std::min(iw_last, iw0 + (run_end - p) - 1);
+              for (int64_t iw = std::max(iw_first, iw0); iw <= last; ++iw) {
+                out_row[iw * w.stride] += src[iw];
+              }
+            }
+            p = run_end;
           }
         }
       }
     }
   }
 }
+
+// The weights of every group packed for the GEMM once (W_g^T, rows
+// filters/groups x taps, depth channels/groups), shared by the model's
+// executors (prepared_cache.h). Without them each call packed all of W
+// again: a 512 -> 256 4x4 layer on a 2x2 map (8 MB of weights, 4 input
+// positions) spent its time packing and faulting in the copy.
+struct PackedDeconvWeights {
+  std::vector<PackedMatrix> groups;
+};
 
 class Deconvolution : public Operator {
  public:
@@ -176,9 +207,37 @@ class Deconvolution : public Operator {
     const int64_t rows = g.filters / g.groups * g.KernelSize();
     const int64_t position_bytes = std::max<int64_t>(1, rows * int64_t{sizeof(float)});
     band_ = std::max<int64_t>(1, std::min<int64_t>(g.InSpatial(), kColumnBytes / position_bytes));
-    *workspace_bytes = static_cast<size_t>(rows * band_) * sizeof(float);
-    return Status();
+    // Several groups go to the threads whole (see Forward).
+    group_workers_ = g.groups > 1 && thread_pool()
+                         ? std::min<int64_t>(g.groups, thread_pool()->size())
+                         : 1;
+    *workspace_bytes = static_cast<size_t>(group_workers_ * rows * band_) * sizeof(float);
+    // Constant weights are packed once; others (and compact_weights, which
+    // keeps no packed copies) are packed by each call's Sgemm.
+    packed_.reset();
+    const int64_t group_in = g.channels / g.groups;
+    if (!input_is_constant(1) || runtime_options().compact_weights || group_in == 0 ||
+        rows == 0) {
+      return Status();
+    }
+    const float* weight = in[1].fdata();
+    return SharedPrepared<PackedDeconvWeights>(
+        {1}, StrCat("deconv packed; ", g.groups, " x ", rows, " x ", group_in),
+        [&](std::shared_ptr<const PackedDeconvWeights>* made) {
+          auto packed = std::make_shared<PackedDeconvWeights>();
+          packed->groups.resize(static_cast<size_t>(g.groups));
+          for (int64_t grp = 0; grp < g.groups; ++grp) {
+            MXL_RETURN_IF_ERROR(packed->groups[grp].Pack(weight + grp * group_in * rows, rows,
+                                                         rows, group_in, /*transposed=*/true,
+                                                         thread_pool()));
+          }
+          *made = std::move(packed);
+          return Status();
+        },
+        &packed_);
   }
+
+  size_t PreparedBytes() const override { return packed_ ? HeldBytes(packed_->groups) : 0; }
 
   Status Forward(const OpContext& ctx, const std::vector<NDArray>& in,
                  const std::vector<NDArray>& out) override {
@@ -192,26 +251,52 @@ class Deconvolution : public Operator {
     const int64_t rows = group_out * g.KernelSize();
     FillPlanesWithBias(output, g.batch, g.filters, out_plane, bias);
     if (g.batch == 0 || in_plane == 0 || rows == 0) return Status();
+    const int64_t workers =
+        std::min<int64_t>(group_workers_, ctx.pool ? ctx.pool->size() : int64_t{1});
+    const int64_t col_floats = rows * band_;
     MXL_CHECK(ctx.workspace != nullptr &&
-                  ctx.workspace_bytes >= static_cast<size_t>(rows * band_) * sizeof(float),
-              "deconvolution needs ", rows * band_ * 4, " bytes of workspace but got ",
+                  ctx.workspace_bytes >= static_cast<size_t>(workers * col_floats) * sizeof(float),
+              "deconvolution needs ", workers * col_floats * 4, " bytes of workspace but got ",
               ctx.workspace_bytes);
-    float* col = static_cast<float*>(ctx.workspace);
-    for (int64_t n = 0; n < g.batch; ++n) {
-      for (int64_t grp = 0; grp < g.groups; ++grp) {
-        const float* x = data + (n * g.channels + grp * group_in) * in_plane;
-        const float* w = weight + grp * group_in * rows;
-        float* y = output + (n * g.filters + grp * group_out) * out_plane;
-        for (int64_t begin = 0; begin < in_plane; begin += band_) {
-          const int64_t end = std::min(in_plane, begin + band_);
-          if (group_in == 0) {
-            std::fill(col, col + rows * (end - begin), 0.f);
-          } else {
-            Sgemm(true, false, rows, end - begin, group_in, w, rows, x + begin, in_plane, 0.f, col,
-                  end - begin);
-          }
-          Col2Im(g, col, group_out, begin, end, y);
+    float* const columns = static_cast<float*>(ctx.workspace);
+    // Group grp of image n, its product and its scatter split over `pool`.
+    const auto run_group = [&](int64_t n, int64_t grp, float* col, ThreadPool* pool) {
+      const float* x = data + (n * g.channels + grp * group_in) * in_plane;
+      const float* w = weight + grp * group_in * rows;
+      float* y = output + (n * g.filters + grp * group_out) * out_plane;
+      for (int64_t begin = 0; begin < in_plane; begin += band_) {
+        const int64_t end = std::min(in_plane, begin + band_);
+        const int64_t positions = end - begin;
+        if (group_in == 0) {
+          std::fill(col, col + rows * positions, 0.f);
+        } else if (packed_) {
+          GemmPacked(packed_->groups[grp], x + begin, in_plane, positions, col, positions,
+                     GemmEpilogue(), pool);
+        } else {
+          Sgemm(true, false, rows, positions, group_in, w, rows, x + begin, in_plane, 0.f, col,
+                positions, pool);
         }
+        // Each filter adds into its own output plane.
+        const int64_t parts = pool ? std::min<int64_t>(group_out, pool->size()) : 1;
+        ParallelFor(pool, parts, [&](int64_t part) {
+          Col2Im(g, col, part * group_out / parts, (part + 1) * group_out / parts, begin, end, y);
+        });
+      }
+    };
+    if (workers > 1) {
+      // Whole groups per thread, each with its own column scratch: a
+      // bilinear UpSampling is one group per channel, each product far too
+      // small to split.
+      const int64_t tasks = g.batch * g.groups;
+      ParallelFor(ctx.pool, workers, [&](int64_t worker) {
+        for (int64_t task = worker * tasks / workers; task < (worker + 1) * tasks / workers;
+             ++task) {
+          run_group(task / g.groups, task % g.groups, columns + worker * col_floats, nullptr);
+        }
+      });
+    } else {
+      for (int64_t n = 0; n < g.batch; ++n) {
+        for (int64_t grp = 0; grp < g.groups; ++grp) run_group(n, grp, columns, ctx.pool);
       }
     }
     return Status();
@@ -221,6 +306,8 @@ class Deconvolution : public Operator {
   DeconvParams p_;
   Geometry geometry_;
   int64_t band_ = 1;
+  int64_t group_workers_ = 1;  // threads that take whole groups
+  std::shared_ptr<const PackedDeconvWeights> packed_;  // null: pack per call
 };
 
 // Reads and checks the window attributes shared by Deconvolution's forms.

@@ -15,7 +15,7 @@
  * with col the deformed samples (one GEMM), plus the bias. Channels fall
  * into num_deformable_group equal groups, each with its own offsets (and
  * mask). Output positions go in bands of rows so that col stays within
- * kColumnBytes.
+ * kColumnBytes. Constant weights are packed for the GEMM once, at Prepare.
  *
  * Sampling at (h, w), as MXNet 1.9.1 does it (the two versions differ at
  * the border):
@@ -27,6 +27,7 @@
  */
 #include <algorithm>
 #include <cmath>
+#include <memory>
 
 #include "../kernels/gemm.h"
 #include "operator.h"
@@ -37,6 +38,13 @@ namespace deformable_convolution_op {
 
 // Upper bound of the column scratch; a band is never less than one row.
 constexpr int64_t kColumnBytes = int64_t{8} << 20;
+
+// Each group's weights (filters/groups x C/groups * taps) packed for the
+// GEMM once, shared by the model's executors (prepared_cache.h), rather than
+// packed again by every call.
+struct PackedGroupWeights {
+  std::vector<PackedMatrix> groups;
+};
 
 struct DeformableParams {
   std::vector<int64_t> kernel, stride, dilate, pad;
@@ -50,10 +58,23 @@ struct Geometry {
   int64_t Taps(const DeformableParams& p) const { return p.kernel[0] * p.kernel[1]; }
 };
 
-// The bilinear sample of `plane` (height x width) at (h, w), by v1's rule.
-float SampleV1(const float* plane, int64_t height, int64_t width, float h, float w) {
+// Where a bilinear sample reads and how it weighs what it reads. The
+// position, its four corners and their weights depend on the deformable
+// group, tap and output position, not on the channel, so they are worked
+// out once per band and deformable group and used for each of its channels.
+struct SamplePoint {
+  int64_t corner[4];  // offsets in the plane: (low, low), (low, high), (high, low), (high, high)
+  float weight[4];    // hh * hw, hh * lw, lh * hw, lh * lw
+  float mask;         // v2's modulation; 1 for v1
+  unsigned valid;     // bit k: corner k lies in the plane (none: the sample is 0)
+};
+
+// The sample at (h, w) of a height x width plane, by v1's rule.
+SamplePoint PlanV1(int64_t height, int64_t width, float h, float w) {
+  SamplePoint point = {};
+  point.mask = 1.f;
   if (!(h >= 0 && w >= 0 && h < static_cast<float>(height) && w < static_cast<float>(width))) {
-    return 0.f;
+    return point;
   }
   int64_t h_low = static_cast<int64_t>(std::floor(h)), w_low = static_cast<int64_t>(std::floor(w));
   int64_t h_high = h_low + 1, w_high = w_low + 1;
@@ -67,15 +88,21 @@ float SampleV1(const float* plane, int64_t height, int64_t width, float h, float
   }
   const float lh = h - static_cast<float>(h_low), lw = w - static_cast<float>(w_low);
   const float hh = 1.f - lh, hw = 1.f - lw;
-  return hh * hw * plane[h_low * width + w_low] + hh * lw * plane[h_low * width + w_high] +
-         lh * hw * plane[h_high * width + w_low] + lh * lw * plane[h_high * width + w_high];
+  point = {{h_low * width + w_low, h_low * width + w_high, h_high * width + w_low,
+            h_high * width + w_high},
+           {hh * hw, hh * lw, lh * hw, lh * lw},
+           1.f,
+           0xfu};
+  return point;
 }
 
-// The bilinear sample of `plane` at (h, w), by v2's rule.
-float SampleV2(const float* plane, int64_t height, int64_t width, float h, float w) {
+// The sample at (h, w), by v2's rule, times `mask`.
+SamplePoint PlanV2(int64_t height, int64_t width, float h, float w, float mask) {
+  SamplePoint point = {};
+  point.mask = mask;
   if (!(h > -1.f && w > -1.f && h < static_cast<float>(height) &&
         w < static_cast<float>(width))) {
-    return 0.f;
+    return point;
   }
   const int64_t h_low = static_cast<int64_t>(std::floor(h));
   const int64_t w_low = static_cast<int64_t>(std::floor(w));
@@ -84,11 +111,27 @@ float SampleV2(const float* plane, int64_t height, int64_t width, float h, float
   const float hh = 1.f - lh, hw = 1.f - lw;
   const bool top = h_low >= 0, bottom = h_high <= height - 1;
   const bool left = w_low >= 0, right = w_high <= width - 1;
-  const float v1 = top && left ? plane[h_low * width + w_low] : 0.f;
-  const float v2 = top && right ? plane[h_low * width + w_high] : 0.f;
-  const float v3 = bottom && left ? plane[h_high * width + w_low] : 0.f;
-  const float v4 = bottom && right ? plane[h_high * width + w_high] : 0.f;
-  return hh * hw * v1 + hh * lw * v2 + lh * hw * v3 + lh * lw * v4;
+  const unsigned valid = (top && left ? 1u : 0u) | (top && right ? 2u : 0u) |
+                         (bottom && left ? 4u : 0u) | (bottom && right ? 8u : 0u);
+  const int64_t corner[4] = {h_low * width + w_low, h_low * width + w_high,
+                             h_high * width + w_low, h_high * width + w_high};
+  for (int k = 0; k < 4; ++k) point.corner[k] = valid >> k & 1u ? corner[k] : 0;
+  point.weight[0] = hh * hw;
+  point.weight[1] = hh * lw;
+  point.weight[2] = lh * hw;
+  point.weight[3] = lh * lw;
+  point.valid = valid;
+  return point;
+}
+
+// The sample of `plane` that `point` describes: corners outside read as 0,
+// summed in MXNet's order, then modulated.
+inline float Sample(const SamplePoint& point, const float* plane) {
+  float v[4];
+  for (int k = 0; k < 4; ++k) v[k] = point.valid >> k & 1u ? plane[point.corner[k]] : 0.f;
+  return (point.weight[0] * v[0] + point.weight[1] * v[1] + point.weight[2] * v[2] +
+          point.weight[3] * v[3]) *
+         point.mask;
 }
 
 class DeformableConvolution : public Operator {
@@ -160,9 +203,33 @@ class DeformableConvolution : public Operator {
     const int64_t depth = g.channels / p_.num_group * g.Taps(p_);
     const int64_t row_bytes = std::max<int64_t>(1, depth * g.out_w * int64_t{sizeof(float)});
     band_rows_ = std::max<int64_t>(1, std::min<int64_t>(g.out_h, kColumnBytes / row_bytes));
-    *workspace_bytes = static_cast<size_t>(depth * band_rows_ * g.out_w) * sizeof(float);
-    return Status();
+    *workspace_bytes = PlanOffset() + PlanBytes();
+    // Constant weights are packed once; others (and compact_weights, which
+    // keeps no packed copies) are packed by each call's Sgemm.
+    packed_.reset();
+    const int weight_index = p_.modulated ? 3 : 2;
+    const int64_t group_out = g.filters / p_.num_group;
+    if (!input_is_constant(weight_index) || runtime_options().compact_weights || depth == 0) {
+      return Status();
+    }
+    const float* weight = in[weight_index].fdata();
+    return SharedPrepared<PackedGroupWeights>(
+        {weight_index}, StrCat("deformable packed; ", p_.num_group, " x ", group_out, " x ", depth),
+        [&](std::shared_ptr<const PackedGroupWeights>* made) {
+          auto packed = std::make_shared<PackedGroupWeights>();
+          packed->groups.resize(static_cast<size_t>(p_.num_group));
+          for (int64_t grp = 0; grp < p_.num_group; ++grp) {
+            MXL_RETURN_IF_ERROR(packed->groups[grp].Pack(weight + grp * group_out * depth, depth,
+                                                         group_out, depth, /*transposed=*/false,
+                                                         thread_pool()));
+          }
+          *made = std::move(packed);
+          return Status();
+        },
+        &packed_);
   }
+
+  size_t PreparedBytes() const override { return packed_ ? HeldBytes(packed_->groups) : 0; }
 
   Status Forward(const OpContext& ctx, const std::vector<NDArray>& in,
                  const std::vector<NDArray>& out) override {
@@ -179,12 +246,12 @@ class DeformableConvolution : public Operator {
     const int64_t depth = group_in * taps;
     FillPlanesWithBias(output, g.batch, g.filters, positions, bias);
     if (g.batch == 0 || positions == 0 || depth == 0) return Status();
-    MXL_CHECK(ctx.workspace != nullptr &&
-                  ctx.workspace_bytes >=
-                      static_cast<size_t>(depth * band_rows_ * g.out_w) * sizeof(float),
-              "deformable convolution needs ", depth * band_rows_ * g.out_w * 4,
+    MXL_CHECK(ctx.workspace != nullptr && ctx.workspace_bytes >= PlanOffset() + PlanBytes(),
+              "deformable convolution needs ", PlanOffset() + PlanBytes(),
               " bytes of workspace but got ", ctx.workspace_bytes);
     float* col = static_cast<float*>(ctx.workspace);
+    SamplePoint* plan =
+        reinterpret_cast<SamplePoint*>(static_cast<char*>(ctx.workspace) + PlanOffset());
     for (int64_t n = 0; n < g.batch; ++n) {
       for (int64_t grp = 0; grp < p_.num_group; ++grp) {
         const float* w = weight + grp * group_out * depth;
@@ -192,9 +259,17 @@ class DeformableConvolution : public Operator {
         for (int64_t row = 0; row < g.out_h; row += band_rows_) {
           const int64_t rows = std::min(band_rows_, g.out_h - row);
           const int64_t columns = rows * g.out_w;
-          Gather(n, grp * group_in, group_in, row, rows, data, offset, mask, col, ctx.pool);
-          Sgemm(false, false, group_out, columns, depth, w, depth, col, columns, 1.f,
-                y + row * g.out_w, positions, ctx.pool);
+          Gather(n, grp * group_in, group_in, row, rows, data, offset, mask, plan, col,
+                 ctx.pool);
+          if (packed_) {
+            GemmEpilogue add_to_bias;
+            add_to_bias.accumulate = true;
+            GemmPacked(packed_->groups[grp], col, columns, columns, y + row * g.out_w, positions,
+                       add_to_bias, ctx.pool);
+          } else {
+            Sgemm(false, false, group_out, columns, depth, w, depth, col, columns, 1.f,
+                  y + row * g.out_w, positions, ctx.pool);
+          }
         }
       }
     }
@@ -202,50 +277,70 @@ class DeformableConvolution : public Operator {
   }
 
  private:
+  // The workspace: the column matrix of a band, then (64-byte aligned) the
+  // sample plan of one deformable group for a band.
+  size_t PlanOffset() const {
+    const int64_t depth = geometry_.channels / p_.num_group * geometry_.Taps(p_);
+    const size_t col_bytes =
+        static_cast<size_t>(depth * band_rows_ * geometry_.out_w) * sizeof(float);
+    return (col_bytes + 63) / 64 * 64;
+  }
+  size_t PlanBytes() const {
+    return static_cast<size_t>(geometry_.Taps(p_) * band_rows_ * geometry_.out_w) *
+           sizeof(SamplePoint);
+  }
+
   // col[(c - first) * taps + tap][(row - row0) * out_w + x]: the deformed
   // samples of channels [first, first + count) for output rows
-  // [row0, row0 + rows) of image n, split over the pool by channel.
+  // [row0, row0 + rows) of image n. Per deformable group among them, its
+  // sample plan (plan[tap * columns + column]) is made split over the pool by
+  // tap, then its channels are sampled split by channel.
   void Gather(int64_t n, int64_t first, int64_t count, int64_t row0, int64_t rows,
-              const float* data, const float* offset, const float* mask, float* col,
-              ThreadPool* pool) const {
+              const float* data, const float* offset, const float* mask, SamplePoint* plan,
+              float* col, ThreadPool* pool) const {
     const Geometry& g = geometry_;
     const int64_t taps = g.Taps(p_), positions = g.out_h * g.out_w, columns = rows * g.out_w;
     const int64_t group_channels = g.channels / p_.num_deformable_group;
-    ParallelFor(pool, count, [&](int64_t c) {
-      const int64_t channel = first + c;
-      const int64_t dgroup = channel / group_channels;
-      const float* plane = data + (n * g.channels + channel) * g.in_h * g.in_w;
+    for (int64_t c0 = 0; c0 < count;) {
+      const int64_t dgroup = (first + c0) / group_channels;
+      const int64_t c1 = std::min(count, (dgroup + 1) * group_channels - first);
       const float* offsets =
           offset + (n * p_.num_deformable_group + dgroup) * 2 * taps * positions;
       const float* masks =
           mask ? mask + (n * p_.num_deformable_group + dgroup) * taps * positions : nullptr;
-      for (int64_t i = 0; i < p_.kernel[0]; ++i) {
-        for (int64_t j = 0; j < p_.kernel[1]; ++j) {
-          const int64_t tap = i * p_.kernel[1] + j;
-          float* dst = col + (c * taps + tap) * columns;
-          const float* dy = offsets + 2 * tap * positions;
-          const float* dx = offsets + (2 * tap + 1) * positions;
-          for (int64_t r = 0; r < rows; ++r) {
-            const int64_t y = row0 + r;
-            for (int64_t x = 0; x < g.out_w; ++x) {
-              const int64_t at = y * g.out_w + x;
-              const float h = static_cast<float>(y * p_.stride[0] - p_.pad[0] + i * p_.dilate[0]) +
-                              dy[at];
-              const float w = static_cast<float>(x * p_.stride[1] - p_.pad[1] + j * p_.dilate[1]) +
-                              dx[at];
-              dst[r * g.out_w + x] =
-                  masks ? SampleV2(plane, g.in_h, g.in_w, h, w) * masks[tap * positions + at]
-                        : SampleV1(plane, g.in_h, g.in_w, h, w);
-            }
+      ParallelFor(pool, taps, [&](int64_t tap) {
+        const int64_t i = tap / p_.kernel[1], j = tap % p_.kernel[1];
+        const float* dy = offsets + 2 * tap * positions;
+        const float* dx = offsets + (2 * tap + 1) * positions;
+        SamplePoint* points = plan + tap * columns;
+        for (int64_t r = 0; r < rows; ++r) {
+          const int64_t y = row0 + r;
+          for (int64_t x = 0; x < g.out_w; ++x) {
+            const int64_t at = y * g.out_w + x;
+            const float h =
+                static_cast<float>(y * p_.stride[0] - p_.pad[0] + i * p_.dilate[0]) + dy[at];
+            const float w =
+                static_cast<float>(x * p_.stride[1] - p_.pad[1] + j * p_.dilate[1]) + dx[at];
+            points[r * g.out_w + x] =
+                masks ? PlanV2(g.in_h, g.in_w, h, w, masks[tap * positions + at])
+                      : PlanV1(g.in_h, g.in_w, h, w);
           }
         }
-      }
-    });
+      });
+      ParallelFor(pool, c1 - c0, [&](int64_t k) {
+        const int64_t c = c0 + k;
+        const float* plane = data + (n * g.channels + first + c) * g.in_h * g.in_w;
+        float* dst = col + c * taps * columns;
+        for (int64_t e = 0; e < taps * columns; ++e) dst[e] = Sample(plan[e], plane);
+      });
+      c0 = c1;
+    }
   }
 
   DeformableParams p_;
   Geometry geometry_;
   int64_t band_rows_ = 1;
+  std::shared_ptr<const PackedGroupWeights> packed_;  // null: pack per call
 };
 
 Status CreateDeformable(AttrParser* attrs, bool modulated, std::unique_ptr<Operator>* out) {
