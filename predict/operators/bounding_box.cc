@@ -165,6 +165,7 @@ class BoxNms : public Operator {
     width_ = s[nd - 1];
     batches_ = s.ProdRange(0, nd - 2);
     order_.resize(static_cast<size_t>(num_));
+    candidates_.resize(static_cast<size_t>(num_));
     areas_.resize(static_cast<size_t>(num_));
     suppressed_.resize(static_cast<size_t>(num_));
     return Status();
@@ -189,19 +190,24 @@ class BoxNms : public Operator {
     const float background = static_cast<float>(p_.background_id);
     for (int64_t b = 0; b < batches_; ++b) {
       const float* xb = x + b * num_ * width_;
-      // Valid boxes in input order, then a stable sort by descending score.
+      // The first k valid boxes of the stable sort by descending score:
+      // ordering (score descending, then input position) is that sort's
+      // order (valid scores are never NaN, and -0 ties with +0 as there), so
+      // a partial sort finds them without sorting the rest. YOLOv3 keeps 400
+      // of 20160 boxes; the whole stable sort took most of the operator.
       int64_t count = 0;
       for (int64_t i = 0; i < num_; ++i) {
         const float* row = xb + i * width_;
         bool valid = row[p_.score_index] > p_.valid_thresh;
         if (has_class) valid = valid && row[p_.id_index] != background;
-        if (valid) order_[count++] = i;
+        if (valid) candidates_[count++] = {row[p_.score_index], i};
       }
-      const int64_t score = p_.score_index;
-      std::stable_sort(order_.begin(), order_.begin() + count, [&](int64_t a, int64_t c) {
-        return xb[a * width_ + score] > xb[c * width_ + score];
-      });
       const int64_t k = std::min(count, topk);
+      std::partial_sort(candidates_.begin(), candidates_.begin() + k,
+                        candidates_.begin() + count, [](const Candidate& a, const Candidate& c) {
+                          return a.score > c.score || (!(c.score > a.score) && a.index < c.index);
+                        });
+      for (int64_t r = 0; r < k; ++r) order_[r] = candidates_[r].index;
       for (int64_t r = 0; r < k; ++r) {
         areas_[r] = BoxArea(xb + order_[r] * width_ + p_.coord_start, p_.in_format);
         suppressed_[r] = 0;
@@ -258,6 +264,11 @@ class BoxNms : public Operator {
 
   NmsParams p_;
   int64_t num_ = 0, width_ = 0, batches_ = 0;
+  struct Candidate {
+    float score;
+    int64_t index;  // the box's row in its batch
+  };
+  std::vector<Candidate> candidates_;
   std::vector<int64_t> order_;
   std::vector<float> areas_;
   std::vector<char> suppressed_;
