@@ -84,6 +84,37 @@ def test_packed_weight_operators_at_each_thread_count(api, name, options):
         api.free(handle)
 
 
+@pytest.mark.parametrize('threads', ['1', '2'])
+@pytest.mark.parametrize('sizes', [(2, 1, 3), (16, 17000, 5), (40000, 7), (100,)])
+def test_concat_copies_rows_of_any_length(api, sizes, threads):
+    """Concat along an inner axis copies each input's row of every outer index: many short
+    rows go to the threads grouped, a row past 64 KiB in several pieces. Exactly numpy's
+    concatenation, at one and two threads."""
+    rng = np.random.default_rng(len(sizes))
+    count = len(sizes)
+    nodes = [{'op': 'null', 'name': f'x{i}', 'inputs': []} for i in range(count)]
+    nodes.append({'op': 'Concat', 'name': 'cat', 'attrs': {'dim': '1', 'num_args': str(count)},
+                  'inputs': [[i, 0, 0] for i in range(count)]})
+    symbol = json.dumps({'nodes': nodes, 'arg_nodes': list(range(count)),
+                         'heads': [[count, 0, 0]], 'attrs': {'mxnet_version': ['int', 10901]}})
+    inputs = {f'x{i}': rng.standard_normal((300 if size < 64 else 3, size)).astype(np.float32)
+              for i, size in enumerate(sizes)}
+    rows = {value.shape[0] for value in inputs.values()}
+    if len(rows) > 1:  # one outer extent for all inputs
+        inputs = {k: np.resize(v, (min(rows), v.shape[1])) for k, v in inputs.items()}
+    [handle] = api.create_with_options(symbol, ndfile.save({}),
+                                       {k: v.shape for k, v in inputs.items()},
+                                       {'threads': threads, 'split_batch': '0'})
+    try:
+        for key, value in inputs.items():
+            api.set_input(handle, key, value)
+        api.forward(handle)
+        want = np.concatenate([inputs[f'x{i}'] for i in range(count)], axis=1)
+        np.testing.assert_array_equal(api.output(handle, 0), want)
+    finally:
+        api.free(handle)
+
+
 def test_typed_cases_present():
     typed = [c.name for c in CASES if c.meta.get('input_dtypes') or
              any(d != 'float32' for d in c.meta['output_dtypes'])]

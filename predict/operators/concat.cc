@@ -133,33 +133,58 @@ class Concat : public Operator {
     const int64_t outer = oshape.ProdRange(0, axis);
     const int64_t out_row = oshape.ProdRange(axis, oshape.ndim());
     char* y = static_cast<char*>(out[0].data());
-    // The copies, one per input and outer index, cut into pieces of at most
-    // kPieceBytes so that the threads share a few large inputs evenly
-    // (DenseNet concatenates a 1 MB block with a small new one).
+    // The copies, in pieces of about kPieceBytes so that the threads share a
+    // few large inputs evenly (DenseNet concatenates a 1 MB block with a
+    // small new one): a long input row is cut into several pieces, short
+    // rows are grouped many to a piece (YOLOv3 joins 15360 rows of 2, 1
+    // and 3 floats: one piece, and one memcpy call, per row took 0.6 ms).
     constexpr size_t kPieceBytes = size_t{64} << 10;
     struct Piece {
-      char* dst;
-      const char* src;
-      size_t bytes;
+      size_t input;
+      int64_t outer_begin, outer_end;  // the outer indices it copies
+      size_t byte_begin, byte_end;     // the part of each row
     };
     std::vector<Piece> pieces;
-    int64_t column = 0;  // where this input's block starts within an output row
-    for (const NDArray& input : in) {
-      const int64_t row = input.Size() / (outer > 0 ? outer : 1);
-      const char* x = static_cast<const char*>(input.data());
+    std::vector<int64_t> columns(in.size());  // where each input starts in an output row
+    int64_t column = 0;
+    for (size_t i = 0; i < in.size(); ++i) {
+      columns[i] = column;
+      const int64_t row = in[i].Size() / (outer > 0 ? outer : 1);
+      column += row;
       const size_t row_bytes = static_cast<size_t>(row) * sizeof(float);
-      for (int64_t o = 0; o < outer && row_bytes > 0; ++o) {
-        char* dst = y + (o * out_row + column) * sizeof(float);
-        const char* src = x + o * row_bytes;
+      if (row_bytes == 0) continue;
+      if (row_bytes >= kPieceBytes) {
+        for (int64_t o = 0; o < outer; ++o) {
+          for (size_t done = 0; done < row_bytes; done += kPieceBytes) {
+            pieces.push_back({i, o, o + 1, done, std::min(row_bytes, done + kPieceBytes)});
+          }
+        }
+        continue;
+      }
+      const int64_t rows_per_piece = static_cast<int64_t>(kPieceBytes / row_bytes);
+      for (int64_t o = 0; o < outer; o += rows_per_piece) {
+        pieces.push_back({i, o, std::min(outer, o + rows_per_piece), 0, row_bytes});
+      }
+    }
+    ParallelFor(ctx.pool, static_cast<int64_t>(pieces.size()), [&](int64_t k) {
+      const Piece& piece = pieces[k];
+      const NDArray& input = in[piece.input];
+      const size_t row_bytes = static_cast<size_t>(input.Size() / outer) * sizeof(float);
+      const size_t bytes = piece.byte_end - piece.byte_begin;
+      for (int64_t o = piece.outer_begin; o < piece.outer_end; ++o) {
+        char* dst = y + (o * out_row + columns[piece.input]) * sizeof(float) + piece.byte_begin;
+        const char* src =
+            static_cast<const char*>(input.data()) + o * row_bytes + piece.byte_begin;
         if (src == dst) continue;  // placed there by the memory planner
-        for (size_t done = 0; done < row_bytes; done += kPieceBytes) {
-          pieces.push_back({dst + done, src + done, std::min(kPieceBytes, row_bytes - done)});
+        if (bytes <= 64) {
+          // A few elements: word copies the compiler inlines.
+          for (size_t j = 0; j < bytes; j += sizeof(float)) {
+            std::memcpy(dst + j, src + j, sizeof(float));
+          }
+        } else {
+          std::memcpy(dst, src, bytes);
         }
       }
-      column += row;
-    }
-    ParallelFor(ctx.pool, static_cast<int64_t>(pieces.size()), [&](int64_t i) {
-      std::memcpy(pieces[i].dst, pieces[i].src, pieces[i].bytes);
     });
     return Status();
   }
