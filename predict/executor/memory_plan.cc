@@ -15,11 +15,15 @@ namespace mxlite {
 namespace memory_plan_cc {
 
 // The local search's budget: at most kSearchSteps placements, fewer for big
-// graphs (kSearchWork conflict-list entries visited in all), and it gives up
-// after kSearchStall placements without progress. On the zoo models it
-// reaches the lower bound within a few hundred steps, in milliseconds.
+// graphs (kSearchWork conflict-list entries in all, counted as if each step
+// placed every buffer), and it gives up after kSearchStall placements
+// without progress. The zoo models' first orders already meet the lower
+// bound, or the search does within a few thousand cheap steps. Detection
+// heads keep many buffers live at once (YOLOv3: 123 buffers, 6007 conflict
+// entries), where the search gains little per step and a budget ten times
+// this one made most of the load time (BENCHMARKS.md, "Memory planning").
 constexpr size_t kSearchSteps = 10000;
-constexpr size_t kSearchWork = 50000000;
+constexpr size_t kSearchWork = 5000000;
 constexpr size_t kSearchStall = 3000;
 
 size_t Aligned(size_t bytes) {
@@ -309,18 +313,22 @@ std::vector<std::vector<int>> Conflicts(const std::vector<Buffer>& buffers,
   return conflicts;
 }
 
-// Places the buffers in `order`, each at the lowest offset where it overlaps
-// no placed buffer it conflicts with. Returns the arena size.
-size_t Place(const std::vector<Buffer>& buffers, const std::vector<std::vector<int>>& conflicts,
-             const std::vector<int>& order, std::vector<size_t>* offsets) {
-  const size_t unplaced = static_cast<size_t>(-1);
-  offsets->assign(buffers.size(), unplaced);
-  size_t arena = 0;
+constexpr size_t kUnplaced = static_cast<size_t>(-1);
+
+// Places order[from...] after order[0, from), whose offsets are already in
+// *offsets (those of the others kUnplaced) and reach up to `arena`: each at
+// the lowest offset where it overlaps no placed buffer it conflicts with.
+// Returns the arena size, or stops early and returns limit + 1 as soon as it
+// would exceed `limit`.
+size_t PlaceFrom(const std::vector<Buffer>& buffers,
+                 const std::vector<std::vector<int>>& conflicts, const std::vector<int>& order,
+                 size_t from, size_t arena, size_t limit, std::vector<size_t>* offsets) {
   std::vector<std::pair<size_t, size_t>> busy;  // [begin, end) of placed conflicts
-  for (int b : order) {
+  for (size_t position = from; position < order.size(); ++position) {
+    const int b = order[position];
     busy.clear();
     for (int other : conflicts[b]) {
-      if ((*offsets)[other] == unplaced) continue;
+      if ((*offsets)[other] == kUnplaced) continue;
       busy.emplace_back((*offsets)[other], (*offsets)[other] + buffers[other].bytes);
     }
     std::sort(busy.begin(), busy.end());
@@ -331,8 +339,16 @@ size_t Place(const std::vector<Buffer>& buffers, const std::vector<std::vector<i
     }
     (*offsets)[b] = offset;
     arena = std::max(arena, offset + buffers[b].bytes);
+    if (arena > limit) return limit + 1;
   }
   return arena;
+}
+
+// Places the buffers in `order` from an empty arena. Returns the arena size.
+size_t Place(const std::vector<Buffer>& buffers, const std::vector<std::vector<int>>& conflicts,
+             const std::vector<int>& order, std::vector<size_t>* offsets) {
+  offsets->assign(buffers.size(), kUnplaced);
+  return PlaceFrom(buffers, conflicts, order, 0, 0, static_cast<size_t>(-1) - 1, offsets);
 }
 
 // A small deterministic generator (xorshift64*) for the local search.
@@ -420,6 +436,18 @@ size_t PlaceBest(const std::vector<Buffer>& buffers, const Ancestry* dataflow, s
     return total;
   };
   uint64_t best_excess = excess(*offsets);
+  // A swap changes nothing before its first position: the candidate starts
+  // from the best placement's offsets of that prefix (prefix_end[k]: the
+  // arena of best_order[0, k)), and gives up once its arena passes the best
+  // one's, which it would be rejected for anyway. The same plans, sooner.
+  std::vector<size_t> prefix_end(buffers.size() + 1, 0);
+  const auto update_prefix_end = [&]() {
+    for (size_t k = 0; k < best_order.size(); ++k) {
+      const int b = best_order[k];
+      prefix_end[k + 1] = std::max(prefix_end[k], (*offsets)[b] + buffers[b].bytes);
+    }
+  };
+  update_prefix_end();
   SearchRandom random;
   size_t stalled = 0;
   std::vector<int> order;
@@ -428,7 +456,11 @@ size_t PlaceBest(const std::vector<Buffer>& buffers, const Ancestry* dataflow, s
     if (i == j) continue;
     order = best_order;
     std::swap(order[i], order[j]);
-    const size_t arena = Place(buffers, conflicts, order, &candidate);
+    const size_t from = std::min(i, j);
+    candidate = *offsets;
+    for (size_t k = from; k < order.size(); ++k) candidate[order[k]] = kUnplaced;
+    const size_t arena =
+        PlaceFrom(buffers, conflicts, order, from, prefix_end[from], best, &candidate);
     if (arena > best) {
       ++stalled;
       continue;
@@ -443,6 +475,7 @@ size_t PlaceBest(const std::vector<Buffer>& buffers, const Ancestry* dataflow, s
     best_excess = candidate_excess;
     best_order.swap(order);
     offsets->swap(candidate);
+    update_prefix_end();
   }
   return best;
 }
