@@ -89,7 +89,7 @@ float BoxArea(const float* box, int format) {
 }
 
 // MXNet's Intersect along one axis (a[0], a[2] are that axis' coordinates).
-float Intersect(const float* a, const float* b, int format) {
+inline float Intersect(const float* a, const float* b, int format) {
   float w;
   if (format == kCorner) {
     const float left = a[0] > b[0] ? a[0] : b[0];
@@ -109,6 +109,28 @@ float Intersect(const float* a, const float* b, int format) {
 // --------------------------------------------------------------------------
 // _contrib_box_nms
 // --------------------------------------------------------------------------
+
+// Each of the k boxes (coordinates 4 apart, in sorted order), unless already
+// suppressed, suppresses every later one of its class whose IoU with it is
+// above `overlap`. The format is a template argument so that Intersect's
+// branch on it leaves the loop.
+template <int kFormat>
+void Suppress(int64_t k, const float* coords, const int* classes, const float* areas,
+              float overlap, char* suppressed) {
+  for (int64_t r = 0; r < k; ++r) {
+    if (suppressed[r]) continue;
+    const float* rc = coords + 4 * r;
+    const int ref_id = classes[r];
+    for (int64_t q = r + 1; q < k; ++q) {
+      if (suppressed[q] || classes[q] != ref_id) continue;
+      const float* pc = coords + 4 * q;
+      float inter = Intersect(rc, pc, kFormat);
+      inter *= Intersect(rc + 1, pc + 1, kFormat);
+      const float iou = inter / (areas[r] + areas[q] - inter);
+      if (iou > overlap) suppressed[q] = 1;
+    }
+  }
+}
 
 struct NmsParams {
   float overlap_thresh = 0.5f;
@@ -166,6 +188,8 @@ class BoxNms : public Operator {
     batches_ = s.ProdRange(0, nd - 2);
     order_.resize(static_cast<size_t>(num_));
     candidates_.resize(static_cast<size_t>(num_));
+    coords_.resize(static_cast<size_t>(4 * num_));
+    classes_.resize(static_cast<size_t>(num_));
     areas_.resize(static_cast<size_t>(num_));
     suppressed_.resize(static_cast<size_t>(num_));
     return Status();
@@ -208,25 +232,21 @@ class BoxNms : public Operator {
                           return a.score > c.score || (!(c.score > a.score) && a.index < c.index);
                         });
       for (int64_t r = 0; r < k; ++r) order_[r] = candidates_[r].index;
+      // The kept boxes' coordinates and classes gathered in sorted order,
+      // so that the pairwise loop below reads them in sequence.
       for (int64_t r = 0; r < k; ++r) {
-        areas_[r] = BoxArea(xb + order_[r] * width_ + p_.coord_start, p_.in_format);
+        const float* row = xb + order_[r] * width_;
+        std::memcpy(&coords_[4 * r], row + p_.coord_start, 4 * sizeof(float));
+        classes_[r] = by_class ? ClassId(row[p_.id_index]) : 0;
+        areas_[r] = BoxArea(&coords_[4 * r], p_.in_format);
         suppressed_[r] = 0;
       }
-      for (int64_t r = 0; r < k; ++r) {
-        if (suppressed_[r]) continue;
-        const float* ref = xb + order_[r] * width_;
-        const int ref_id = by_class ? ClassId(ref[p_.id_index]) : 0;
-        for (int64_t q = r + 1; q < k; ++q) {
-          if (suppressed_[q]) continue;
-          const float* pos = xb + order_[q] * width_;
-          if (by_class && ClassId(pos[p_.id_index]) != ref_id) continue;
-          const float* rc = ref + p_.coord_start;
-          const float* pc = pos + p_.coord_start;
-          float inter = Intersect(rc, pc, p_.in_format);
-          inter *= Intersect(rc + 1, pc + 1, p_.in_format);
-          const float iou = inter / (areas_[r] + areas_[q] - inter);
-          if (iou > p_.overlap_thresh) suppressed_[q] = 1;
-        }
+      if (p_.in_format == kCorner) {
+        Suppress<kCorner>(k, coords_.data(), classes_.data(), areas_.data(), p_.overlap_thresh,
+                          suppressed_.data());
+      } else {
+        Suppress<kCenter>(k, coords_.data(), classes_.data(), areas_.data(), p_.overlap_thresh,
+                          suppressed_.data());
       }
       float* yb = y + b * num_ * width_;
       int64_t written = 0;
@@ -269,6 +289,8 @@ class BoxNms : public Operator {
     int64_t index;  // the box's row in its batch
   };
   std::vector<Candidate> candidates_;
+  std::vector<float> coords_;  // 4 per kept box, in sorted order
+  std::vector<int> classes_;   // ClassId of each kept box (0 when classes are ignored)
   std::vector<int64_t> order_;
   std::vector<float> areas_;
   std::vector<char> suppressed_;
