@@ -107,8 +107,9 @@ def test_prepacked_deconvolution_and_deformable_match(api, name, options):
     """Deconvolution and the deformable convolution pack their constant weights once, shared
     by a model's handles, and split the product, the column scatter and the sampling over the
     threads; under compact_weights they pack the weights in each call instead. Each way (two
-    threads with the batch kept whole), two handles of one model give MXNet's numbers (SimplePose: three 4x4 stride-2 Deconvolutions;
-    CenterNet: three modulated deformable 3x3 layers, each before a Deconvolution)."""
+    threads with the batch kept whole), two handles of one model give MXNet's numbers
+    (SimplePose: three 4x4 stride-2 Deconvolutions; CenterNet: three modulated deformable 3x3
+    layers, each before a Deconvolution)."""
     case = Case(FAMILIES_DIR, name, MODELS[name])
     inputs, expected = case.io()
     shapes = {key: value.shape for key, value in inputs.items()}

@@ -648,6 +648,16 @@ void GemmPrepackedBSegments(const PackedMatrix& a, int64_t segment_begin, int64_
                         nullptr, segment_begin, segment_end);
 }
 
+Status PackGroups(const float* weights, int64_t groups, int64_t rows, int64_t depth,
+                  bool transposed, ThreadPool* pool, PackedGroups* out) {
+  out->groups.resize(static_cast<size_t>(groups));
+  for (int64_t g = 0; g < groups; ++g) {
+    MXL_RETURN_IF_ERROR(out->groups[g].Pack(weights + g * rows * depth, transposed ? rows : depth,
+                                            rows, depth, transposed, pool));
+  }
+  return Status();
+}
+
 void PackBMatrix(const float* b, int64_t ldb, bool transposed, int64_t depth, int64_t n,
                  std::vector<float>* packed) {
   const int nr = gemm_cc::ActiveKernel().nr;

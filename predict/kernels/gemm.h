@@ -96,6 +96,18 @@ class PackedMatrix {
   std::vector<float, LargePageAllocator<float>> data_;
 };
 
+// One weight matrix per group, each packed for GemmPacked: for grouped
+// operators (Deconvolution, the deformable convolutions) whose constant
+// weights are packed once and shared (operators/prepared_cache.h).
+struct PackedGroups {
+  std::vector<PackedMatrix> groups;
+};
+
+// Packs `groups` matrices of rows x depth, group g's at weights + g * rows *
+// depth, row-major (transposed: stored depth x rows), over pool if given.
+Status PackGroups(const float* weights, int64_t groups, int64_t rows, int64_t depth,
+                  bool transposed, ThreadPool* pool, PackedGroups* out);
+
 // The bytes a vector holds (its capacity), for the memory budget; packed
 // matrices count their buffers too.
 template <typename T>

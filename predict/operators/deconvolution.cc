@@ -137,15 +137,6 @@ void Col2Im(const Geometry& g, const float* col, int64_t f_begin, int64_t f_end,
   }
 }
 
-// The weights of every group packed for the GEMM once (W_g^T, rows
-// filters/groups x taps, depth channels/groups), shared by the model's
-// executors (prepared_cache.h). Without them each call packed all of W
-// again: a 512 -> 256 4x4 layer on a 2x2 map (8 MB of weights, 4 input
-// positions) spent its time packing and faulting in the copy.
-struct PackedDeconvWeights {
-  std::vector<PackedMatrix> groups;
-};
-
 class Deconvolution : public Operator {
  public:
   explicit Deconvolution(DeconvParams params) : p_(std::move(params)) {}
@@ -220,17 +211,15 @@ class Deconvolution : public Operator {
         rows == 0) {
       return Status();
     }
-    const float* weight = in[1].fdata();
-    return SharedPrepared<PackedDeconvWeights>(
+    // Group g's W_g^T: rows filters/groups x taps, depth channels/groups.
+    // Packed per call, a 512 -> 256 4x4 layer on a 2x2 map (8 MB of
+    // weights, 4 input positions) spent its time packing.
+    return SharedPrepared<PackedGroups>(
         {1}, StrCat("deconv packed; ", g.groups, " x ", rows, " x ", group_in),
-        [&](std::shared_ptr<const PackedDeconvWeights>* made) {
-          auto packed = std::make_shared<PackedDeconvWeights>();
-          packed->groups.resize(static_cast<size_t>(g.groups));
-          for (int64_t grp = 0; grp < g.groups; ++grp) {
-            MXL_RETURN_IF_ERROR(packed->groups[grp].Pack(weight + grp * group_in * rows, rows,
-                                                         rows, group_in, /*transposed=*/true,
-                                                         thread_pool()));
-          }
+        [&](std::shared_ptr<const PackedGroups>* made) {
+          auto packed = std::make_shared<PackedGroups>();
+          MXL_RETURN_IF_ERROR(PackGroups(in[1].fdata(), g.groups, rows, group_in,
+                                         /*transposed=*/true, thread_pool(), packed.get()));
           *made = std::move(packed);
           return Status();
         },
@@ -307,7 +296,7 @@ class Deconvolution : public Operator {
   Geometry geometry_;
   int64_t band_ = 1;
   int64_t group_workers_ = 1;  // threads that take whole groups
-  std::shared_ptr<const PackedDeconvWeights> packed_;  // null: pack per call
+  std::shared_ptr<const PackedGroups> packed_;  // null: pack per call
 };
 
 // Reads and checks the window attributes shared by Deconvolution's forms.

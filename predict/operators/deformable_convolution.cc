@@ -39,13 +39,6 @@ namespace deformable_convolution_op {
 // Upper bound of the column scratch; a band is never less than one row.
 constexpr int64_t kColumnBytes = int64_t{8} << 20;
 
-// Each group's weights (filters/groups x C/groups * taps) packed for the
-// GEMM once, shared by the model's executors (prepared_cache.h), rather than
-// packed again by every call.
-struct PackedGroupWeights {
-  std::vector<PackedMatrix> groups;
-};
-
 struct DeformableParams {
   std::vector<int64_t> kernel, stride, dilate, pad;
   int64_t num_filter = 0, num_group = 1, num_deformable_group = 1;
@@ -212,17 +205,13 @@ class DeformableConvolution : public Operator {
     if (!input_is_constant(weight_index) || runtime_options().compact_weights || depth == 0) {
       return Status();
     }
-    const float* weight = in[weight_index].fdata();
-    return SharedPrepared<PackedGroupWeights>(
+    // Group g's weights: filters/groups x C/groups * taps.
+    return SharedPrepared<PackedGroups>(
         {weight_index}, StrCat("deformable packed; ", p_.num_group, " x ", group_out, " x ", depth),
-        [&](std::shared_ptr<const PackedGroupWeights>* made) {
-          auto packed = std::make_shared<PackedGroupWeights>();
-          packed->groups.resize(static_cast<size_t>(p_.num_group));
-          for (int64_t grp = 0; grp < p_.num_group; ++grp) {
-            MXL_RETURN_IF_ERROR(packed->groups[grp].Pack(weight + grp * group_out * depth, depth,
-                                                         group_out, depth, /*transposed=*/false,
-                                                         thread_pool()));
-          }
+        [&](std::shared_ptr<const PackedGroups>* made) {
+          auto packed = std::make_shared<PackedGroups>();
+          MXL_RETURN_IF_ERROR(PackGroups(in[weight_index].fdata(), p_.num_group, group_out, depth,
+                                         /*transposed=*/false, thread_pool(), packed.get()));
           *made = std::move(packed);
           return Status();
         },
@@ -340,7 +329,7 @@ class DeformableConvolution : public Operator {
   DeformableParams p_;
   Geometry geometry_;
   int64_t band_rows_ = 1;
-  std::shared_ptr<const PackedGroupWeights> packed_;  // null: pack per call
+  std::shared_ptr<const PackedGroups> packed_;  // null: pack per call
 };
 
 Status CreateDeformable(AttrParser* attrs, bool modulated, std::unique_ptr<Operator>* out) {
