@@ -14,8 +14,9 @@
  *
  * with col the deformed samples (one GEMM), plus the bias. Channels fall
  * into num_deformable_group equal groups, each with its own offsets (and
- * mask). Output positions go in bands of rows so that col stays within
- * kColumnBytes. Constant weights are packed for the GEMM once, at Prepare.
+ * mask). Output positions go in bands of rows so that col and the band's
+ * sample plan stay within kColumnBytes. Constant weights are packed for the
+ * GEMM once, at Prepare.
  *
  * Sampling at (h, w), as MXNet 1.9.1 does it (the two versions differ at
  * the border):
@@ -194,7 +195,9 @@ class DeformableConvolution : public Operator {
     g.out_h = out[0].shape()[2];
     g.out_w = out[0].shape()[3];
     const int64_t depth = g.channels / p_.num_group * g.Taps(p_);
-    const int64_t row_bytes = std::max<int64_t>(1, depth * g.out_w * int64_t{sizeof(float)});
+    // A band's column matrix and sample plan together within kColumnBytes.
+    const int64_t row_bytes = std::max<int64_t>(
+        1, (depth * int64_t{sizeof(float)} + g.Taps(p_) * int64_t{sizeof(SamplePoint)}) * g.out_w);
     band_rows_ = std::max<int64_t>(1, std::min<int64_t>(g.out_h, kColumnBytes / row_bytes));
     *workspace_bytes = PlanOffset() + PlanBytes();
     // Constant weights are packed once; others (and compact_weights, which
