@@ -146,6 +146,111 @@ Status PrepareReference(const PoolGeometry& g, std::unique_ptr<PoolKernel>* kern
   return Status();
 }
 
+// --- separable max -----------------------------------------------------------
+
+// Max pooling as one pass per axis: along the rows (w), then across rows (h),
+// then across depth slices (d), each over the clipped spans. The maximum of
+// a box is the maximum of its rows' maxima, and the running maximum from
+// -FLT_MAX (v > best: NaN never wins, of equal values the first stays) picks
+// the same element in either grouping: the first of the box's maxima in
+// row-major order. The h and d passes are elementwise maxima of whole output
+// rows, which the compiler vectorizes; the reference walks each 3-D window
+// in full, one call per output. For the video models' 3-D pools, which no
+// vector kernel takes.
+class SeparableMaxKernel : public PoolKernel {
+ public:
+  explicit SeparableMaxKernel(const PoolGeometry& g) : g_(g) {
+    for (int d = 0; d < 3; ++d) {
+      for (int64_t o = 0; o < g.out[d]; ++o) {
+        spans_[d].push_back(PoolWindowSpan(o, g.in[d], g.kernel[d], g.stride[d], g.pad[d]));
+      }
+    }
+  }
+
+  void Forward(const float* x, float* y, ThreadPool* pool) const override {
+    const PoolGeometry& g = g_;
+    const int64_t in_d = g.in[0], in_h = g.in[1], in_w = g.in[2];
+    const int64_t out_d = g.out[0], out_h = g.out[1], out_w = g.out[2];
+    // An axis whose window is one element at stride 1 and no padding needs
+    // no pass: its input already is the pass's result.
+    const auto identity = [&g](int axis) {
+      return g.kernel[axis] == 1 && g.stride[axis] == 1 && g.pad[axis] == 0;
+    };
+    const bool pass_w = !identity(2), pass_h = !identity(1);
+    const PoolSpan* const w_spans = spans_[2].data();
+    const bool unrolled = g.kernel[2] == 2 || g.kernel[2] == 3;
+    ParallelFor(pool, g.planes, [&](int64_t plane) {
+      thread_local std::vector<float> scratch;
+      scratch.resize(static_cast<size_t>(in_d * (in_h + out_h) * out_w));
+      const float* src = x + plane * g.InPlane();
+      // in_d x in_h x out_w, then in_d x out_h x out_w.
+      float* const w_done = scratch.data();
+      float* const h_done = w_done + in_d * in_h * out_w;
+      for (int64_t row = 0; pass_w && row < in_d * in_h; ++row) {
+        const float* in_row = src + row * in_w;
+        float* out_row = w_done + row * out_w;
+        for (int64_t ow = 0; ow < out_w; ++ow) {
+          const int64_t taps = w_spans[ow].end - w_spans[ow].begin;
+          if (unrolled && taps == g.kernel[2]) {  // a whole 2- or 3-wide window
+            const float* at = in_row + w_spans[ow].begin;
+            float best = at[0] > -FLT_MAX ? at[0] : -FLT_MAX;
+            best = at[1] > best ? at[1] : best;
+            if (g.kernel[2] == 3) best = at[2] > best ? at[2] : best;
+            out_row[ow] = best;
+            continue;
+          }
+          float best = -FLT_MAX;
+          for (int64_t w = w_spans[ow].begin; w < w_spans[ow].end; ++w) {
+            best = in_row[w] > best ? in_row[w] : best;
+          }
+          out_row[ow] = best;
+        }
+      }
+      const float* const across_w = pass_w ? w_done : src;
+      const float* const across_h = pass_h ? h_done : across_w;
+      // Rows [begin, end) of `from` (out_w apart) folded into `to`.
+      const auto fold_rows = [out_w](const float* from, int64_t begin, int64_t end, float* to) {
+        std::fill(to, to + out_w, -FLT_MAX);
+        for (int64_t r = begin; r < end; ++r) {
+          const float* row = from + r * out_w;
+          for (int64_t ow = 0; ow < out_w; ++ow) to[ow] = row[ow] > to[ow] ? row[ow] : to[ow];
+        }
+      };
+      for (int64_t d = 0; pass_h && d < in_d; ++d) {
+        for (int64_t oh = 0; oh < out_h; ++oh) {
+          fold_rows(across_w + d * in_h * out_w, spans_[1][oh].begin, spans_[1][oh].end,
+                    h_done + (d * out_h + oh) * out_w);
+        }
+      }
+      float* dst = y + plane * g.OutPlane();
+      for (int64_t od = 0; od < out_d; ++od) {
+        for (int64_t oh = 0; oh < out_h; ++oh) {
+          // Depth slices d of output row oh lie out_h * out_w apart.
+          float* to = dst + (od * out_h + oh) * out_w;
+          std::fill(to, to + out_w, -FLT_MAX);
+          for (int64_t d = spans_[0][od].begin; d < spans_[0][od].end; ++d) {
+            const float* row = across_h + (d * out_h + oh) * out_w;
+            for (int64_t ow = 0; ow < out_w; ++ow) to[ow] = row[ow] > to[ow] ? row[ow] : to[ow];
+          }
+        }
+      }
+    });
+  }
+
+ private:
+  const PoolGeometry g_;
+  std::vector<PoolSpan> spans_[3];
+};
+
+bool SeparableMaxApplies(const PoolGeometry& g) { return g.type == PoolType::kMax; }
+// Windows with depth: 2-D ones have the vector kernels above it.
+bool SeparableMaxPays(const PoolGeometry& g) { return g.kernel[0] > 1 || g.in[0] > 1; }
+
+Status PrepareSeparableMax(const PoolGeometry& g, std::unique_ptr<PoolKernel>* kernel) {
+  kernel->reset(new SeparableMaxKernel(g));
+  return Status();
+}
+
 bool Always(const PoolGeometry&) { return true; }
 
 #if defined(MXLITE_X86_64)
@@ -274,6 +379,7 @@ const std::vector<PoolAlgorithm>& PoolAlgorithmTable() {
       {"rows avx512", RowsAvx512Applies, RowsAvx512Pays, pool_avx512::PrepareRows},
       {"rows avx2", RowsAvx2Applies, RowsAvx2Pays, pool_avx2::PrepareRows},
 #endif  // defined(MXLITE_X86_64)
+      {"separable max", SeparableMaxApplies, SeparableMaxPays, PrepareSeparableMax},
       {"reference", Always, Always, PrepareReference},
   };
   return table;
