@@ -186,7 +186,6 @@ class BoxNms : public Operator {
     num_ = s[nd - 2];
     width_ = s[nd - 1];
     batches_ = s.ProdRange(0, nd - 2);
-    order_.resize(static_cast<size_t>(num_));
     candidates_.resize(static_cast<size_t>(num_));
     coords_.resize(static_cast<size_t>(4 * num_));
     classes_.resize(static_cast<size_t>(num_));
@@ -231,11 +230,10 @@ class BoxNms : public Operator {
                         candidates_.begin() + count, [](const Candidate& a, const Candidate& c) {
                           return a.score > c.score || (!(c.score > a.score) && a.index < c.index);
                         });
-      for (int64_t r = 0; r < k; ++r) order_[r] = candidates_[r].index;
       // The kept boxes' coordinates and classes gathered in sorted order,
       // so that the pairwise loop below reads them in sequence.
       for (int64_t r = 0; r < k; ++r) {
-        const float* row = xb + order_[r] * width_;
+        const float* row = xb + candidates_[r].index * width_;
         std::memcpy(&coords_[4 * r], row + p_.coord_start, 4 * sizeof(float));
         classes_[r] = by_class ? ClassId(row[p_.id_index]) : 0;
         areas_[r] = BoxArea(&coords_[4 * r], p_.in_format);
@@ -253,8 +251,9 @@ class BoxNms : public Operator {
       for (int64_t r = 0; r < k; ++r) {
         if (suppressed_[r]) continue;
         float* row = yb + written * width_;
-        std::memcpy(row, xb + order_[r] * width_, sizeof(float) * static_cast<size_t>(width_));
-        record[b * num_ + written] = static_cast<float>(b * num_ + order_[r]);
+        std::memcpy(row, xb + candidates_[r].index * width_,
+                    sizeof(float) * static_cast<size_t>(width_));
+        record[b * num_ + written] = static_cast<float>(b * num_ + candidates_[r].index);
         if (p_.in_format != p_.out_format) Convert(row + p_.coord_start);
         ++written;
       }
@@ -291,7 +290,6 @@ class BoxNms : public Operator {
   std::vector<Candidate> candidates_;
   std::vector<float> coords_;  // 4 per kept box, in sorted order
   std::vector<int> classes_;   // ClassId of each kept box (0 when classes are ignored)
-  std::vector<int64_t> order_;
   std::vector<float> areas_;
   std::vector<char> suppressed_;
 };

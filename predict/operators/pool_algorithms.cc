@@ -67,17 +67,19 @@ namespace pool_algorithms_cc {
 
 // --- the scalar reference ----------------------------------------------------
 
+// Window bounds per output index, per axis, shared by every plane.
+void WindowSpans(const PoolGeometry& g, std::vector<PoolSpan> (&spans)[3]) {
+  for (int d = 0; d < 3; ++d) {
+    for (int64_t o = 0; o < g.out[d]; ++o) {
+      spans[d].push_back(PoolWindowSpan(o, g.in[d], g.kernel[d], g.stride[d], g.pad[d]));
+    }
+  }
+}
+
 // MXNet's loops over every geometry and kind.
 class ReferenceKernel : public PoolKernel {
  public:
-  explicit ReferenceKernel(const PoolGeometry& g) : g_(g) {
-    // Window bounds per output index, per axis, shared by every plane.
-    for (int d = 0; d < 3; ++d) {
-      for (int64_t o = 0; o < g.out[d]; ++o) {
-        spans_[d].push_back(PoolWindowSpan(o, g.in[d], g.kernel[d], g.stride[d], g.pad[d]));
-      }
-    }
-  }
+  explicit ReferenceKernel(const PoolGeometry& g) : g_(g) { WindowSpans(g, spans_); }
 
   void Forward(const float* x, float* y, ThreadPool* pool) const override {
     const PoolGeometry& g = g_;
@@ -159,13 +161,7 @@ Status PrepareReference(const PoolGeometry& g, std::unique_ptr<PoolKernel>* kern
 // vector kernel takes.
 class SeparableMaxKernel : public PoolKernel {
  public:
-  explicit SeparableMaxKernel(const PoolGeometry& g) : g_(g) {
-    for (int d = 0; d < 3; ++d) {
-      for (int64_t o = 0; o < g.out[d]; ++o) {
-        spans_[d].push_back(PoolWindowSpan(o, g.in[d], g.kernel[d], g.stride[d], g.pad[d]));
-      }
-    }
-  }
+  explicit SeparableMaxKernel(const PoolGeometry& g) : g_(g) { WindowSpans(g, spans_); }
 
   void Forward(const float* x, float* y, ThreadPool* pool) const override {
     const PoolGeometry& g = g_;
