@@ -28,6 +28,7 @@ TABLE_FILES = {
     'kernels/winograd.cc',
     'operators/activation_row.cc',
     'operators/batch_norm_row.cc',
+    'operators/math_row.cc',
     'operators/pool_algorithms.cc',
 }
 

@@ -4,8 +4,10 @@ MXLITE_ISA caps the instruction set the run-time dispatch may pick, so one
 AVX-512 machine covers the AVX-512, AVX2 and portable paths. The C++
 drivers compare the blocked GEMM (all epilogues, threads), the GEMV, the
 3x3 depthwise, direct (few-channel) and Winograd kernels and the int8
-convolution's int16 pair GEMM with naive loops on awkward sizes, and the
-activation rows (relu, leaky) with their definitions bit for bit.
+convolution's int16 pair GEMM with naive loops on awkward sizes, the
+activation rows (relu, leaky) with their definitions bit for bit, and the
+vector math rows (exp, expm1, sigmoid, tanh, erf, gelu, elu) with the C
+library's functions within a few ulps.
 """
 import os
 import subprocess
@@ -30,10 +32,11 @@ DRIVERS = {'gemm': 'gemm_test.cc', 'depthwise': 'depthwise_test.cc',
            'winograd': 'winograd_test.cc', 'winograd2x2': 'winograd2x2_test.cc',
            'winograd1d': 'winograd1d_test.cc',
            'strided_copy': 'strided_copy_test.cc', 'int16_pair_gemm': 'int16_pair_gemm_test.cc',
-           'activation_row': 'activation_row_test.cc'}
+           'activation_row': 'activation_row_test.cc', 'math_row': 'math_row_test.cc'}
 # Kernel families that live with their operators (predict/operators), per driver.
 OPERATOR_KERNELS = {'activation_row': ['activation_row.cc', 'activation_row_avx512.cc',
-                                       'activation_row_avx2.cc']}
+                                       'activation_row_avx2.cc'],
+                    'math_row': ['math_row.cc', 'math_row_avx512.cc', 'math_row_avx2.cc']}
 
 
 @pytest.fixture(scope='module')

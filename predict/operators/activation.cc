@@ -1,6 +1,7 @@
 /*
  * Activation: elementwise relu, sigmoid, tanh, softrelu, softsign.
- * relu keeps NaN, as MXNet's mshadow_op::relu (ActivationRow); softrelu is
+ * relu keeps NaN, as MXNet's mshadow_op::relu (ActivationRow); sigmoid
+ * and tanh run the vector math kernels (MathRow); softrelu is
  * log(1 + exp(x)), written so large inputs do not overflow. The tensor is
  * split over the thread pool in runs of kElementwiseChunk.
  */
@@ -8,6 +9,7 @@
 
 #include "../kernels/thread_pool.h"
 #include "activation_row.h"
+#include "math_row.h"
 #include "operator.h"
 
 namespace mxlite {
@@ -46,10 +48,10 @@ class Activation : public Operator {
         ActivationRow(RowActivation::kRelu, x, y, size, 0.f);
         break;
       case kSigmoid:
-        for (int64_t i = 0; i < size; ++i) y[i] = 1.f / (1.f + std::exp(-x[i]));
+        MathRow(RowMath::kSigmoid, x, y, size, 0.f);
         break;
       case kTanh:
-        for (int64_t i = 0; i < size; ++i) y[i] = std::tanh(x[i]);
+        MathRow(RowMath::kTanh, x, y, size, 0.f);
         break;
       case kSoftrelu:
         for (int64_t i = 0; i < size; ++i) y[i] = x[i] > 20.f ? x[i] : std::log1p(std::exp(x[i]));

@@ -14,14 +14,15 @@
  *   gelu   0.5 * x * (1 + erf(x / sqrt(2)))
  * hard_sigmoid: max(0, min(1, alpha * x + beta)).
  * leaky, rrelu and prelu run ActivationRow's leaky form (prelu one channel
- * plane at a time, with that channel's slope); the tensor is split over
+ * plane at a time, with that channel's slope), elu, selu and gelu the vector
+ * math kernels (MathRow); the tensor is split over
  * the thread pool (runs of kElementwiseChunk, or prelu's planes).
  */
 #include <algorithm>
-#include <cmath>
 
 #include "../kernels/thread_pool.h"
 #include "activation_row.h"
+#include "math_row.h"
 #include "operator.h"
 
 namespace mxlite {
@@ -31,25 +32,17 @@ enum ActType { kElu, kGelu, kLeaky, kPrelu, kRrelu, kSelu };
 
 constexpr float kSeluLambda = 1.0507009873554804934193349852946f;
 constexpr float kSeluAlpha = 1.6732632423543772848170429916717f;
-constexpr float kSqrtHalf = 0.70710678118654752440f;
 
-// The element-wise forms as functors of (x, slope); leaky's is
-// ActivationRow's.
-struct EluForm {
-  static float Apply(float x, float slope) { return x > 0.f ? x : slope * std::expm1(x); }
-};
-struct SeluForm {
-  static float Apply(float x, float) {
-    return kSeluLambda * (x > 0.f ? x : kSeluAlpha * std::expm1(x));
-  }
-};
-struct GeluForm {
-  static float Apply(float x, float) { return 0.5f * x * (1.f + std::erf(x * kSqrtHalf)); }
-};
-
-template <typename Form>
-void SlopeKernel(const float* x, float* y, int64_t size, float slope) {
-  for (int64_t i = 0; i < size; ++i) y[i] = Form::Apply(x[i], slope);
+// elu, selu and gelu through the vector math kernels (MathRow).
+void EluKernel(const float* x, float* y, int64_t size, float slope) {
+  MathRow(RowMath::kElu, x, y, size, slope);
+}
+void SeluKernel(const float* x, float* y, int64_t size, float) {
+  MathRow(RowMath::kElu, x, y, size, kSeluAlpha);
+  for (int64_t i = 0; i < size; ++i) y[i] *= kSeluLambda;
+}
+void GeluKernel(const float* x, float* y, int64_t size, float) {
+  MathRow(RowMath::kGelu, x, y, size, 0.f);
 }
 // The leaky form through the vector row kernels.
 void LeakyKernel(const float* x, float* y, int64_t size, float slope) {
@@ -60,9 +53,9 @@ using SlopeKernelFn = void (*)(const float*, float*, int64_t, float);
 class LeakyReLU : public Operator {
  public:
   LeakyReLU(ActType type, float slope) : type_(type), slope_(slope) {
-    kernel_ = type == kElu    ? &SlopeKernel<EluForm>
-              : type == kSelu ? &SlopeKernel<SeluForm>
-              : type == kGelu ? &SlopeKernel<GeluForm>
+    kernel_ = type == kElu    ? &EluKernel
+              : type == kSelu ? &SeluKernel
+              : type == kGelu ? &GeluKernel
                               : &LeakyKernel;  // leaky, rrelu (prelu: below)
   }
 

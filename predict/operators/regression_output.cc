@@ -9,6 +9,7 @@
  */
 #include <cmath>
 
+#include "math_row.h"
 #include "operator.h"
 #include "tensor_util.h"
 
@@ -54,7 +55,7 @@ class RegressionOutput : public Operator {
     float* y = out[0].fdata();
     const int64_t size = in[0].Size();
     if (logistic_) {
-      for (int64_t i = 0; i < size; ++i) y[i] = 1.f / (1.f + std::exp(-x[i]));
+      MathRow(RowMath::kSigmoid, x, y, size, 0.f);
     } else {
       CopyIfDistinct(x, y, size);
     }

@@ -42,6 +42,7 @@
 
 #include "../kernels/gemm.h"
 #include "fully_connected.h"
+#include "math_row.h"
 #include "operator.h"
 
 namespace mxlite {
@@ -117,8 +118,6 @@ class RepeatedProduct {
   std::vector<float> packed_w_;  // W^T in GemmPrepackedB's layout
   PackedMatrix packed_x_;
 };
-
-float Sigmoid(float x) { return 1.f / (1.f + std::exp(-x)); }
 
 // Where one (layer, direction) reads and writes in a run.
 struct LayerPass {
@@ -307,32 +306,57 @@ class RNN : public Operator {
   // Units [k0, k1) of one batch row of one step: gate pre-activations
   // gx + gh + b (GRU's n gate: gx_n + b_n + sig(r) (gh_n + bh_n), b_n being
   // bx_n alone); h_prev is the previous output, c the cell state (LSTM,
-  // updated in place), h where the new hidden state goes.
+  // updated in place), h where the new hidden state goes. The sums are
+  // gathered per gate into `pre`, whose runs the vector math kernels
+  // (MathRow) turn into gate values.
   void Cell(const float* gx, const float* gh, const float* b, const float* bh,
             const float* h_prev, float* c, float* h, int64_t k0, int64_t k1) const {
-    const int64_t H = c_.hidden;
+    const int64_t H = c_.hidden, n = k1 - k0;
+    // (Zeroed, 4 KB, only because GCC cannot see that each run is written
+    // before MathRow reads it, and warns.)
+    float pre[4 * kGateBlock] = {};
     switch (c_.mode) {
-      case kLstm:
-        for (int64_t k = k0; k < k1; ++k) {
-          const float in = Sigmoid(gx[k] + gh[k] + b[k]);
-          const float forget = Sigmoid(gx[H + k] + gh[H + k] + b[H + k]);
-          const float cand = std::tanh(gx[2 * H + k] + gh[2 * H + k] + b[2 * H + k]);
-          const float out = Sigmoid(gx[3 * H + k] + gh[3 * H + k] + b[3 * H + k]);
-          c[k] = forget * c[k] + in * cand;
-          h[k] = out * std::tanh(c[k]);
+      case kLstm: {
+        // pre: input, forget and output gates (sigmoid), then the candidate (tanh).
+        float* in = pre;
+        float* forget = pre + n;
+        float* out = pre + 2 * n;
+        float* cand = pre + 3 * n;
+        for (int64_t j = 0, k = k0; k < k1; ++j, ++k) {
+          in[j] = gx[k] + gh[k] + b[k];
+          forget[j] = gx[H + k] + gh[H + k] + b[H + k];
+          cand[j] = gx[2 * H + k] + gh[2 * H + k] + b[2 * H + k];
+          out[j] = gx[3 * H + k] + gh[3 * H + k] + b[3 * H + k];
+        }
+        MathRow(RowMath::kSigmoid, pre, pre, 3 * n, 0.f);
+        MathRow(RowMath::kTanh, cand, cand, n, 0.f);
+        for (int64_t j = 0, k = k0; k < k1; ++j, ++k) c[k] = forget[j] * c[k] + in[j] * cand[j];
+        float* cell_tanh = pre;  // the input gate is spent
+        MathRow(RowMath::kTanh, c + k0, cell_tanh, n, 0.f);
+        for (int64_t j = 0, k = k0; k < k1; ++j, ++k) h[k] = out[j] * cell_tanh[j];
+        break;
+      }
+      case kGru: {
+        float* reset = pre;
+        float* update = pre + n;
+        float* cand = pre + 2 * n;
+        for (int64_t j = 0, k = k0; k < k1; ++j, ++k) {
+          reset[j] = gx[k] + gh[k] + b[k];
+          update[j] = gx[H + k] + gh[H + k] + b[H + k];
+        }
+        MathRow(RowMath::kSigmoid, pre, pre, 2 * n, 0.f);
+        for (int64_t j = 0, k = k0; k < k1; ++j, ++k) {
+          cand[j] = gx[2 * H + k] + b[2 * H + k] + reset[j] * (gh[2 * H + k] + bh[2 * H + k]);
+        }
+        MathRow(RowMath::kTanh, cand, cand, n, 0.f);
+        for (int64_t j = 0, k = k0; k < k1; ++j, ++k) {
+          h[k] = (1.f - update[j]) * cand[j] + update[j] * h_prev[k];
         }
         break;
-      case kGru:
-        for (int64_t k = k0; k < k1; ++k) {
-          const float reset = Sigmoid(gx[k] + gh[k] + b[k]);
-          const float update = Sigmoid(gx[H + k] + gh[H + k] + b[H + k]);
-          const float cand =
-              std::tanh(gx[2 * H + k] + b[2 * H + k] + reset * (gh[2 * H + k] + bh[2 * H + k]));
-          h[k] = (1.f - update) * cand + update * h_prev[k];
-        }
-        break;
+      }
       case kRnnTanh:
-        for (int64_t k = k0; k < k1; ++k) h[k] = std::tanh(gx[k] + gh[k] + b[k]);
+        for (int64_t k = k0; k < k1; ++k) h[k] = gx[k] + gh[k] + b[k];
+        MathRow(RowMath::kTanh, h + k0, h + k0, n, 0.f);
         break;
       case kRnnRelu:
         for (int64_t k = k0; k < k1; ++k) h[k] = std::max(gx[k] + gh[k] + b[k], 0.f);

@@ -9,7 +9,11 @@
  * The arithmetic is MXNet's CPU code: float exp, the sum accumulated in
  * float in index order, a true division per element, and no division at
  * all when the temperature T is 1 (MXNet's softmax without
- * MXNET_SAFE_ACCUMULATION and mshadow's Softmax used by the other two). The
+ * MXNET_SAFE_ACCUMULATION and mshadow's Softmax used by the other two),
+ * except that softmax's exponentials come from the vector math kernels
+ * (MathRow: within 2 ulps of the C library's expf) and, over a contiguous
+ * axis (the last), its sum from their vector partial sums; such rows are
+ * split over the thread pool. The
  * kernel reads each x_j before writing y_j, so it runs in place.
  *
  * log_softmax writes (x_j - m) / T - log(sum_j e_j) instead; softmin is the
@@ -37,43 +41,54 @@
  * softmax and SoftmaxOutput declare MXNet's in-place option {0, 0};
  * SoftmaxActivation has none in MXNet and none here.
  */
+#include <algorithm>
 #include <cmath>
 
+#include "../kernels/thread_pool.h"
+#include "math_row.h"
 #include "operator.h"
 
 namespace mxlite {
 namespace softmax_op {
 
+// One softmax over `extent` contiguous values (see SoftmaxAxis): the
+// maximum, the exponentials with their sum and the division run the vector
+// math kernels' row passes.
+void SoftmaxRow(const float* src, float* dst, int64_t extent, float temperature,
+                bool log_output) {
+  const float mmax = RowMax(src, extent);
+  if (log_output) {
+    const bool scaled = temperature != 1.f;
+    float sum = 0.f;
+    for (int64_t j = 0; j < extent; ++j) {
+      sum += scaled ? std::exp((src[j] - mmax) / temperature) : std::exp(src[j] - mmax);
+    }
+    const float log_sum = std::log(sum);
+    for (int64_t j = 0; j < extent; ++j) {
+      dst[j] = (scaled ? (src[j] - mmax) / temperature : src[j] - mmax) - log_sum;
+    }
+    return;
+  }
+  DivideRow(dst, dst, extent, ExpShiftedRow(src, dst, extent, mmax, temperature));
+}
+
 // Softmax over the middle dim of x viewed as (outer, extent, inner), or its
 // logarithm with `log_output` ((x_j - m) / T - log(sum_j e_j), as MXNet's
-// log_softmax). `scratch` is grown to 2 * inner floats when inner > 1.
+// log_softmax). The exponentials of softmax run the vector math kernels
+// (MathRow). Rows of a contiguous extent are split over `pool`; otherwise
+// `scratch` is grown to 2 * inner floats.
 void SoftmaxAxis(const float* x, float* y, int64_t outer, int64_t extent, int64_t inner,
-                 float temperature, bool log_output, std::vector<float>* scratch) {
+                 float temperature, bool log_output, ThreadPool* pool,
+                 std::vector<float>* scratch) {
   if (extent <= 0 || inner <= 0) return;
   const bool scaled = temperature != 1.f;
   if (inner == 1) {
-    for (int64_t o = 0; o < outer; ++o) {
-      const float* src = x + o * extent;
-      float* dst = y + o * extent;
-      float mmax = src[0];
-      for (int64_t j = 1; j < extent; ++j) {
-        if (mmax < src[j]) mmax = src[j];
+    const int64_t rows_per_task = std::max<int64_t>(1, kElementwiseChunk / extent);
+    ParallelRanges(pool, outer, rows_per_task, [&](int64_t begin, int64_t end) {
+      for (int64_t o = begin; o < end; ++o) {
+        SoftmaxRow(x + o * extent, y + o * extent, extent, temperature, log_output);
       }
-      float sum = 0.f;
-      for (int64_t j = 0; j < extent; ++j) {
-        const float e = scaled ? std::exp((src[j] - mmax) / temperature) : std::exp(src[j] - mmax);
-        if (!log_output) dst[j] = e;  // dst may be src: log_output reads src again
-        sum += e;
-      }
-      if (log_output) {
-        const float log_sum = std::log(sum);
-        for (int64_t j = 0; j < extent; ++j) {
-          dst[j] = (scaled ? (src[j] - mmax) / temperature : src[j] - mmax) - log_sum;
-        }
-      } else {
-        for (int64_t j = 0; j < extent; ++j) dst[j] /= sum;
-      }
-    }
+    });
     return;
   }
   scratch->resize(static_cast<size_t>(2 * inner));
@@ -93,12 +108,18 @@ void SoftmaxAxis(const float* x, float* y, int64_t outer, int64_t extent, int64_
     for (int64_t j = 0; j < extent; ++j) {
       const float* row = src + j * inner;
       float* out_row = dst + j * inner;
-      for (int64_t i = 0; i < inner; ++i) {
-        const float e =
-            scaled ? std::exp((row[i] - mmax[i]) / temperature) : std::exp(row[i] - mmax[i]);
-        if (!log_output) out_row[i] = e;
-        sum[i] += e;
+      if (log_output) {
+        for (int64_t i = 0; i < inner; ++i) {
+          sum[i] += scaled ? std::exp((row[i] - mmax[i]) / temperature)
+                           : std::exp(row[i] - mmax[i]);
+        }
+        continue;
       }
+      for (int64_t i = 0; i < inner; ++i) {
+        out_row[i] = scaled ? (row[i] - mmax[i]) / temperature : row[i] - mmax[i];
+      }
+      MathRow(RowMath::kExp, out_row, out_row, inner, 0.f);
+      for (int64_t i = 0; i < inner; ++i) sum[i] += out_row[i];
     }
     if (log_output) {
       for (int64_t i = 0; i < inner; ++i) sum[i] = std::log(sum[i]);
@@ -180,7 +201,7 @@ class Softmax : public Operator {
     return UnifyDTypes(*this, {0}, true, in, out);
   }
 
-  Status Forward(const OpContext&, const std::vector<NDArray>& in,
+  Status Forward(const OpContext& ctx, const std::vector<NDArray>& in,
                  const std::vector<NDArray>& out) override {
     const Shape& shape = in[0].shape();
     const int axis = static_cast<int>(axis_ < 0 ? axis_ + shape.ndim() : axis_);
@@ -194,9 +215,9 @@ class Softmax : public Operator {
     const int64_t outer = shape.ProdRange(0, axis), extent = shape[axis];
     const int64_t inner = shape.ProdRange(axis + 1, shape.ndim());
     if (use_length_) {
-      return SoftmaxLengths(x, in[1].fdata(), out[0].fdata(), outer, extent, inner);
+      return SoftmaxLengths(x, in[1].fdata(), out[0].fdata(), outer, extent, inner, ctx.pool);
     }
-    SoftmaxAxis(x, out[0].fdata(), outer, extent, inner, temperature_, form_ == kLog,
+    SoftmaxAxis(x, out[0].fdata(), outer, extent, inner, temperature_, form_ == kLog, ctx.pool,
                 &scratch_);
     return Status();
   }
@@ -205,13 +226,29 @@ class Softmax : public Operator {
   // MXNet's Softmax with a length per row (softmax only): row (o, i) over its first
   // length[o * inner + i] elements, zeros after them.
   Status SoftmaxLengths(const float* x, const float* lengths, float* y, int64_t outer,
-                        int64_t extent, int64_t inner) const {
+                        int64_t extent, int64_t inner, ThreadPool* pool) const {
     for (int64_t r = 0; r < outer * inner; ++r) {
       const float value = lengths[r];
       MXL_CHECK(value >= 0 && value <= static_cast<float>(extent), "length ", value, " (row ", r,
                 ") is out of range for a softmax over ", extent, " elements");
     }
     if (extent <= 0) return Status();
+    if (inner == 1) {  // contiguous rows: the vector row passes, rows over the pool
+      const int64_t rows_per_task = std::max<int64_t>(1, kElementwiseChunk / extent);
+      ParallelRanges(pool, outer, rows_per_task, [&](int64_t begin, int64_t end) {
+        for (int64_t o = begin; o < end; ++o) {
+          const int64_t len = static_cast<int64_t>(lengths[o]);
+          float* dst = y + o * extent;
+          if (len > 0) {
+            const float* src = x + o * extent;
+            const float sum = ExpShiftedRow(src, dst, len, RowMax(src, len), temperature_);
+            DivideRow(dst, dst, len, sum);
+          }
+          std::fill(dst + len, dst + extent, 0.f);
+        }
+      });
+      return Status();
+    }
     const bool scaled = temperature_ != 1.f;
     for (int64_t o = 0; o < outer; ++o) {
       for (int64_t i = 0; i < inner; ++i) {
@@ -323,7 +360,7 @@ class SoftmaxOutput : public Operator {
                                 " or ", spatial.ToString(), " for data ", data.ToString()));
   }
 
-  Status Forward(const OpContext&, const std::vector<NDArray>& in,
+  Status Forward(const OpContext& ctx, const std::vector<NDArray>& in,
                  const std::vector<NDArray>& out) override {
     const Shape& shape = in[0].shape();
     const int ndim = shape.ndim();
@@ -340,7 +377,8 @@ class SoftmaxOutput : public Operator {
       outer = ndim > 0 ? shape[0] : 1;
       extent = outer > 0 ? size / outer : 0;
     }
-    SoftmaxAxis(in[0].fdata(), out[0].fdata(), outer, extent, inner, 1.f, false, &scratch_);
+    SoftmaxAxis(in[0].fdata(), out[0].fdata(), outer, extent, inner, 1.f, false, ctx.pool,
+                &scratch_);
     return Status();
   }
 
@@ -386,7 +424,7 @@ class SoftmaxActivation : public Operator {
     return Status();
   }
 
-  Status Forward(const OpContext&, const std::vector<NDArray>& in,
+  Status Forward(const OpContext& ctx, const std::vector<NDArray>& in,
                  const std::vector<NDArray>& out) override {
     const Shape& shape = in[0].shape();
     const int ndim = shape.ndim();
@@ -399,7 +437,8 @@ class SoftmaxActivation : public Operator {
       extent = shape[ndim - 1];
       outer = shape.ProdRange(0, ndim - 1);
     }
-    SoftmaxAxis(in[0].fdata(), out[0].fdata(), outer, extent, inner, 1.f, false, &scratch_);
+    SoftmaxAxis(in[0].fdata(), out[0].fdata(), outer, extent, inner, 1.f, false, ctx.pool,
+                &scratch_);
     return Status();
   }
 

@@ -10,13 +10,15 @@
  *
  * MXL_UNARY_FUNCTIONS lists (name, expression in x); every entry becomes a
  * kernel instantiated from one loop, looked up by the operator's name
- * (relu's is ActivationRow's, the same expression without branches). The
+ * (relu's is ActivationRow's, the same expression without branches; exp,
+ * expm1, tanh, erf and sigmoid run MathRow's vector kernels). The
  * tensor is split over the thread pool in runs of kElementwiseChunk.
  */
 #include <cmath>
 
 #include "../kernels/thread_pool.h"
 #include "activation_row.h"
+#include "math_row.h"
 #include "operator.h"
 
 namespace mxlite {
@@ -87,11 +89,23 @@ MXL_UNARY_FUNCTIONS(MXL_UNARY_FUNCTOR)
 #undef MXL_UNARY_FUNCTOR
 
 // relu's expression as ActivationRow computes it, without a branch per
-// element.
+// element, and the transcendental ones through the vector math kernels
+// (MathRow, within a few ulps of the C library's).
 template <>
 void UnaryKernel<relu_function>(const float* x, float* y, int64_t size) {
   ActivationRow(RowActivation::kRelu, x, y, size, 0.f);
 }
+#define MXL_UNARY_MATH_ROW(name, function)                                   \
+  template <>                                                                \
+  void UnaryKernel<name##_function>(const float* x, float* y, int64_t size) { \
+    MathRow(function, x, y, size, 0.f);                                      \
+  }
+MXL_UNARY_MATH_ROW(exp, RowMath::kExp)
+MXL_UNARY_MATH_ROW(expm1, RowMath::kExpm1)
+MXL_UNARY_MATH_ROW(tanh, RowMath::kTanh)
+MXL_UNARY_MATH_ROW(erf, RowMath::kErf)
+MXL_UNARY_MATH_ROW(sigmoid, RowMath::kSigmoid)
+#undef MXL_UNARY_MATH_ROW
 
 struct UnaryEntry {
   const char* name;
