@@ -84,6 +84,34 @@ def test_packed_weight_operators_at_each_thread_count(api, name, options):
         api.free(handle)
 
 
+# Operators that split one tensor's rows, groups or runs over the threads
+# (the fixtures larger than one elementwise task, with float32 inputs).
+SPLIT_CASES = sorted(name for name in BY_NAME
+                     if name.endswith(('_large', '_rows', '_planes', '_groups', '_h260'))
+                     and set(BY_NAME[name].meta.get('input_dtypes', {}).values()) <= {'float32'})
+
+
+@pytest.mark.parametrize('name', SPLIT_CASES)
+def test_split_operators_with_the_batch_whole(api, name):
+    """The fixtures run at batch 2, which a two-thread predictor splits into one image per
+    thread, each operator on one thread. With the batch kept whole the operators themselves
+    split their work (elementwise runs, softmax rows, normalisation groups, RNN gate blocks):
+    MXNet's numbers that way too."""
+    case = BY_NAME[name]
+    inputs, expected = case.io()
+    [handle] = api.create_with_options(case.symbol_json, case.params,
+                                       {k: v.shape for k, v in inputs.items()},
+                                       {'threads': '2', 'split_batch': '0'})
+    try:
+        for key, value in inputs.items():
+            api.set_input(handle, key, value)
+        api.forward(handle)
+        for index, theirs in enumerate(expected):
+            assert_close(api.output(handle, index), theirs, case.rtol, f'{name}')
+    finally:
+        api.free(handle)
+
+
 @pytest.mark.parametrize('threads', ['1', '2'])
 @pytest.mark.parametrize('sizes', [(2, 1, 3), (16, 17000, 5), (40000, 7), (100,)])
 def test_concat_copies_rows_of_any_length(api, sizes, threads):

@@ -22,36 +22,53 @@
  *     (channel), or over the spatial values of each channel (spatial). Its
  *     hidden output is the norm.
  * The variance is the population variance (divided by the count), and the
- * sums accumulate in double.
+ * sums accumulate in double. Where each group's values are one contiguous
+ * run (InstanceNorm, GroupNorm, LayerNorm over the last axis) the groups
+ * are split over the thread pool, with the same arithmetic per group.
  */
+#include <algorithm>
 #include <cmath>
 
+#include "../kernels/thread_pool.h"
 #include "operator.h"
 #include "tensor_util.h"
 
 namespace mxlite {
 namespace norm_op {
 
+// Runs of `length` values a thread takes at a time: about kElementwiseChunk
+// values.
+int64_t RunsPerTask(int64_t length) {
+  return std::max<int64_t>(1, kElementwiseChunk / std::max<int64_t>(1, length));
+}
+
 // Mean and population variance of x viewed as (outer, extent, inner): one
 // pair per (outer, inner) position when `per_position`, else per outer
 // index (over extent * inner values).
+// Where each outer index is one contiguous run of values, the runs are
+// split over `pool`.
 void Moments(const float* x, int64_t outer, int64_t extent, int64_t inner, bool per_position,
-             std::vector<double>* mean, std::vector<double>* var) {
+             ThreadPool* pool, std::vector<double>* mean, std::vector<double>* var) {
   mean->assign(per_position ? outer * inner : outer, 0.0);
   var->assign(mean->size(), 0.0);
   const double count = static_cast<double>(per_position ? extent : extent * inner);
+  if (!per_position || inner == 1) {  // one contiguous run of values per outer index
+    const int64_t n = extent * inner;
+    ParallelRanges(pool, outer, RunsPerTask(n), [&](int64_t begin, int64_t end) {
+      for (int64_t o = begin; o < end; ++o) {
+        const float* block = x + o * n;
+        double sum = 0.0, squares = 0.0;
+        for (int64_t i = 0; i < n; ++i) sum += block[i];
+        const double m = sum / count;
+        for (int64_t i = 0; i < n; ++i) squares += (block[i] - m) * (block[i] - m);
+        (*mean)[o] = m;
+        (*var)[o] = squares / count;
+      }
+    });
+    return;
+  }
   for (int64_t o = 0; o < outer; ++o) {
     const float* block = x + o * extent * inner;
-    if (!per_position || inner == 1) {  // one contiguous run of values
-      const int64_t n = extent * inner;
-      double sum = 0.0, squares = 0.0;
-      for (int64_t i = 0; i < n; ++i) sum += block[i];
-      const double m = sum / count;
-      for (int64_t i = 0; i < n; ++i) squares += (block[i] - m) * (block[i] - m);
-      (*mean)[o] = m;
-      (*var)[o] = squares / count;
-      continue;
-    }
     double* m = mean->data() + o * inner;
     double* v = var->data() + o * inner;
     for (int64_t e = 0; e < extent; ++e) {
@@ -102,7 +119,7 @@ class AffineNorm : public Operator {
     return AssignShape(out, 2, moments, "output", OutputNames());
   }
 
-  Status Forward(const OpContext&, const std::vector<NDArray>& in,
+  Status Forward(const OpContext& ctx, const std::vector<NDArray>& in,
                  const std::vector<NDArray>& out) override {
     const Shape& shape = in[0].shape();
     int64_t outer = 0, extent = 0, inner = 0, affine_extent = 0;
@@ -112,7 +129,7 @@ class AffineNorm : public Operator {
     const float* gamma = in[1].fdata();
     const float* beta = in[2].fdata();
     float* y = out[0].fdata();
-    Moments(x, outer, extent, inner, per_position, &mean_, &var_);
+    Moments(x, outer, extent, inner, per_position, ctx.pool, &mean_, &var_);
     float* mean_out = out[1].fdata();
     float* second_out = out[2].fdata();
     for (size_t g = 0; g < mean_.size(); ++g) {
@@ -125,23 +142,29 @@ class AffineNorm : public Operator {
       // Instance and group: each outer index is one contiguous block with
       // one mean, one scale and one gamma/beta pair.
       const int64_t block = extent * inner;
-      for (int64_t o = 0; o < outer; ++o) {
-        const float mean = static_cast<float>(mean_[o]), scale = static_cast<float>(var_[o]);
-        const float g = gamma[o % affine_extent], b = beta[o % affine_extent];
-        const float* src = x + o * block;
-        float* dst = y + o * block;
-        for (int64_t i = 0; i < block; ++i) dst[i] = (src[i] - mean) * scale * g + b;
-      }
+      ParallelRanges(ctx.pool, outer, RunsPerTask(block), [&](int64_t begin, int64_t end) {
+        for (int64_t o = begin; o < end; ++o) {
+          const float mean = static_cast<float>(mean_[o]), scale = static_cast<float>(var_[o]);
+          const float g = gamma[o % affine_extent], b = beta[o % affine_extent];
+          const float* src = x + o * block;
+          float* dst = y + o * block;
+          for (int64_t i = 0; i < block; ++i) dst[i] = (src[i] - mean) * scale * g + b;
+        }
+      });
       return Status();
     }
     // Layer: statistics per (outer, inner) position, gamma/beta along the axis.
     if (inner == 1) {  // the normalised axis is the last: contiguous rows
-      for (int64_t o = 0; o < outer; ++o) {
-        const float mean = static_cast<float>(mean_[o]), scale = static_cast<float>(var_[o]);
-        const float* src = x + o * extent;
-        float* dst = y + o * extent;
-        for (int64_t e = 0; e < extent; ++e) dst[e] = (src[e] - mean) * scale * gamma[e] + beta[e];
-      }
+      ParallelRanges(ctx.pool, outer, RunsPerTask(extent), [&](int64_t begin, int64_t end) {
+        for (int64_t o = begin; o < end; ++o) {
+          const float mean = static_cast<float>(mean_[o]), scale = static_cast<float>(var_[o]);
+          const float* src = x + o * extent;
+          float* dst = y + o * extent;
+          for (int64_t e = 0; e < extent; ++e) {
+            dst[e] = (src[e] - mean) * scale * gamma[e] + beta[e];
+          }
+        }
+      });
       return Status();
     }
     for (int64_t o = 0; o < outer; ++o) {
