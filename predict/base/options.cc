@@ -25,6 +25,10 @@ const RuntimeOptionInfo kRuntimeOptionList[] = {
      "predictors with the same thread count share one pool of threads (default on)"},
     {"graph_optimization", "MXLITE_GRAPH_OPT", "switch",
      "fuse operators and write Concat inputs in place (default on)"},
+    {"fold_constants", "MXLITE_FOLD_CONSTANTS", "switch",
+     "with graph_optimization: compute the nodes that only rearrange parameters (the "
+     "attention weights GluonNLP joins, Gluon's recurrent parameters) once, at load, and keep "
+     "the results beside the parameters (default on; off saves that memory)"},
     {"split_batch", "MXLITE_SPLIT_BATCH", "auto, or a switch",
      "run a batch of several images one image at a time, each thread on its own images, "
      "where every operator computes images apart: auto (the default) where the model's "
@@ -130,6 +134,8 @@ Status SetRuntimeOption(RuntimeOptions* options, const std::string& name,
     ok = ParseSwitch(value, &options->share_threads);
   } else if (name == "graph_optimization") {
     ok = ParseSwitch(value, &options->graph_optimization);
+  } else if (name == "fold_constants") {
+    ok = ParseSwitch(value, &options->fold_constants);
   } else if (name == "split_batch") {
     bool on = false;
     ok = value == "auto" || ParseSwitch(value, &on);

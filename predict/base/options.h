@@ -36,6 +36,9 @@ struct RuntimeOptions {
   bool share_threads = true;
   // Fuse operators (graph/fuse.h) and write Concat inputs in place.
   bool graph_optimization = true;
+  // With graph_optimization, compute once the nodes that only rearrange
+  // parameters (executor.cc, FoldConstants).
+  bool fold_constants = true;
   // Run a batch one image at a time, each thread on images of its own, when
   // every operator computes the images of a batch apart (executor.h,
   // "Splitting a batch"): kAuto where that also saves memory traffic, kOn

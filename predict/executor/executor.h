@@ -138,6 +138,8 @@ class Executor {
   ~Executor();
 
  private:
+  // Constant folding (graph optimisation on, CPU): see executor.cc.
+  Status FoldConstants();
   Status Bind(const std::map<std::string, int>& input_dtypes);
   // Checks the variables of `graph` against the parameters and inputs and,
   // with `allocate`, gives each its array.
@@ -188,7 +190,11 @@ class Executor {
   void CopyInputsToFloat32(int n);
   void CopyOutputsFromFloat32(int n);
 
+  // The model bound: the one given, or where constants were folded
+  // (FoldConstants) a copy whose parameters also hold the folded values.
   std::shared_ptr<const Model> model_;
+  // The folded values, shared through the model's PreparedCache.
+  std::shared_ptr<const void> folded_constants_;
   RuntimeOptions options_;
   struct OpProfile {
     double seconds = 0;

@@ -15,6 +15,8 @@
  *   share_threads       1: predictors with the same thread count share one
  *                       pool of threads (default); 0: a pool of their own
  *   graph_optimization  1: fuse operators (default); 0: run as written
+ *   fold_constants      1: with graph_optimization, compute once what
+ *                       depends on parameters alone (default); 0: each pass
  *   split_batch         auto (default): a batch runs one image at a time,
  *                       each thread on its own images, where the operators
  *                       allow and the weights are smaller than one image's

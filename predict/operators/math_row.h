@@ -67,28 +67,31 @@ struct MathRowKernels {
 extern const MathRowKernels kMathRowAvx512;
 extern const MathRowKernels kMathRowAvx2;
 
+// Inline: the builds without x86 vector kernels (Arm, wasm) read none of
+// them, and clang warns about an unused constant with internal linkage.
 namespace math_row_constants {
 
-constexpr float kLog2E = 1.44269504088896341f;
+inline constexpr float kLog2E = 1.44269504088896341f;
 // ln 2 = kLn2High + kLn2Low: the high part is ln 2 rounded to float.
-constexpr float kLn2High = 0.693147182464599609375f;
-constexpr float kLn2Low = -1.904654299957768e-09f;
-constexpr float kSqrtHalf = 0.70710678118654752440f;
-constexpr float kExpLowest = -104.f;  // exp rounds to 0 below about -103.97
-constexpr float kExpHighest = 89.f;   // and to +inf above about 88.72
-constexpr float kExpm1Lowest = -30.f;  // expm1 rounds to -1 below about -17.3
-constexpr float kTanhLimit = 0.625f;
-constexpr float kErfLimit = 0.875f;
-constexpr float kErfOne = 4.f;  // erf rounds to +-1 past about 3.92
+inline constexpr float kLn2High = 0.693147182464599609375f;
+inline constexpr float kLn2Low = -1.904654299957768e-09f;
+inline constexpr float kSqrtHalf = 0.70710678118654752440f;
+inline constexpr float kExpLowest = -104.f;  // exp rounds to 0 below about -103.97
+inline constexpr float kExpHighest = 89.f;   // and to +inf above about 88.72
+inline constexpr float kExpm1Lowest = -30.f;  // expm1 rounds to -1 below about -17.3
+inline constexpr float kTanhLimit = 0.625f;
+inline constexpr float kErfLimit = 0.875f;
+inline constexpr float kErfOne = 4.f;  // erf rounds to +-1 past about 3.92
 
 // The fits, lowest power first (scripts/vector_math_coefficients.py).
-constexpr float kExpQ[] = {0.49999994f, 0.16666521f, 0.04166839f, 0.00836871f, 0.0013814613f};
-constexpr float kTanhT[] = {-0.3333328f, 0.13331442f, -0.053739715f, 0.020639088f,
-                            -0.0057049873f};
-constexpr float kErfP[] = {1.1283791f,    -0.3761255f,  0.11282455f,
-                           -0.026791468f, 0.005032189f, -0.0006203291f};
-constexpr float kErfcS[] = {-0.00015419512f, 0.5678081f,  0.52911824f, 0.45814404f,
-                            -0.7262088f,     -0.4412477f, 1.1256405f,  -0.52799135f};
+inline constexpr float kExpQ[] = {0.49999994f, 0.16666521f, 0.04166839f, 0.00836871f,
+                                  0.0013814613f};
+inline constexpr float kTanhT[] = {-0.3333328f, 0.13331442f, -0.053739715f, 0.020639088f,
+                                   -0.0057049873f};
+inline constexpr float kErfP[] = {1.1283791f,    -0.3761255f,  0.11282455f,
+                                  -0.026791468f, 0.005032189f, -0.0006203291f};
+inline constexpr float kErfcS[] = {-0.00015419512f, 0.5678081f,  0.52911824f, 0.45814404f,
+                                   -0.7262088f,     -0.4412477f, 1.1256405f,  -0.52799135f};
 
 }  // namespace math_row_constants
 
