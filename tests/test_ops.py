@@ -55,6 +55,22 @@ def test_op_matches_mxnet(api, case):
         assert_close(ours, theirs, case.rtol, f'{case.name} output {index}')
 
 
+def check_with_options(api, name, options):
+    """Fixture `name` through MXLitePredCreateWithOptions with `options`: MXNet's numbers."""
+    case = BY_NAME[name]
+    inputs, expected = case.io()
+    [handle] = api.create_with_options(case.symbol_json, case.params,
+                                       {k: v.shape for k, v in inputs.items()}, options)
+    try:
+        for key, value in inputs.items():
+            api.set_input(handle, key, value)
+        api.forward(handle)
+        for index, theirs in enumerate(expected):
+            assert_close(api.output(handle, index), theirs, case.rtol, f'{name} {options}')
+    finally:
+        api.free(handle)
+
+
 PREPACKED_CASES = sorted(name for name in BY_NAME
                          if name.startswith(('deconv', 'upsampling_bilinear', 'deformable',
                                              'modulated_deformable')))
@@ -70,18 +86,7 @@ def test_packed_weight_operators_at_each_thread_count(api, name, options):
     groups per thread where there are several; under compact_weights they pack per call. Each
     way (two threads with the batch kept whole, so that one predictor uses both), MXNet's
     numbers."""
-    case = BY_NAME[name]
-    inputs, expected = case.io()
-    [handle] = api.create_with_options(case.symbol_json, case.params,
-                                       {k: v.shape for k, v in inputs.items()}, options)
-    try:
-        for key, value in inputs.items():
-            api.set_input(handle, key, value)
-        api.forward(handle)
-        for index, theirs in enumerate(expected):
-            assert_close(api.output(handle, index), theirs, case.rtol, f'{name} {options}')
-    finally:
-        api.free(handle)
+    check_with_options(api, name, options)
 
 
 # Operators that split one tensor's rows, groups or runs over the threads
@@ -97,19 +102,7 @@ def test_split_operators_with_the_batch_whole(api, name):
     thread, each operator on one thread. With the batch kept whole the operators themselves
     split their work (elementwise runs, softmax rows, normalisation groups, RNN gate blocks):
     MXNet's numbers that way too."""
-    case = BY_NAME[name]
-    inputs, expected = case.io()
-    [handle] = api.create_with_options(case.symbol_json, case.params,
-                                       {k: v.shape for k, v in inputs.items()},
-                                       {'threads': '2', 'split_batch': '0'})
-    try:
-        for key, value in inputs.items():
-            api.set_input(handle, key, value)
-        api.forward(handle)
-        for index, theirs in enumerate(expected):
-            assert_close(api.output(handle, index), theirs, case.rtol, f'{name}')
-    finally:
-        api.free(handle)
+    check_with_options(api, name, {'threads': '2', 'split_batch': '0'})
 
 
 @pytest.mark.parametrize('threads', ['1', '2'])

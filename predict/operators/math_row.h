@@ -35,6 +35,7 @@
 #define MXLITE_OPERATORS_MATH_ROW_H_
 
 #include <cstdint>
+#include <type_traits>
 
 namespace mxlite {
 
@@ -54,6 +55,46 @@ float RowMax(const float* src, int64_t count);
 float ExpShiftedRow(const float* src, float* dst, int64_t count, float shift, float temperature);
 // and dst[i] = src[i] / divisor, a true division per element.
 void DivideRow(const float* src, float* dst, int64_t count, float divisor);
+
+// The last step of the vector passes, on a vector stored to `lanes`
+// (`count` a power of two): the largest lane as RowMax's loop finds it, and
+// the sum of the lanes halving their number each step (`lanes` is
+// overwritten).
+inline float LargestLane(const float* lanes, int count) {
+  float largest = lanes[0];
+  for (int lane = 1; lane < count; ++lane) {
+    if (largest < lanes[lane]) largest = lanes[lane];
+  }
+  return largest;
+}
+inline float SumOfLanes(float* lanes, int count) {
+  for (int width = count / 2; width >= 1; width /= 2) {
+    for (int lane = 0; lane < width; ++lane) lanes[lane] += lanes[lane + width];
+  }
+  return lanes[0];
+}
+
+// Calls rows(std::integral_constant<RowMath, function>()): how each
+// instruction set's file turns the function into its template argument.
+template <typename Rows>
+void DispatchRowMath(RowMath function, Rows rows) {
+  switch (function) {
+    case RowMath::kExp:
+      return rows(std::integral_constant<RowMath, RowMath::kExp>());
+    case RowMath::kExpm1:
+      return rows(std::integral_constant<RowMath, RowMath::kExpm1>());
+    case RowMath::kSigmoid:
+      return rows(std::integral_constant<RowMath, RowMath::kSigmoid>());
+    case RowMath::kTanh:
+      return rows(std::integral_constant<RowMath, RowMath::kTanh>());
+    case RowMath::kErf:
+      return rows(std::integral_constant<RowMath, RowMath::kErf>());
+    case RowMath::kGelu:
+      return rows(std::integral_constant<RowMath, RowMath::kGelu>());
+    case RowMath::kElu:
+      return rows(std::integral_constant<RowMath, RowMath::kElu>());
+  }
+}
 
 // The implementations per instruction set, for the family's table in
 // math_row.cc only.

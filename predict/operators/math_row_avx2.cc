@@ -158,22 +158,7 @@ MXLITE_TARGET_AVX2 void Row(const float* src, float* dst, int64_t count, float a
 }
 
 void Rows(RowMath function, const float* src, float* dst, int64_t count, float alpha) {
-  switch (function) {
-    case RowMath::kExp:
-      return Row<RowMath::kExp>(src, dst, count, alpha);
-    case RowMath::kExpm1:
-      return Row<RowMath::kExpm1>(src, dst, count, alpha);
-    case RowMath::kSigmoid:
-      return Row<RowMath::kSigmoid>(src, dst, count, alpha);
-    case RowMath::kTanh:
-      return Row<RowMath::kTanh>(src, dst, count, alpha);
-    case RowMath::kErf:
-      return Row<RowMath::kErf>(src, dst, count, alpha);
-    case RowMath::kGelu:
-      return Row<RowMath::kGelu>(src, dst, count, alpha);
-    case RowMath::kElu:
-      return Row<RowMath::kElu>(src, dst, count, alpha);
-  }
+  DispatchRowMath(function, [&](auto kind) { Row<decltype(kind)::value>(src, dst, count, alpha); });
 }
 
 // As math_row_avx512.cc's Max: VMAXPS(v, m) passes over a NaN in v and
@@ -189,11 +174,7 @@ MXLITE_TARGET_AVX2 float Max(const float* src, int64_t count) {
   }
   alignas(32) float lanes[8];
   _mm256_store_ps(lanes, m);
-  float largest = lanes[0];
-  for (int lane = 1; lane < 8; ++lane) {
-    if (largest < lanes[lane]) largest = lanes[lane];
-  }
-  return largest;
+  return LargestLane(lanes, 8);
 }
 
 template <bool kScaled>
@@ -219,8 +200,7 @@ MXLITE_TARGET_AVX2 float ExpShifted(const float* src, float* dst, int64_t count,
   }
   alignas(32) float lanes[8];
   _mm256_store_ps(lanes, sum);
-  return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
-         ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+  return SumOfLanes(lanes, 8);
 }
 
 float ExpShiftedAny(const float* src, float* dst, int64_t count, float shift, float temperature) {

@@ -154,22 +154,7 @@ MXLITE_TARGET_AVX512 void Row(const float* src, float* dst, int64_t count, float
 }
 
 void Rows(RowMath function, const float* src, float* dst, int64_t count, float alpha) {
-  switch (function) {
-    case RowMath::kExp:
-      return Row<RowMath::kExp>(src, dst, count, alpha);
-    case RowMath::kExpm1:
-      return Row<RowMath::kExpm1>(src, dst, count, alpha);
-    case RowMath::kSigmoid:
-      return Row<RowMath::kSigmoid>(src, dst, count, alpha);
-    case RowMath::kTanh:
-      return Row<RowMath::kTanh>(src, dst, count, alpha);
-    case RowMath::kErf:
-      return Row<RowMath::kErf>(src, dst, count, alpha);
-    case RowMath::kGelu:
-      return Row<RowMath::kGelu>(src, dst, count, alpha);
-    case RowMath::kElu:
-      return Row<RowMath::kElu>(src, dst, count, alpha);
-  }
+  DispatchRowMath(function, [&](auto kind) { Row<decltype(kind)::value>(src, dst, count, alpha); });
 }
 
 // VMAXPS(v, m) is v where v > m, else m: a NaN in v is passed over and a
@@ -184,11 +169,7 @@ MXLITE_TARGET_AVX512 float Max(const float* src, int64_t count) {
   }
   alignas(64) float lanes[16];
   _mm512_store_ps(lanes, m);
-  float largest = lanes[0];
-  for (int lane = 1; lane < 16; ++lane) {
-    if (largest < lanes[lane]) largest = lanes[lane];
-  }
-  return largest;
+  return LargestLane(lanes, 16);
 }
 
 template <bool kScaled>
@@ -215,10 +196,7 @@ MXLITE_TARGET_AVX512 float ExpShifted(const float* src, float* dst, int64_t coun
   // (_mm512_reduce_add_ps reads an undefined operand GCC 12 warns about.)
   alignas(64) float lanes[16];
   _mm512_store_ps(lanes, sum);
-  for (int width = 8; width >= 1; width /= 2) {
-    for (int lane = 0; lane < width; ++lane) lanes[lane] += lanes[lane + width];
-  }
-  return lanes[0];
+  return SumOfLanes(lanes, 16);
 }
 
 float ExpShiftedAny(const float* src, float* dst, int64_t count, float shift, float temperature) {
