@@ -36,12 +36,6 @@
 namespace mxlite {
 namespace norm_op {
 
-// Runs of `length` values a thread takes at a time: about kElementwiseChunk
-// values.
-int64_t RunsPerTask(int64_t length) {
-  return std::max<int64_t>(1, kElementwiseChunk / std::max<int64_t>(1, length));
-}
-
 // Mean and population variance of x viewed as (outer, extent, inner): one
 // pair per (outer, inner) position when `per_position`, else per outer
 // index (over extent * inner values).
@@ -54,7 +48,7 @@ void Moments(const float* x, int64_t outer, int64_t extent, int64_t inner, bool 
   const double count = static_cast<double>(per_position ? extent : extent * inner);
   if (!per_position || inner == 1) {  // one contiguous run of values per outer index
     const int64_t n = extent * inner;
-    ParallelRanges(pool, outer, RunsPerTask(n), [&](int64_t begin, int64_t end) {
+    ParallelRanges(pool, outer, RowsPerElementwiseTask(n), [&](int64_t begin, int64_t end) {
       for (int64_t o = begin; o < end; ++o) {
         const float* block = x + o * n;
         double sum = 0.0, squares = 0.0;
@@ -142,7 +136,8 @@ class AffineNorm : public Operator {
       // Instance and group: each outer index is one contiguous block with
       // one mean, one scale and one gamma/beta pair.
       const int64_t block = extent * inner;
-      ParallelRanges(ctx.pool, outer, RunsPerTask(block), [&](int64_t begin, int64_t end) {
+      const int64_t rows_per_task = RowsPerElementwiseTask(block);
+      ParallelRanges(ctx.pool, outer, rows_per_task, [&](int64_t begin, int64_t end) {
         for (int64_t o = begin; o < end; ++o) {
           const float mean = static_cast<float>(mean_[o]), scale = static_cast<float>(var_[o]);
           const float g = gamma[o % affine_extent], b = beta[o % affine_extent];
@@ -155,7 +150,8 @@ class AffineNorm : public Operator {
     }
     // Layer: statistics per (outer, inner) position, gamma/beta along the axis.
     if (inner == 1) {  // the normalised axis is the last: contiguous rows
-      ParallelRanges(ctx.pool, outer, RunsPerTask(extent), [&](int64_t begin, int64_t end) {
+      const int64_t rows_per_task = RowsPerElementwiseTask(extent);
+      ParallelRanges(ctx.pool, outer, rows_per_task, [&](int64_t begin, int64_t end) {
         for (int64_t o = begin; o < end; ++o) {
           const float mean = static_cast<float>(mean_[o]), scale = static_cast<float>(var_[o]);
           const float* src = x + o * extent;

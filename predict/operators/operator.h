@@ -21,6 +21,7 @@
 #ifndef MXLITE_OPERATORS_OPERATOR_H_
 #define MXLITE_OPERATORS_OPERATOR_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -50,6 +51,12 @@ struct OpContext {
 // the thread pool (ParallelRanges): 64 KB of floats, enough to hide a
 // task's start.
 constexpr int64_t kElementwiseChunk = 16384;
+
+// Rows of `row_length` elements a task takes where an operator splits whole
+// rows over the pool: about kElementwiseChunk elements, at least one row.
+inline int64_t RowsPerElementwiseTask(int64_t row_length) {
+  return std::max<int64_t>(1, kElementwiseChunk / std::max<int64_t>(1, row_length));
+}
 
 // Which element types an operator accepts. The registry (op_list.inc) states
 // it per operator; the generated operator table prints the text. kFloat and

@@ -204,30 +204,28 @@ class SeparableMaxKernel : public PoolKernel {
       }
       const float* const across_w = pass_w ? w_done : src;
       const float* const across_h = pass_h ? h_done : across_w;
-      // Rows [begin, end) of `from` (out_w apart) folded into `to`.
-      const auto fold_rows = [out_w](const float* from, int64_t begin, int64_t end, float* to) {
+      // The out_w-wide rows span.begin .. span.end - 1 of `from`, `apart`
+      // floats apart, folded into `to`.
+      const auto fold_rows = [out_w](const float* from, const PoolSpan& span, int64_t apart,
+                                     float* to) {
         std::fill(to, to + out_w, -FLT_MAX);
-        for (int64_t r = begin; r < end; ++r) {
-          const float* row = from + r * out_w;
+        for (int64_t r = span.begin; r < span.end; ++r) {
+          const float* row = from + r * apart;
           for (int64_t ow = 0; ow < out_w; ++ow) to[ow] = row[ow] > to[ow] ? row[ow] : to[ow];
         }
       };
       for (int64_t d = 0; pass_h && d < in_d; ++d) {
         for (int64_t oh = 0; oh < out_h; ++oh) {
-          fold_rows(across_w + d * in_h * out_w, spans_[1][oh].begin, spans_[1][oh].end,
+          fold_rows(across_w + d * in_h * out_w, spans_[1][oh], out_w,
                     h_done + (d * out_h + oh) * out_w);
         }
       }
       float* dst = y + plane * g.OutPlane();
       for (int64_t od = 0; od < out_d; ++od) {
         for (int64_t oh = 0; oh < out_h; ++oh) {
-          // Depth slices d of output row oh lie out_h * out_w apart.
-          float* to = dst + (od * out_h + oh) * out_w;
-          std::fill(to, to + out_w, -FLT_MAX);
-          for (int64_t d = spans_[0][od].begin; d < spans_[0][od].end; ++d) {
-            const float* row = across_h + (d * out_h + oh) * out_w;
-            for (int64_t ow = 0; ow < out_w; ++ow) to[ow] = row[ow] > to[ow] ? row[ow] : to[ow];
-          }
+          // Depth slices of output row oh lie out_h * out_w apart.
+          fold_rows(across_h + oh * out_w, spans_[0][od], out_h * out_w,
+                    dst + (od * out_h + oh) * out_w);
         }
       }
     });

@@ -316,7 +316,7 @@ class Reduce : public BlockReduction {
     }
     const float* x = Arrange(in[0]);
     DispatchKind(kind_, [&](auto kind) {
-      ParallelRanges(ctx.pool, blocks_.rows, std::max<int64_t>(1, kElementwiseChunk / length),
+      ParallelRanges(ctx.pool, blocks_.rows, RowsPerElementwiseTask(length),
                      [&](int64_t begin, int64_t end) {
                        FoldBlocks<decltype(kind)::value>(x, length, begin, end, y);
                      });

@@ -83,8 +83,7 @@ void SoftmaxAxis(const float* x, float* y, int64_t outer, int64_t extent, int64_
   if (extent <= 0 || inner <= 0) return;
   const bool scaled = temperature != 1.f;
   if (inner == 1) {
-    const int64_t rows_per_task = std::max<int64_t>(1, kElementwiseChunk / extent);
-    ParallelRanges(pool, outer, rows_per_task, [&](int64_t begin, int64_t end) {
+    ParallelRanges(pool, outer, RowsPerElementwiseTask(extent), [&](int64_t begin, int64_t end) {
       for (int64_t o = begin; o < end; ++o) {
         SoftmaxRow(x + o * extent, y + o * extent, extent, temperature, log_output);
       }
@@ -234,16 +233,11 @@ class Softmax : public Operator {
     }
     if (extent <= 0) return Status();
     if (inner == 1) {  // contiguous rows: the vector row passes, rows over the pool
-      const int64_t rows_per_task = std::max<int64_t>(1, kElementwiseChunk / extent);
-      ParallelRanges(pool, outer, rows_per_task, [&](int64_t begin, int64_t end) {
+      ParallelRanges(pool, outer, RowsPerElementwiseTask(extent), [&](int64_t begin, int64_t end) {
         for (int64_t o = begin; o < end; ++o) {
           const int64_t len = static_cast<int64_t>(lengths[o]);
           float* dst = y + o * extent;
-          if (len > 0) {
-            const float* src = x + o * extent;
-            const float sum = ExpShiftedRow(src, dst, len, RowMax(src, len), temperature_);
-            DivideRow(dst, dst, len, sum);
-          }
+          if (len > 0) SoftmaxRow(x + o * extent, dst, len, temperature_, false);
           std::fill(dst + len, dst + extent, 0.f);
         }
       });
