@@ -8,6 +8,7 @@ the GIL released during a pass, reshape, partial outputs, summaries.
 """
 import gc
 import json
+import re
 import os
 import sys
 import threading
@@ -477,7 +478,11 @@ def test_profile_report_on_stderr(level):
     lines = result.stderr.splitlines()
     header = [i for i, line in enumerate(lines) if line.startswith('mxlite profile (1 threads)')]
     assert len(header) == 1, result.stderr[-2000:]
+    # The figures are the second pass's; the first's total is kept apart.
+    assert re.search(r'[0-9.]+ ms in operators a pass, the mean of the 1 after the first '
+                     r'\(the first: [0-9.]+ ms\)$', lines[header[0]]), lines[header[0]]
     rows = lines[header[0] + 1:]
+    assert all(re.search(r' ms +[0-9.]+%  first +[0-9.]+ ms ', line) for line in rows), rows
     # Two forward passes: each node ran twice, each operator type a multiple of that.
     assert rows and all(line.endswith(' calls') and int(line.split()[-2]) % 2 == 0
                         for line in rows), rows

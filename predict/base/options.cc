@@ -52,7 +52,8 @@ const RuntimeOptionInfo kRuntimeOptionList[] = {
      "predictors and processes reuse them instead of timing again (default: none, choices "
      "kept in the process only)"},
     {"profile", "MXLITE_PROFILE", "0, 1 or 2",
-     "print time per operator type (1) or per node (2) to stderr when a predictor is freed"},
+     "print time per operator type (1) or per node (2) to stderr when a predictor is freed: "
+     "the mean of the passes after the first, the first apart"},
     {"memory_budget", "MXLITE_MEMORY_BUDGET", "bytes, with K/M/G suffix; 0: default",
      "most bytes a predictor holds besides the parameters (inputs, intermediate results, "
      "outputs, prepared weights, scratch); default: the machine's physical memory or the process's "

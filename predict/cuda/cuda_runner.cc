@@ -543,7 +543,7 @@ Status CudaRunner::ProfiledPass() {
     const char* form = kernels_[n] ? kernels_[n]->Name() : "";
     const std::string kernel =
         StrCat("GPU", kernels_[n] ? "" : " host fallback", *form ? " " : "", form);
-    ex_->AddToProfile(n, kernel, ms * 1e-3);
+    ex_->AddToProfile(n, kernel, ms * 1e-3, /*first_run=*/false);
   }
   return Status();
 }

@@ -788,8 +788,12 @@ Status Executor::RunNode(int n) {
                          : ops_[n]->Forward(context, node_inputs_[n], entries_[n]);
   if (copies && status.ok()) CopyOutputsFromFloat32(n);
   if (timed) {
+    if (profile_ran_.size() <= static_cast<size_t>(n)) profile_ran_.resize(ops_.size());
+    const bool first_run = !profile_ran_[n];
+    profile_ran_[n] = true;
     AddToProfile(n, ops_[n]->KernelName(),
-                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+                 first_run);
   }
   if (!status.ok()) {
     return Status::Error(StrCat("node ", graph.Describe(n), ": ", status.message()));
@@ -804,7 +808,8 @@ Status Executor::RunNode(int n) {
   return Status();
 }
 
-void Executor::AddToProfile(int n, const std::string& kernel, double seconds) {
+void Executor::AddToProfile(int n, const std::string& kernel, double seconds,
+                            bool first_run) {
   const Node& node = graph_.nodes[n];
   std::string key = kernel.empty() ? node.op_name : node.op_name + " " + kernel;
   if (options_.profile == 2) {
@@ -814,22 +819,62 @@ void Executor::AddToProfile(int n, const std::string& kernel, double seconds) {
     key = StrCat(number, node.name, " ", key, " -> ", entries_[n][0].shape().ToString());
   }
   OpProfile& entry = (*profile_)[key];
+  if (first_run) {
+    entry.first_seconds += seconds;
+    entry.first_calls += 1;
+    return;
+  }
   entry.seconds += seconds;
   entry.calls += 1;
+  if (profile_later_runs_.size() <= static_cast<size_t>(n)) {
+    profile_later_runs_.resize(static_cast<size_t>(n) + 1);
+  }
+  profile_later_runs_[n] += 1;
 }
 
 Executor::~Executor() {
   if (!profile_ || profile_->empty()) return;
   // Profile 1 (2): where the time went, per operator type (node), on
-  // stderr.
-  double total = 0;
-  for (const auto& entry : *profile_) total += entry.second.seconds;
-  std::fprintf(stderr, "mxlite profile (%d threads): %.3f ms in operators\n",
-               pool_ ? pool_->size() : 1, total * 1e3);
+  // stderr: the mean of the passes after the first, and the first apart;
+  // from a single pass, that pass.
+  int64_t passes = 0;
+  for (int64_t runs : profile_later_runs_) passes = std::max(passes, runs);
+  const bool later = passes > 0;
+  double total = 0, first_total = 0;
   for (const auto& entry : *profile_) {
-    std::fprintf(stderr, "  %-48s %9.3f ms %5.1f%% %7lld calls\n", entry.first.c_str(),
-                 entry.second.seconds * 1e3, 100 * entry.second.seconds / total,
-                 static_cast<long long>(entry.second.calls));
+    total += entry.second.seconds;
+    first_total += entry.second.first_seconds;
+  }
+  const double per_pass = later ? total / static_cast<double>(passes) : first_total;
+  int64_t first_calls = 0;
+  for (const auto& entry : *profile_) first_calls += entry.second.first_calls;
+  const int threads = pool_ ? pool_->size() : 1;
+  if (!later) {
+    std::fprintf(stderr, "mxlite profile (%d threads): %.3f ms in operators in one pass\n",
+                 threads, per_pass * 1e3);
+  } else if (first_calls == 0) {
+    // (The CUDA runner times no first pass.)
+    std::fprintf(stderr,
+                 "mxlite profile (%d threads): %.3f ms in operators a pass, the mean of %lld\n",
+                 threads, per_pass * 1e3, static_cast<long long>(passes));
+  } else {
+    std::fprintf(stderr,
+                 "mxlite profile (%d threads): %.3f ms in operators a pass, the mean of the %lld "
+                 "after the first (the first: %.3f ms)\n",
+                 threads, per_pass * 1e3, static_cast<long long>(passes), first_total * 1e3);
+  }
+  for (const auto& entry : *profile_) {
+    const OpProfile& op = entry.second;
+    const double ms = (later ? op.seconds / static_cast<double>(passes) : op.first_seconds) * 1e3;
+    const double share = per_pass > 0 ? 100 * ms / (per_pass * 1e3) : 0.0;
+    const long long calls = static_cast<long long>(op.calls + op.first_calls);
+    if (later && first_calls > 0) {
+      std::fprintf(stderr, "  %-48s %9.3f ms %5.1f%%  first %9.3f ms %7lld calls\n",
+                   entry.first.c_str(), ms, share, op.first_seconds * 1e3, calls);
+    } else {
+      std::fprintf(stderr, "  %-48s %9.3f ms %5.1f%% %7lld calls\n", entry.first.c_str(), ms,
+                   share, calls);
+    }
   }
 }
 
