@@ -18,6 +18,15 @@
  *   x < -1 or x > W counts 0; otherwise y, x below 0 move to 0, and a
  *   sample at or past the last row (column) reads that row (column) alone;
  *   the four corners are weighted (1-ly)(1-lx), (1-ly)lx, ly(1-lx), ly lx.
+ * The four weights are products of one factor per axis, and a sample left
+ * out has zero factors, so the average is separable: each input row that
+ * some sample reads is first interpolated along x at every bin column
+ * (SeparablePlan), and the output bins then combine those rows along y. A
+ * region whose samples share rows (one a few feature pixels tall, as most
+ * are) reads each row once instead of once per sample. The sums run in
+ * another order than MXNet's (per axis), within float rounding of its.
+ * position_sensitive reads a different channel in each bin and keeps the
+ * per-sample form.
  * The batch index is truncated to an int. A negative one leaves the ROI out:
  * its output is 0 (MXNet documents 0 but its kernel zeroes a single element
  * and leaves the rest of the ROI unwritten); one past the batch is an error
@@ -42,6 +51,21 @@ constexpr double kMaxSamples = 1 << 26;
 struct Sample {
   int64_t pos[4];
   float w[4];
+};
+
+// One sample's place along one axis: its two neighbouring rows (or columns)
+// and their weights; a sample outside the map has zero weights on row 0.
+struct AxisSample {
+  int64_t low = 0, high = 0;
+  float w_low = 0.f, w_high = 0.f;
+};
+
+// A region's samples, axis by axis, and the input rows they read: slot[k]
+// of `rows` holds row rows[k]; row_slot maps a row to its slot.
+struct SeparablePlan {
+  std::vector<AxisSample> ys, xs;  // (ph, iy) and (pw, ix), in order
+  std::vector<int64_t> rows, row_slot;
+  std::vector<float> interpolated;  // rows x pooled_w: each row along x
 };
 
 class ROIAlign : public Operator {
@@ -128,6 +152,16 @@ class ROIAlign : public Operator {
       const int grid_h = static_cast<int>(GridSide(box.height, pooled_h_));
       const int grid_w = static_cast<int>(GridSide(box.width, pooled_w_));
       const float samples_per_bin = static_cast<float>(grid_h * grid_w);
+      if (!position_sensitive_) {
+        thread_local SeparablePlan plan;
+        PlanSeparable(box, bin_h, bin_w, grid_h, grid_w, height, width, &plan);
+        const float* image_data = data + image * in_channels * height * width;
+        for (int64_t c = 0; c < channels; ++c) {
+          PoolSeparable(plan, image_data + c * height * width, width, grid_h, grid_w,
+                        samples_per_bin, top + c * bins);
+        }
+        return;
+      }
       std::vector<Sample> samples(static_cast<size_t>(bins * grid_h * grid_w));
       Sample* s = samples.data();
       for (int64_t ph = 0; ph < pooled_h_; ++ph) {
@@ -187,6 +221,92 @@ class ROIAlign : public Operator {
       box.height = std::max(box.height, 1.f);
     }
     return box;
+  }
+
+  // Sample coordinate v along an axis of `size` (MXNet's clamping, one
+  // axis of pre_calc_for_bilinear_interpolate); `outside`: the sample is
+  // left out (its coordinate along either axis is off the map).
+  static AxisSample AxisAt(float v, int64_t size, bool outside) {
+    AxisSample a;
+    if (outside) return a;
+    if (v <= 0) v = 0;
+    a.low = static_cast<int>(v);
+    if (a.low >= size - 1) {
+      a.high = a.low = size - 1;
+      v = static_cast<float>(a.low);
+    } else {
+      a.high = a.low + 1;
+    }
+    a.w_high = v - static_cast<float>(a.low);
+    a.w_low = 1.f - a.w_high;
+    return a;
+  }
+
+  // The region's samples along each axis (the coordinates Bilinear takes)
+  // and the rows they read.
+  void PlanSeparable(const Box& box, float bin_h, float bin_w, int grid_h, int grid_w,
+                     int64_t height, int64_t width, SeparablePlan* plan) const {
+    plan->ys.resize(static_cast<size_t>(pooled_h_ * grid_h));
+    plan->xs.resize(static_cast<size_t>(pooled_w_ * grid_w));
+    for (int64_t ph = 0; ph < pooled_h_; ++ph) {
+      for (int iy = 0; iy < grid_h; ++iy) {
+        const float yy = box.start_h + static_cast<float>(ph) * bin_h +
+                         static_cast<float>(iy + .5f) * bin_h / static_cast<float>(grid_h);
+        plan->ys[ph * grid_h + iy] = AxisAt(yy, height, yy < -1.0 || yy > height);
+      }
+    }
+    for (int64_t pw = 0; pw < pooled_w_; ++pw) {
+      for (int ix = 0; ix < grid_w; ++ix) {
+        const float xx = box.start_w + static_cast<float>(pw) * bin_w +
+                         static_cast<float>(ix + .5f) * bin_w / static_cast<float>(grid_w);
+        plan->xs[pw * grid_w + ix] = AxisAt(xx, width, xx < -1.0 || xx > width);
+      }
+    }
+    // A sample off the map along x leaves out the whole sample, whatever its
+    // y: zero x weights do that. One off the map along y has zero y weights.
+    plan->row_slot.assign(static_cast<size_t>(height), -1);
+    plan->rows.clear();
+    for (const AxisSample& a : plan->ys) {
+      for (int64_t row : {a.low, a.high}) {
+        if (plan->row_slot[row] < 0) {
+          plan->row_slot[row] = static_cast<int64_t>(plan->rows.size());
+          plan->rows.push_back(row);
+        }
+      }
+    }
+    plan->interpolated.resize(plan->rows.size() * static_cast<size_t>(pooled_w_));
+  }
+
+  // One channel's bins (plane: its input, out: its pooled_h x pooled_w).
+  void PoolSeparable(SeparablePlan& plan, const float* plane, int64_t width, int grid_h,
+                     int grid_w, float samples_per_bin, float* out) const {
+    const int64_t pooled_w = pooled_w_;
+    float* interpolated = plan.interpolated.data();
+    for (size_t k = 0; k < plan.rows.size(); ++k) {
+      const float* row = plane + plan.rows[k] * width;
+      float* line = interpolated + static_cast<int64_t>(k) * pooled_w;
+      const AxisSample* x = plan.xs.data();
+      for (int64_t pw = 0; pw < pooled_w; ++pw) {
+        float sum = 0.f;
+        for (int ix = 0; ix < grid_w; ++ix, ++x) {
+          sum += x->w_low * row[x->low] + x->w_high * row[x->high];
+        }
+        line[pw] = sum;
+      }
+    }
+    const AxisSample* y = plan.ys.data();
+    for (int64_t ph = 0; ph < pooled_h_; ++ph) {
+      float* bin_row = out + ph * pooled_w;
+      std::fill(bin_row, bin_row + pooled_w, 0.f);
+      for (int iy = 0; iy < grid_h; ++iy, ++y) {
+        const float* low = interpolated + plan.row_slot[y->low] * pooled_w;
+        const float* high = interpolated + plan.row_slot[y->high] * pooled_w;
+        for (int64_t pw = 0; pw < pooled_w; ++pw) {
+          bin_row[pw] += y->w_low * low[pw] + y->w_high * high[pw];
+        }
+      }
+      for (int64_t pw = 0; pw < pooled_w; ++pw) bin_row[pw] /= samples_per_bin;
+    }
   }
 
   // MXNet's pre_calc_for_bilinear_interpolate for one sample.
