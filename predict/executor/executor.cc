@@ -176,7 +176,8 @@ Status Executor::Unoptimized(std::unique_ptr<Executor>* out) const {
  */
 namespace executor_cc {
 
-constexpr const char* kFoldableOperators[] = {
+// Names in place, not pointers: a table of pointers is a relocation each.
+constexpr char kFoldableOperators[][18] = {
     "Reshape", "expand_dims", "squeeze", "Flatten",    "transpose",         "SwapAxis",
     "slice",   "slice_axis",  "Concat",  "stack",      "_rnn_param_concat", "Cast"};
 

@@ -149,6 +149,21 @@ class Winograd1dPlan {
   void Convolve(const float* input, const float* bias, const float* residual, float lower,
                 float upper, float* output, float* workspace, ThreadPool* pool) const;
 
+  // The batch interface of Winograd2x2Plan: one image a pass.
+  int64_t ImagesPerPass(int64_t) const { return 1; }
+  size_t WorkspaceBytes(int64_t) const { return geometry_.WorkspaceBytes(); }
+  void Convolve(int64_t images, const float* input, const float* bias, const float* residual,
+                float lower, float upper, float* output, float* workspace,
+                ThreadPool* pool) const {
+    const Winograd1dGeometry& g = geometry_;
+    const int64_t in_image = g.channels * g.in_h * g.in_w;
+    const int64_t out_image = g.filters * g.out_h * g.out_w;
+    for (int64_t n = 0; n < images; ++n) {
+      Convolve(input + n * in_image, bias, residual ? residual + n * out_image : nullptr, lower,
+               upper, output + n * out_image, workspace, pool);
+    }
+  }
+
  private:
   Winograd1dGeometry geometry_;
   std::vector<PackedMatrix> packed_;   // [8], depth segments of `channels`

@@ -221,18 +221,28 @@ Status Winograd2x2Plan::Prepare(const Winograd2x2Geometry& g, const float* weigh
   return Status();
 }
 
-void Winograd2x2Plan::Convolve(const float* input, const float* bias, const float* residual,
-                               float lower, float upper, float* output, float* workspace,
-                               ThreadPool* pool) const {
+int64_t Winograd2x2Plan::ImagesPerPass(int64_t batch) const {
+  const int64_t by_columns = kWinograd2x2PassColumns / std::max<int64_t>(1, geometry_.Tiles());
+  const int64_t by_bytes =
+      kWinograd2x2PassBytes / std::max<int64_t>(1, static_cast<int64_t>(WorkspaceBytes(1)));
+  return std::max<int64_t>(1, std::min({batch, by_columns, by_bytes}));
+}
+
+void Winograd2x2Plan::Convolve(int64_t images, const float* input, const float* bias,
+                               const float* residual, float lower, float upper, float* output,
+                               float* workspace, ThreadPool* pool) const {
 #if defined(MXLITE_X86_64)
   const Winograd2x2Geometry& g = geometry_;
   const int64_t tiles = g.Tiles(), tiles_w = g.TilesW();
   const int64_t group_rows = g.GroupRows();
   const int64_t groups = (g.TilesH() + group_rows - 1) / group_rows;
   const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
-  float* v = workspace;                           // [16][channels][tiles]
-  float* m = workspace + 16 * g.channels * tiles;  // [16][filters][tiles]
-  const int64_t v_stride = g.channels * tiles, m_stride = g.filters * tiles;
+  const int64_t in_image = g.channels * in_plane, out_image = g.filters * out_plane;
+  // A row of V and M: every image's tiles, image after image.
+  const int64_t columns = images * tiles;
+  float* v = workspace;                             // [16][channels][columns]
+  float* m = workspace + 16 * g.channels * columns;  // [16][filters][columns]
+  const int64_t v_stride = g.channels * columns, m_stride = g.filters * columns;
   const bool clamp = lower != -std::numeric_limits<float>::infinity() ||
                      upper != std::numeric_limits<float>::infinity();
   // Tile rows [row0, row0 + rows) of group `group`.
@@ -241,12 +251,15 @@ void Winograd2x2Plan::Convolve(const float* input, const float* bias, const floa
     *rows = std::min(group_rows, g.TilesH() - *row0);
   };
   auto transform_input = [&](int64_t c) {
-    for (int64_t group = 0; group < groups; ++group) {
-      int64_t row0 = 0, rows = 0;
-      group_span(group, &row0, &rows);
-      winograd2x2_cc::TransformInput(g, input + c * in_plane, row0, rows, pair_index_.data(),
-                                     pair_lanes_.data(), v + c * tiles + row0 * tiles_w,
-                                     v_stride);
+    for (int64_t image = 0; image < images; ++image) {
+      for (int64_t group = 0; group < groups; ++group) {
+        int64_t row0 = 0, rows = 0;
+        group_span(group, &row0, &rows);
+        winograd2x2_cc::TransformInput(g, input + image * in_image + c * in_plane, row0, rows,
+                                       pair_index_.data(), pair_lanes_.data(),
+                                       v + c * columns + image * tiles + row0 * tiles_w,
+                                       v_stride);
+      }
     }
   };
   // With the depth split on two threads (see WinogradSplitsDepth), each
@@ -261,32 +274,35 @@ void Winograd2x2Plan::Convolve(const float* input, const float* bias, const floa
       }
       float* m_out = half == 0 ? m : m_half;
       for (int64_t xi = 0; xi < 16; ++xi) {
-        GemmPackedSegments(packed_[xi], half, half + 1, v + xi * v_stride, tiles, tiles,
-                           m_out + xi * m_stride, tiles, GemmEpilogue(), nullptr);
+        GemmPackedSegments(packed_[xi], half, half + 1, v + xi * v_stride, columns, columns,
+                           m_out + xi * m_stride, columns, GemmEpilogue(), nullptr);
       }
     });
   } else {
     ParallelFor(pool, g.channels, transform_input);
     ParallelFor(pool, 16, [&](int64_t xi) {
-      GemmPacked(packed_[xi], v + xi * v_stride, tiles, tiles, m + xi * m_stride, tiles,
+      GemmPacked(packed_[xi], v + xi * v_stride, columns, columns, m + xi * m_stride, columns,
                  GemmEpilogue(), nullptr);
     });
   }
   ParallelFor(pool, g.filters, [&](int64_t f) {
-    for (int64_t group = 0; group < groups; ++group) {
-      int64_t row0 = 0, rows = 0;
-      group_span(group, &row0, &rows);
-      const int64_t at = f * tiles + row0 * tiles_w;
-      winograd2x2_cc::TransformOutput(g, m + at, m_half ? m_half + at : nullptr, m_stride, row0,
-                                      rows, bias ? bias[f] : 0.f,
-                                      residual ? residual + f * out_plane : nullptr, clamp,
-                                      lower, upper, output + f * out_plane);
+    for (int64_t image = 0; image < images; ++image) {
+      for (int64_t group = 0; group < groups; ++group) {
+        int64_t row0 = 0, rows = 0;
+        group_span(group, &row0, &rows);
+        const int64_t at = f * columns + image * tiles + row0 * tiles_w;
+        const int64_t out_at = image * out_image + f * out_plane;
+        winograd2x2_cc::TransformOutput(g, m + at, m_half ? m_half + at : nullptr, m_stride,
+                                        row0, rows, bias ? bias[f] : 0.f,
+                                        residual ? residual + out_at : nullptr, clamp, lower,
+                                        upper, output + out_at);
+      }
     }
   });
 #else
   // Winograd2x2Pays is false without AVX-512: never called.
-  (void)input, (void)bias, (void)residual, (void)lower, (void)upper, (void)output,
-      (void)workspace, (void)pool;
+  (void)images, (void)input, (void)bias, (void)residual, (void)lower, (void)upper,
+      (void)output, (void)workspace, (void)pool;
 #endif  // defined(MXLITE_X86_64)
 }
 

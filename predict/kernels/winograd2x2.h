@@ -49,6 +49,11 @@ namespace mxlite {
 // and its window columns must fit one vector of sixteen lanes.
 constexpr int64_t kWinograd2x2MaxSide = 14;
 
+// GEMM columns, and workspace bytes, that a pass of several images of a
+// batch may take at most (see Winograd2x2Plan::ImagesPerPass).
+constexpr int64_t kWinograd2x2PassColumns = 64;
+constexpr int64_t kWinograd2x2PassBytes = int64_t{4} << 20;
+
 struct Winograd2x2Geometry {
   int64_t channels = 0, filters = 0;
   int64_t in_h = 0, in_w = 0, out_h = 0, out_w = 0;
@@ -93,11 +98,27 @@ class Winograd2x2Plan {
     return HeldBytes(packed_) + HeldBytes(pair_index_) + HeldBytes(pair_lanes_);
   }
 
-  // One image: input (channels, in_h, in_w) -> output (filters, out_h,
-  // out_w) = clamp(conv + bias[f] + residual), residual null or the
-  // output's shape. workspace: geometry().WorkspaceBytes().
-  void Convolve(const float* input, const float* bias, const float* residual, float lower,
-                float upper, float* output, float* workspace, ThreadPool* pool) const;
+  // How many images of a batch of `batch` one pass takes together: on maps
+  // of fewer than 32 tiles (8x8 and smaller) one image leaves the GEMM's
+  // 32-column tiles half empty and streams all 16 weight matrices for few
+  // columns, so a batch (a Faster R-CNN head's rois at 7x7) puts the tiles
+  // of up to kWinograd2x2PassColumns / tiles images side by side, within
+  // kWinograd2x2PassBytes of workspace.
+  int64_t ImagesPerPass(int64_t batch) const;
+  // Workspace for passes of `images` images.
+  size_t WorkspaceBytes(int64_t images) const {
+    return geometry_.WorkspaceBytes() * static_cast<size_t>(images);
+  }
+
+  // `images` images, one after another (input n at input + n * C * in_h *
+  // in_w, output and residual at n * F * out_h * out_w): input (channels,
+  // in_h, in_w) -> output (filters, out_h, out_w) = clamp(conv + bias[f] +
+  // residual), residual null or the output's shape. Each image's tiles
+  // take columns of their own in the GEMMs, so its results are the bits
+  // of a pass of that image alone. workspace: WorkspaceBytes(images).
+  void Convolve(int64_t images, const float* input, const float* bias, const float* residual,
+                float lower, float upper, float* output, float* workspace,
+                ThreadPool* pool) const;
 
  private:
   Winograd2x2Geometry geometry_;

@@ -161,8 +161,8 @@ bool IsHiddenAttr(const std::string& key) {
       key.compare(key.size() - 2, 2, "__") == 0) {
     return true;
   }
-  static const char* const kHiddenKeys[] = {"ctx_group", "lr_mult", "wd_mult",
-                                            "force_mirroring", "mirror_stage"};
+  static constexpr char kHiddenKeys[][16] = {"ctx_group", "lr_mult", "wd_mult",
+                                             "force_mirroring", "mirror_stage"};
   for (const char* hidden : kHiddenKeys) {
     std::string name(hidden);
     if (key == name) return true;

@@ -240,7 +240,8 @@ class Winograd4x4Kernel : public ConvKernel {
 
 // ---------------------------------------------------------------------------
 // F(2x2, 3x3) and the one-axis Winograd: plans that hold the weights and
-// geometry and take the fused epilogue, image by image.
+// geometry and take the fused epilogue, a few images of a batch a pass
+// (Plan::ImagesPerPass: F(2x2) on maps of 8x8 and smaller, else one).
 
 Winograd2x2Geometry Winograd2x2GeometryOf(const ConvGeometry& g) {
   return Winograd2x2Geometry{g.channels, g.filters, g.in[1],  g.in[2],
@@ -261,16 +262,19 @@ class WinogradPlanKernel : public ConvKernel {
     bias_ = std::move(w.bias);
     lower_ = w.lower;
     upper_ = w.upper;
-    return plan_.Prepare(GeometryOf(g), w.weights.data());
+    MXL_RETURN_IF_ERROR(plan_.Prepare(GeometryOf(g), w.weights.data()));
+    images_per_pass_ = plan_.ImagesPerPass(g.batch);
+    return Status();
   }
-  size_t WorkspaceBytes() const override { return plan_.geometry().WorkspaceBytes(); }
+  size_t WorkspaceBytes() const override { return plan_.WorkspaceBytes(images_per_pass_); }
   size_t PreparedBytes() const override { return plan_.bytes() + HeldBytes(bias_); }
   Status Forward(const ConvCall& call) const override {
     MXL_RETURN_IF_ERROR(CheckConvWorkspace(call, WorkspaceBytes()));
     const ConvGeometry& g = g_;
     const int64_t in_image = g.channels * g.InSpatial(), out_image = g.filters * g.OutSpatial();
-    for (int64_t n = 0; n < call.batch; ++n) {
-      plan_.Convolve(call.data + n * in_image, bias_.data(),
+    for (int64_t n = 0, images = 0; n < call.batch; n += images) {
+      images = std::min(images_per_pass_, call.batch - n);
+      plan_.Convolve(images, call.data + n * in_image, bias_.data(),
                      call.residual ? call.residual + n * out_image : nullptr, lower_, upper_,
                      call.output + n * out_image, static_cast<float*>(call.workspace),
                      call.pool);
@@ -281,6 +285,7 @@ class WinogradPlanKernel : public ConvKernel {
  private:
   ConvGeometry g_;
   Plan plan_;
+  int64_t images_per_pass_ = 1;  // images of a batch taken together
   std::vector<float> bias_;
   float lower_ = 0, upper_ = 0;
 };

@@ -707,7 +707,7 @@ Status CreateConvolution(AttrParser* attrs, std::unique_ptr<Operator>* out) {
                                     num_filter));
     return attrs->Finish();
   }
-  static const char* const kLayouts[] = {"NCW", "NCHW", "NCDHW"};
+  static constexpr char kLayouts[][6] = {"NCW", "NCHW", "NCDHW"};
   if (layout != "None" && layout != kLayouts[nk - 1]) {
     bool channel_first = layout == "NCW" || layout == "NCHW" || layout == "NCDHW";
     attrs->Fail("layout", channel_first

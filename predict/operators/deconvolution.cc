@@ -338,7 +338,7 @@ Status CreateDeconvolution(AttrParser* attrs, std::unique_ptr<Operator>* out) {
   attrs->IgnoreBool("cudnn_off");
   MXL_RETURN_IF_ERROR(attrs->Finish());
   MXL_RETURN_IF_ERROR(ValidateDeconvParams(attrs, &p));
-  static const char* const kLayouts[] = {"NCW", "NCHW", "NCDHW"};
+  static constexpr char kLayouts[][6] = {"NCW", "NCHW", "NCDHW"};
   if (layout != "None" && layout != kLayouts[p.kernel.size() - 1]) {
     attrs->Fail("layout", StrCat("layout ", layout, " is not supported for a ", p.kernel.size(),
                                  "-D kernel (mxlite runs ", kLayouts[p.kernel.size() - 1],

@@ -52,7 +52,7 @@ float PoolGeometry::UniformDivisor() const {
 }
 
 std::string PoolGeometry::ToString() const {
-  static const char* const kTypes[] = {"max", "avg", "sum", "lp"};
+  static constexpr char kTypes[][4] = {"max", "avg", "sum", "lp"};
   const auto triple = [](const int64_t v[3]) {
     return StrCat(v[0], "x", v[1], "x", v[2]);
   };

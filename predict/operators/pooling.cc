@@ -154,8 +154,8 @@ Status CreatePooling(AttrParser* attrs, std::unique_ptr<Operator>* out) {
   attrs->IgnoreBool("cudnn_off");
   MXL_RETURN_IF_ERROR(attrs->Finish());
 
-  static const char* const kLayoutNames[] = {"None", "NCW", "NCHW", "NCDHW",
-                                             "NWC",  "NHWC", "NDHWC"};
+  static constexpr char kLayoutNames[][6] = {"None", "NCW", "NCHW", "NCDHW",
+                                            "NWC",  "NHWC", "NDHWC"};
   if (layout >= 4) {
     attrs->Fail("layout", StrCat("layout ", kLayoutNames[layout],
                                  " is not supported (mxlite runs NCW, NCHW and NCDHW only)"));

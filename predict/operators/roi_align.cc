@@ -25,8 +25,8 @@
  * region whose samples share rows (one a few feature pixels tall, as most
  * are) reads each row once instead of once per sample. The sums run in
  * another order than MXNet's (per axis), within float rounding of its.
- * position_sensitive reads a different channel in each bin and keeps the
- * per-sample form.
+ * position_sensitive reads a different channel in each bin: there each bin
+ * sums its samples from the same per-axis plan.
  * The batch index is truncated to an int. A negative one leaves the ROI out:
  * its output is 0 (MXNet documents 0 but its kernel zeroes a single element
  * and leaves the rest of the ROI unwritten); one past the batch is an error
@@ -44,14 +44,8 @@ namespace mxlite {
 namespace roi_align_op {
 
 // The most bilinear samples one roi may take (all its bins together): far
-// beyond any real feature map, and small enough to allocate.
+// beyond any real feature map, a bound on one roi's work.
 constexpr double kMaxSamples = 1 << 26;
-
-// One sample's four corners (offsets into a plane) and weights.
-struct Sample {
-  int64_t pos[4];
-  float w[4];
-};
 
 // One sample's place along one axis: its two neighbouring rows (or columns)
 // and their weights; a sample outside the map has zero weights on row 0.
@@ -152,44 +146,17 @@ class ROIAlign : public Operator {
       const int grid_h = static_cast<int>(GridSide(box.height, pooled_h_));
       const int grid_w = static_cast<int>(GridSide(box.width, pooled_w_));
       const float samples_per_bin = static_cast<float>(grid_h * grid_w);
-      if (!position_sensitive_) {
-        thread_local SeparablePlan plan;
-        PlanSeparable(box, bin_h, bin_w, grid_h, grid_w, height, width, &plan);
-        const float* image_data = data + image * in_channels * height * width;
-        for (int64_t c = 0; c < channels; ++c) {
-          PoolSeparable(plan, image_data + c * height * width, width, grid_h, grid_w,
-                        samples_per_bin, top + c * bins);
-        }
-        return;
-      }
-      std::vector<Sample> samples(static_cast<size_t>(bins * grid_h * grid_w));
-      Sample* s = samples.data();
-      for (int64_t ph = 0; ph < pooled_h_; ++ph) {
-        for (int64_t pw = 0; pw < pooled_w_; ++pw) {
-          for (int iy = 0; iy < grid_h; ++iy) {
-            const float yy = box.start_h + static_cast<float>(ph) * bin_h +
-                             static_cast<float>(iy + .5f) * bin_h / static_cast<float>(grid_h);
-            for (int ix = 0; ix < grid_w; ++ix) {
-              const float xx = box.start_w + static_cast<float>(pw) * bin_w +
-                               static_cast<float>(ix + .5f) * bin_w / static_cast<float>(grid_w);
-              *s++ = Bilinear(yy, xx, height, width);
-            }
-          }
-        }
-      }
+      thread_local SeparablePlan plan;
+      PlanSeparable(box, bin_h, bin_w, grid_h, grid_w, height, width, &plan);
       const int64_t plane = height * width;
-      const int64_t per_bin = static_cast<int64_t>(grid_h) * grid_w;
+      const float* image_data = data + image * in_channels * plane;
       for (int64_t c = 0; c < channels; ++c) {
-        const Sample* sample = samples.data();
-        for (int64_t bin = 0; bin < bins; ++bin) {
-          const int64_t source = position_sensitive_ ? c * bins + bin : c;
-          const float* x = data + (image * in_channels + source) * plane;
-          float sum = 0.f;
-          for (int64_t k = 0; k < per_bin; ++k, ++sample) {
-            sum += sample->w[0] * x[sample->pos[0]] + sample->w[1] * x[sample->pos[1]] +
-                   sample->w[2] * x[sample->pos[2]] + sample->w[3] * x[sample->pos[3]];
-          }
-          top[c * bins + bin] = sum / samples_per_bin;
+        if (position_sensitive_) {
+          PoolPositionSensitive(plan, image_data + c * bins * plane, plane, width, grid_h,
+                                grid_w, samples_per_bin, top + c * bins);
+        } else {
+          PoolSeparable(plan, image_data + c * plane, width, grid_h, grid_w, samples_per_bin,
+                        top + c * bins);
         }
       }
     });
@@ -242,8 +209,7 @@ class ROIAlign : public Operator {
     return a;
   }
 
-  // The region's samples along each axis (the coordinates Bilinear takes)
-  // and the rows they read.
+  // The region's samples along each axis and the rows they read.
   void PlanSeparable(const Box& box, float bin_h, float bin_w, int grid_h, int grid_w,
                      int64_t height, int64_t width, SeparablePlan* plan) const {
     plan->ys.resize(static_cast<size_t>(pooled_h_ * grid_h));
@@ -309,39 +275,28 @@ class ROIAlign : public Operator {
     }
   }
 
-  // MXNet's pre_calc_for_bilinear_interpolate for one sample.
-  static Sample Bilinear(float y, float x, int64_t height, int64_t width) {
-    Sample s = {{0, 0, 0, 0}, {0.f, 0.f, 0.f, 0.f}};
-    if (y < -1.0 || y > height || x < -1.0 || x > width) return s;
-    if (y <= 0) y = 0;
-    if (x <= 0) x = 0;
-    int64_t y_low = static_cast<int>(y);
-    int64_t x_low = static_cast<int>(x);
-    int64_t y_high, x_high;
-    if (y_low >= height - 1) {
-      y_high = y_low = height - 1;
-      y = static_cast<float>(y_low);
-    } else {
-      y_high = y_low + 1;
+  // One output channel of position_sensitive: bin `bin` reads input plane
+  // planes + bin * plane_size and sums its own samples.
+  void PoolPositionSensitive(const SeparablePlan& plan, const float* planes, int64_t plane_size,
+                             int64_t width, int grid_h, int grid_w, float samples_per_bin,
+                             float* out) const {
+    for (int64_t ph = 0; ph < pooled_h_; ++ph) {
+      for (int64_t pw = 0; pw < pooled_w_; ++pw) {
+        const float* plane = planes + (ph * pooled_w_ + pw) * plane_size;
+        float sum = 0.f;
+        for (int iy = 0; iy < grid_h; ++iy) {
+          const AxisSample& y = plan.ys[ph * grid_h + iy];
+          const float* low = plane + y.low * width;
+          const float* high = plane + y.high * width;
+          for (int ix = 0; ix < grid_w; ++ix) {
+            const AxisSample& x = plan.xs[pw * grid_w + ix];
+            sum += y.w_low * (x.w_low * low[x.low] + x.w_high * low[x.high]) +
+                   y.w_high * (x.w_low * high[x.low] + x.w_high * high[x.high]);
+          }
+        }
+        out[ph * pooled_w_ + pw] = sum / samples_per_bin;
+      }
     }
-    if (x_low >= width - 1) {
-      x_high = x_low = width - 1;
-      x = static_cast<float>(x_low);
-    } else {
-      x_high = x_low + 1;
-    }
-    const float ly = y - static_cast<float>(y_low);
-    const float lx = x - static_cast<float>(x_low);
-    const float hy = 1.f - ly, hx = 1.f - lx;
-    s.pos[0] = y_low * width + x_low;
-    s.pos[1] = y_low * width + x_high;
-    s.pos[2] = y_high * width + x_low;
-    s.pos[3] = y_high * width + x_high;
-    s.w[0] = hy * hx;
-    s.w[1] = hy * lx;
-    s.w[2] = ly * hx;
-    s.w[3] = ly * lx;
-    return s;
   }
 
   int64_t pooled_h_, pooled_w_;

@@ -92,7 +92,7 @@ int main() {
         const bool plain = out_size % 3 == 1;
         if (plain) std::fill(residual.begin(), residual.end(), 0.f);
         const float lower = plain ? -INFINITY : -2.f, upper = plain ? INFINITY : 2.f;
-        plan.Convolve(in.data(), bias.data(), plain ? nullptr : residual.data(), lower, upper,
+        plan.Convolve(1, in.data(), bias.data(), plain ? nullptr : residual.data(), lower, upper,
                       out.data(), workspace.data(), out_size % 2 == 0 ? &pool : nullptr);
         ++checks;
         const double worst = WorstConvError(
@@ -108,12 +108,39 @@ int main() {
         if (out_size % 2 == 0 && g.SplitsDepth()) {
           // The two halves' sums add up to the one-thread result's bits.
           std::vector<float> one_thread(out.size(), NAN);
-          plan.Convolve(in.data(), bias.data(), plain ? nullptr : residual.data(), lower, upper,
-                        one_thread.data(), workspace.data(), nullptr);
+          plan.Convolve(1, in.data(), bias.data(), plain ? nullptr : residual.data(), lower,
+                        upper, one_thread.data(), workspace.data(), nullptr);
           ++checks;
           if (std::memcmp(one_thread.data(), out.data(), out.size() * sizeof(float)) != 0) {
             ++failures;
             std::printf("FAIL C=%lld F=%lld pad=%lld out=%lldx%lld: two threads differ from one\n",
+                        (long long)g.channels, (long long)g.filters, (long long)pad,
+                        (long long)g.out_h, (long long)g.out_w);
+          }
+        }
+        // Three images in one pass (their tiles side by side in the GEMMs'
+        // columns) give each image's bits of a pass of its own.
+        {
+          const int64_t images = 3;
+          const size_t in_size = in.size(), out_size_all = out.size();
+          std::vector<float> batch_in(images * in_size), batch_res(images * out_size_all);
+          std::vector<float> together(images * out_size_all, NAN), apart(together.size(), NAN);
+          for (float& v : batch_in) v = next();
+          for (float& v : batch_res) v = next();
+          std::vector<float> batch_workspace(plan.WorkspaceBytes(images) / sizeof(float));
+          ThreadPool* runs_on = out_size % 2 == 0 ? &pool : nullptr;
+          plan.Convolve(images, batch_in.data(), bias.data(), plain ? nullptr : batch_res.data(),
+                        lower, upper, together.data(), batch_workspace.data(), runs_on);
+          for (int64_t n = 0; n < images; ++n) {
+            plan.Convolve(1, batch_in.data() + n * in_size, bias.data(),
+                          plain ? nullptr : batch_res.data() + n * out_size_all, lower, upper,
+                          apart.data() + n * out_size_all, workspace.data(), runs_on);
+          }
+          ++checks;
+          if (std::memcmp(together.data(), apart.data(), together.size() * sizeof(float)) != 0) {
+            ++failures;
+            std::printf("FAIL C=%lld F=%lld pad=%lld out=%lldx%lld: a pass of 3 images differs "
+                        "from 3 passes\n",
                         (long long)g.channels, (long long)g.filters, (long long)pad,
                         (long long)g.out_h, (long long)g.out_w);
           }
