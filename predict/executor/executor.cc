@@ -842,13 +842,13 @@ Executor::~Executor() {
   for (int64_t runs : profile_later_runs_) passes = std::max(passes, runs);
   const bool later = passes > 0;
   double total = 0, first_total = 0;
+  int64_t first_calls = 0;
   for (const auto& entry : *profile_) {
     total += entry.second.seconds;
     first_total += entry.second.first_seconds;
+    first_calls += entry.second.first_calls;
   }
   const double per_pass = later ? total / static_cast<double>(passes) : first_total;
-  int64_t first_calls = 0;
-  for (const auto& entry : *profile_) first_calls += entry.second.first_calls;
   const int threads = pool_ ? pool_->size() : 1;
   if (!later) {
     std::fprintf(stderr, "mxlite profile (%d threads): %.3f ms in operators in one pass\n",

@@ -54,8 +54,9 @@ struct AxisSample {
   float w_low = 0.f, w_high = 0.f;
 };
 
-// A region's samples, axis by axis, and the input rows they read: slot[k]
-// of `rows` holds row rows[k]; row_slot maps a row to its slot.
+// A region's samples, axis by axis, and (for the separable path) the input
+// rows they read: slot k of `interpolated` holds row rows[k]; row_slot maps
+// a row to its slot.
 struct SeparablePlan {
   std::vector<AxisSample> ys, xs;  // (ph, iy) and (pw, ix), in order
   std::vector<int64_t> rows, row_slot;
@@ -147,7 +148,9 @@ class ROIAlign : public Operator {
       const int grid_w = static_cast<int>(GridSide(box.width, pooled_w_));
       const float samples_per_bin = static_cast<float>(grid_h * grid_w);
       thread_local SeparablePlan plan;
-      PlanSeparable(box, bin_h, bin_w, grid_h, grid_w, height, width, &plan);
+      PlanAxis(box.start_h, bin_h, grid_h, pooled_h_, height, &plan.ys);
+      PlanAxis(box.start_w, bin_w, grid_w, pooled_w_, width, &plan.xs);
+      if (!position_sensitive_) PlanRows(height, &plan);
       const int64_t plane = height * width;
       const float* image_data = data + image * in_channels * plane;
       for (int64_t c = 0; c < channels; ++c) {
@@ -190,12 +193,13 @@ class ROIAlign : public Operator {
     return box;
   }
 
-  // Sample coordinate v along an axis of `size` (MXNet's clamping, one
-  // axis of pre_calc_for_bilinear_interpolate); `outside`: the sample is
-  // left out (its coordinate along either axis is off the map).
-  static AxisSample AxisAt(float v, int64_t size, bool outside) {
+  // Sample coordinate v along an axis of `size` (one axis of MXNet's
+  // pre_calc_for_bilinear_interpolate). Off the map (below -1 or past
+  // size) it has zero weights, which leave the whole sample out, whatever
+  // its coordinate along the other axis.
+  static AxisSample AxisAt(float v, int64_t size) {
     AxisSample a;
-    if (outside) return a;
+    if (v < -1.0 || v > size) return a;
     if (v <= 0) v = 0;
     a.low = static_cast<int>(v);
     if (a.low >= size - 1) {
@@ -209,27 +213,22 @@ class ROIAlign : public Operator {
     return a;
   }
 
-  // The region's samples along each axis and the rows they read.
-  void PlanSeparable(const Box& box, float bin_h, float bin_w, int grid_h, int grid_w,
-                     int64_t height, int64_t width, SeparablePlan* plan) const {
-    plan->ys.resize(static_cast<size_t>(pooled_h_ * grid_h));
-    plan->xs.resize(static_cast<size_t>(pooled_w_ * grid_w));
-    for (int64_t ph = 0; ph < pooled_h_; ++ph) {
-      for (int iy = 0; iy < grid_h; ++iy) {
-        const float yy = box.start_h + static_cast<float>(ph) * bin_h +
-                         static_cast<float>(iy + .5f) * bin_h / static_cast<float>(grid_h);
-        plan->ys[ph * grid_h + iy] = AxisAt(yy, height, yy < -1.0 || yy > height);
+  // The samples along one axis of `size`: grid per bin, pooled bins of
+  // `bin` from `start`, in (bin, sample) order.
+  static void PlanAxis(float start, float bin, int grid, int64_t pooled, int64_t size,
+                       std::vector<AxisSample>* samples) {
+    samples->resize(static_cast<size_t>(pooled * grid));
+    for (int64_t p = 0; p < pooled; ++p) {
+      for (int i = 0; i < grid; ++i) {
+        const float v = start + static_cast<float>(p) * bin +
+                        static_cast<float>(i + .5f) * bin / static_cast<float>(grid);
+        (*samples)[p * grid + i] = AxisAt(v, size);
       }
     }
-    for (int64_t pw = 0; pw < pooled_w_; ++pw) {
-      for (int ix = 0; ix < grid_w; ++ix) {
-        const float xx = box.start_w + static_cast<float>(pw) * bin_w +
-                         static_cast<float>(ix + .5f) * bin_w / static_cast<float>(grid_w);
-        plan->xs[pw * grid_w + ix] = AxisAt(xx, width, xx < -1.0 || xx > width);
-      }
-    }
-    // A sample off the map along x leaves out the whole sample, whatever its
-    // y: zero x weights do that. One off the map along y has zero y weights.
+  }
+
+  // The input rows the y samples read, each given a slot of `interpolated`.
+  void PlanRows(int64_t height, SeparablePlan* plan) const {
     plan->row_slot.assign(static_cast<size_t>(height), -1);
     plan->rows.clear();
     for (const AxisSample& a : plan->ys) {
