@@ -307,7 +307,15 @@ class Im2colKernel : public ConvKernel {
 // writes the output directly with its epilogue. A 3x3 layer stores 3 views
 // per channel at stride 1 and 6 at stride 2, where im2col writes 9; a 7x1
 // layer stores 1 against 7. The views are built a band of output rows at a
-// time (kColumnBytes) so they stay in cache while the GEMM reads them.
+// time (kColumnBytes, in near-equal bands) so they stay in cache while the
+// GEMM reads them.
+//
+// Consecutive taps whose views follow each other in the workspace at the
+// same row offset (a 3x3 layer's kx taps: views v, v+1, v+2 of one ky)
+// read one run of channel rows at one stride, so they are one depth
+// segment: a 3x3 layer has 3 segments of 3 x C, not 9 of C, and where the
+// GEMM reads B in place its blocks go as deep as the segments
+// (kGemmInPlaceBlockDepth), storing and reloading C's tiles fewer times.
 //
 // The input is usually cold (made two or more layers back, or too large
 // for L2), and a gather reads each plane in short strided runs the
@@ -331,6 +339,9 @@ struct ShiftedGeometry {
   // same first row read the same input rows); those prefetch.
   std::vector<bool> first_with_rows;
   int64_t prefetch_planes = 1;
+  // Taps per depth segment of the GEMM (see above): 1, or more for a
+  // single-group layer whose consecutive taps read consecutive views.
+  int64_t taps_per_segment = 1;
 
   size_t WorkspaceBytes(int64_t channels) const {
     return static_cast<size_t>(views * channels * plane) * sizeof(float);
@@ -386,9 +397,27 @@ void PlanShifted(const ConvGeometry& g, int64_t column_bytes, ShiftedGeometry* p
   for (size_t t = 0; t < p.tap_view.size(); ++t) {
     p.plain = p.plain && p.tap_view[t] == static_cast<int64_t>(t) && p.tap_row[t] == 0;
   }
+  // The largest divisor of the tap count whose runs of taps all read
+  // consecutive views at one row offset.
+  const int64_t taps = static_cast<int64_t>(p.tap_view.size());
+  for (int64_t run = taps; run > 1 && g.groups == 1 && !p.plain; --run) {
+    bool joins = taps % run == 0;
+    for (int64_t t = 0; joins && t < taps; ++t) {
+      joins = t % run == 0 ||
+              (p.tap_view[t] == p.tap_view[t - 1] + 1 && p.tap_row[t] == p.tap_row[t - 1]);
+    }
+    if (joins) {
+      p.taps_per_segment = run;
+      break;
+    }
+  }
+  // Bands of near-equal height: 28 rows that fit 24 to a band go as 14 +
+  // 14, not 24 + 4.
   const int64_t band_row_bytes =
       std::max<int64_t>(1, p.views * g.channels * g.out[2] * int64_t{sizeof(float)});
-  p.rows_per_band = std::max<int64_t>(1, std::min(g.out[1], column_bytes / band_row_bytes));
+  const int64_t max_rows = std::max<int64_t>(1, std::min(g.out[1], column_bytes / band_row_bytes));
+  const int64_t bands = (g.out[1] + max_rows - 1) / max_rows;
+  p.rows_per_band = std::max<int64_t>(1, (g.out[1] + bands - 1) / bands);
   p.plane = (p.rows_per_band + p.span_h) * g.out[2];
   // Rows a multiple of 8 KiB apart would fall into few cache sets (and the
   // GEMM would then pack B instead of reading it in place).
@@ -412,7 +441,9 @@ class ShiftedKernel : public ConvKernel {
         }
       }
     }
-    MXL_RETURN_IF_ERROR(PackGroups(g, reordered, plan_.plain ? 0 : group_in, &packed_));
+    const int64_t segment_depth = plan_.plain ? 0 : plan_.taps_per_segment * group_in;
+    MXL_RETURN_IF_ERROR(PackGroups(g, reordered, segment_depth, &packed_,
+                                   GemmReadsBInPlace(plan_.plane) ? kGemmInPlaceBlockDepth : 0));
     w_.weights.clear();
     w_.weights.shrink_to_fit();
     return Status();
@@ -458,9 +489,10 @@ class ShiftedKernel : public ConvKernel {
                              prefetch ? p.prefetch_planes * in_plane * int64_t{sizeof(float)} : 0);
       });
       for (int64_t grp = 0; grp < g.groups; ++grp) {
-        for (int64_t t = 0; t < taps; ++t) {
-          segments[t] = views + (p.tap_view[t] * g.channels + grp * group_in) * p.plane +
-                        p.tap_row[t] * ow_count;
+        for (int64_t t = 0; t < taps; t += p.taps_per_segment) {
+          segments[t / p.taps_per_segment] =
+              views + (p.tap_view[t] * g.channels + grp * group_in) * p.plane +
+              p.tap_row[t] * ow_count;
         }
         const int64_t at = grp * group_out * out_plane + row * ow_count;
         GemmSegmentedB(packed_[grp], segments.data(), p.plane, rows * ow_count, output + at,

@@ -338,6 +338,13 @@ void ConvolutionTests() {
                   views);
   TestConvolution("views 5x5 threads", {1, 8, 6, 1, {35, 35}, {5, 5}, {}, {2, 2}, {}, false},
                   views);
+  // A 3x3 layer's kx taps are one depth segment of 3 x C: 288 deep (one
+  // block where the GEMM reads the views in place, two elsewhere), and
+  // 1152 deep (two blocks), with a residual and relu.
+  TestConvolution("views joined taps", {1, 96, 7, 1, {20, 18}, {3, 3}, {2, 2}, {1, 1}, {}, true},
+                  views);
+  TestConvolution("views joined taps deep",
+                  {1, 384, 5, 1, {9, 10}, {3, 3}, {2, 2}, {1, 1}, {}, false}, views, true);
   // Winograd with vector transforms (AVX2, AVX-512), elsewhere shifted views.
   // Winograd's error grows with the terms summed, as winograd_test's bound:
   // 2e-5 per channel and tap.
