@@ -486,6 +486,13 @@ bool GemmReadsBInPlace(int64_t ldb) {
   return GemmKernels().kernel->reads_b_in_place && gemm_cc::RowStrideReadsInPlace(ldb);
 }
 
+int64_t GemmInPlaceBlockDepth(int64_t columns) {
+  const MicroKernel& kernel = gemm_cc::ActiveKernel();
+  const bool tail_tile = kernel.wide_max_cols == 0 && columns > kernel.nr + 8 &&
+                         columns <= kernel.nr + 18;
+  return tail_tile ? 128 : kGemmInPlaceBlockDepth;
+}
+
 namespace gemm_cc {
 
 // Copies rows [row0, row0 + rows) x depth [p0, p0 + kc) of A (row-major,

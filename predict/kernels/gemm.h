@@ -137,6 +137,15 @@ bool GemmReadsBInPlace(int64_t ldb);
 // blocks"); blocks of 2048 gained nothing more.
 constexpr int64_t kGemmInPlaceBlockDepth = 1024;
 
+// The depth block for such a product of `columns` columns:
+// kGemmInPlaceBlockDepth, except where each row's last columns go to a tail
+// tile (41-50 columns, a 7x7 map's 49, on a kernel without wide tiles):
+// there a 128-deep block, whose B rows (25 KB at 49 columns) stay in L1
+// while every row strip of A passes over them; the tail tile is bound by
+// its loads and slows down when they come from L2 (BENCHMARKS.md, "7x7
+// maps in shallow blocks").
+int64_t GemmInPlaceBlockDepth(int64_t columns);
+
 // C (rows x n, stride ldc) = epilogue(A * B), B is depth x n with stride ldb.
 void GemmPacked(const PackedMatrix& a, const float* b, int64_t ldb, int64_t n, float* c,
                 int64_t ldc, const GemmEpilogue& epilogue, ThreadPool* pool);

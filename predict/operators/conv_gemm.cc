@@ -76,11 +76,11 @@ class PointwiseKernel : public ConvKernel {
     // projection (see ProjectsByDepthHalves).
     const bool halves = g.groups == 1 && g.channels % 2 == 0 &&
                         (g.normalises_input ? g.channels > 256 : ProjectsByDepthHalves(g));
-    // The input read where it lies: deep depth blocks (kGemmInPlaceBlockDepth).
+    // The input read where it lies: deep depth blocks (GemmInPlaceBlockDepth).
     // A normalised input is read through a KC-deep buffer instead.
     const bool deep_blocks = !g.normalises_input && GemmReadsBInPlace(g.InSpatial());
     MXL_RETURN_IF_ERROR(PackGroups(g, w_.weights, halves ? g.channels / 2 : 0, &packed_,
-                                   deep_blocks ? kGemmInPlaceBlockDepth : 0));
+                                   deep_blocks ? GemmInPlaceBlockDepth(g.InSpatial()) : 0));
     w_.weights.clear();
     w_.weights.shrink_to_fit();
     return Status();
@@ -315,7 +315,7 @@ class Im2colKernel : public ConvKernel {
 // read one run of channel rows at one stride, so they are one depth
 // segment: a 3x3 layer has 3 segments of 3 x C, not 9 of C, and where the
 // GEMM reads B in place its blocks go as deep as the segments
-// (kGemmInPlaceBlockDepth), storing and reloading C's tiles fewer times.
+// (GemmInPlaceBlockDepth), storing and reloading C's tiles fewer times.
 //
 // The input is usually cold (made two or more layers back, or too large
 // for L2), and a gather reads each plane in short strided runs the
@@ -443,7 +443,9 @@ class ShiftedKernel : public ConvKernel {
     }
     const int64_t segment_depth = plan_.plain ? 0 : plan_.taps_per_segment * group_in;
     MXL_RETURN_IF_ERROR(PackGroups(g, reordered, segment_depth, &packed_,
-                                   GemmReadsBInPlace(plan_.plane) ? kGemmInPlaceBlockDepth : 0));
+                                   GemmReadsBInPlace(plan_.plane)
+                                       ? GemmInPlaceBlockDepth(plan_.rows_per_band * g.out[2])
+                                       : 0));
     w_.weights.clear();
     w_.weights.shrink_to_fit();
     return Status();
