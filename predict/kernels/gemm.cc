@@ -488,9 +488,9 @@ bool GemmReadsBInPlace(int64_t ldb) {
 
 int64_t GemmInPlaceBlockDepth(int64_t columns) {
   const MicroKernel& kernel = gemm_cc::ActiveKernel();
-  const bool tail_tile = kernel.wide_max_cols == 0 && columns > kernel.nr + 8 &&
-                         columns <= kernel.nr + 18;
-  return tail_tile ? 128 : kGemmInPlaceBlockDepth;
+  const bool tail_tile = kernel.reads_b_in_place && kernel.wide_max_cols == 0 &&
+                         columns > kernel.nr + 8 && columns <= kernel.nr + 18;
+  return tail_tile ? kGemmTailTileBlockDepth : kGemmInPlaceBlockDepth;
 }
 
 namespace gemm_cc {

@@ -139,11 +139,14 @@ constexpr int64_t kGemmInPlaceBlockDepth = 1024;
 
 // The depth block for such a product of `columns` columns:
 // kGemmInPlaceBlockDepth, except where each row's last columns go to a tail
-// tile (41-50 columns, a 7x7 map's 49, on a kernel without wide tiles):
-// there a 128-deep block, whose B rows (25 KB at 49 columns) stay in L1
-// while every row strip of A passes over them; the tail tile is bound by
-// its loads and slows down when they come from L2 (BENCHMARKS.md, "7x7
-// maps in shallow blocks").
+// tile (41-50 columns, a 7x7 map's 49, on a kernel that reads B in place
+// and has no wide tiles): there kGemmTailTileBlockDepth, whose B rows (25 KB
+// at 49 columns) stay in L1 while every row strip of A passes over them;
+// the tail tile is bound by its loads and slows down when they come from
+// L2 (BENCHMARKS.md, "7x7 maps in shallow blocks"). The same holds for a
+// normalised input (GemmPackedTransformedB), whose blocks are written to a
+// buffer as wide as the map and read there.
+constexpr int64_t kGemmTailTileBlockDepth = 128;
 int64_t GemmInPlaceBlockDepth(int64_t columns);
 
 // C (rows x n, stride ldc) = epilogue(A * B), B is depth x n with stride ldb.

@@ -77,10 +77,17 @@ class PointwiseKernel : public ConvKernel {
     const bool halves = g.groups == 1 && g.channels % 2 == 0 &&
                         (g.normalises_input ? g.channels > 256 : ProjectsByDepthHalves(g));
     // The input read where it lies: deep depth blocks (GemmInPlaceBlockDepth).
-    // A normalised input is read through a KC-deep buffer instead.
-    const bool deep_blocks = !g.normalises_input && GemmReadsBInPlace(g.InSpatial());
-    MXL_RETURN_IF_ERROR(PackGroups(g, w_.weights, halves ? g.channels / 2 : 0, &packed_,
-                                   deep_blocks ? GemmInPlaceBlockDepth(g.InSpatial()) : 0));
+    // A normalised input is read through a KC-deep buffer instead, or a
+    // shallower one on 7x7 maps.
+    const int64_t in_place_depth = GemmInPlaceBlockDepth(g.InSpatial());
+    int64_t block_depth = 0;
+    if (!g.normalises_input && GemmReadsBInPlace(g.InSpatial())) {
+      block_depth = in_place_depth;
+    } else if (g.normalises_input && in_place_depth == kGemmTailTileBlockDepth) {
+      block_depth = in_place_depth;
+    }
+    MXL_RETURN_IF_ERROR(
+        PackGroups(g, w_.weights, halves ? g.channels / 2 : 0, &packed_, block_depth));
     w_.weights.clear();
     w_.weights.shrink_to_fit();
     return Status();

@@ -57,8 +57,8 @@ void Compare(const std::vector<float>& got, const std::vector<double>& want, dou
 // Packs A (m x k) with depth segments of `segment` steps; a failure is
 // counted and reported under `what`.
 bool PackInSegments(const std::vector<float>& a, int64_t m, int64_t k, int64_t segment,
-                    const char* what, PackedMatrix* packed) {
-  if (packed->Pack(a.data(), k, m, k, false, nullptr, segment).ok()) return true;
+                    const char* what, PackedMatrix* packed, int64_t max_block_depth = 0) {
+  if (packed->Pack(a.data(), k, m, k, false, nullptr, segment, max_block_depth).ok()) return true;
   ++g_failures;
   std::printf("FAIL %s pack m=%lld k=%lld\n", what, (long long)m, (long long)k);
   return false;
@@ -127,12 +127,13 @@ void ScaleRow(const void*, int64_t row, const float* src, float* dst, int64_t co
 // (kGemmSplitDepthMaxColumns; GemmPackedTransformedB, GemmPackedDepthHalves):
 // right against the naive product, with bias, residual and clamp, and the
 // same bits on 1, 2, 3 and 4 threads.
-void TestDepthHalves(int64_t m, int64_t n, int64_t half, bool transformed) {
+void TestDepthHalves(int64_t m, int64_t n, int64_t half, bool transformed,
+                     int64_t max_block_depth = 0) {
   const int64_t k = 2 * half;
   std::vector<float> a = Random(m * k, 17), b = Random(k * n, 18), bias = Random(m, 19),
                      residual = Random(m * n, 20);
   PackedMatrix packed;
-  if (!PackInSegments(a, m, k, half, "depth-half", &packed)) return;
+  if (!PackInSegments(a, m, k, half, "depth-half", &packed, max_block_depth)) return;
   GemmEpilogue ep;
   ep.bias = bias.data();
   ep.residual = residual.data();
@@ -177,11 +178,11 @@ void TestDepthHalves(int64_t m, int64_t n, int64_t half, bool transformed) {
   }
 }
 
-void TestPacked(int64_t m, int64_t n, int64_t k, ThreadPool* pool) {
+void TestPacked(int64_t m, int64_t n, int64_t k, ThreadPool* pool, int64_t max_block_depth = 0) {
   std::vector<float> a = Random(m * k, 1), b = Random(k * n, 2), bias = Random(m, 3),
                      residual = Random(m * n, 4), c(static_cast<size_t>(m * n), 7.f);
   PackedMatrix packed;
-  packed.Pack(a.data(), k, m, k);
+  packed.Pack(a.data(), k, m, k, false, nullptr, 0, max_block_depth);
   GemmEpilogue ep;
   ep.bias = bias.data();
   ep.residual = residual.data();
@@ -338,11 +339,20 @@ int main() {
     // Halves of one block each (Winograd's split depth), and of two.
     const int64_t depth_halves[][3] = {{32, 49, 64}, {13, 100, 36}, {25, 33, 300}};
     for (const auto& s : depth_halves) TestDepthSegments(s[0], s[1], s[2], pool);
+    // The block depths a 1x1 convolution reading its input in place asks
+    // for (GemmInPlaceBlockDepth): on 7x7 maps several shallow blocks, the
+    // last one shorter, with the residual and clamp; elsewhere deep ones.
+    const int64_t in_place[][3] = {{64, 49, 576}, {13, 49, 1100}, {25, 42, 300}, {36, 100, 1100}};
+    for (const auto& s : in_place) TestPacked(s[0], s[1], s[2], pool, GemmInPlaceBlockDepth(s[1]));
   }
   // Halves of one depth block, of two (600 = 2 x 300), on 49 and 196
   // columns; 300 columns take the whole-depth path.
   const int64_t transformed[][3] = {{128, 196, 144}, {13, 49, 600}, {30, 300, 150}};
   for (const auto& s : transformed) TestDepthHalves(s[0], s[1], s[2], true);
+  // A normalised input on a 7x7 map, as the 1x1 convolution packs it: each
+  // half in blocks of GemmInPlaceBlockDepth(49).
+  TestDepthHalves(13, 49, 600, true, GemmInPlaceBlockDepth(49));
+  TestDepthHalves(160, 49, 480, false, GemmInPlaceBlockDepth(49));
   // MobileNetV2's projections: halves of one block, of two (960 = 2 x 480),
   // on 49 and 196 columns (3136 take the whole-depth path); rows of a
   // partial strip.
