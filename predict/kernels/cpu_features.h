@@ -18,7 +18,7 @@ enum class Isa { kGeneric = 0, kAvx2 = 1, kAvx512 = 2, kNeon = 3 };
 // Who designed the processor (x86 CPUID leaf 0). Never gates an instruction
 // set; it selects among kernels for the same layer where the vendors' cores
 // were measured to prefer different ones (gemm.cc, UseWideTiles; depthwise.cc,
-// DepthwiseBlockedPays).
+// DepthwiseBlockedPays; winograd.cc, WorkspaceBudget).
 enum class CpuVendor { kOther = 0, kIntel = 1, kAmd = 2 };
 
 struct CpuFeatures {

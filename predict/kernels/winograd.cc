@@ -9,9 +9,17 @@ namespace mxlite {
 namespace winograd_cc {
 
 // Bytes for V and M of one chunk: small enough that they stay in L2/L3
-// between the transforms and the GEMMs (measured on Zen 5: 2 MiB is up to
-// 25% faster than 12 MiB on large maps, equal on small ones).
-constexpr int64_t kWorkspaceBudget = int64_t{2} << 20;
+// between the transforms and the GEMMs. On the AMD Zen 5 EPYC 2 MiB was up
+// to 25% faster than 12 MiB on large maps, equal on small ones. Zen's L3 is
+// close to the core; on the Intel Xeon of CPUID model 207 (2 MiB of L2, a
+// slower L3) 2 MiB left the layers with 56x56 maps 4-12% slower than 1 MiB
+// (BENCHMARKS.md, "Winograd chunks within half the L2"), 512 KiB a little
+// slower again. So: 2 MiB on AMD, 1 MiB elsewhere.
+int64_t WorkspaceBudget() {
+  static const int64_t budget =
+      GetCpuFeatures().vendor == CpuVendor::kAmd ? int64_t{2} << 20 : int64_t{1} << 20;
+  return budget;
+}
 // A last chunk smaller than this joins the one before it (see ChunkAt).
 constexpr int64_t kMergedTiles = 32;
 // Tiles a thread from which threads split a layer's tiles (see
@@ -151,7 +159,7 @@ const WinogradImplementation& WinogradKernels() {
 
 int64_t WinogradGeometry::ChunkTiles() const {
   const int64_t per_tile = 36 * (channels + filters) * int64_t{sizeof(float)};
-  const int64_t chunk = std::max<int64_t>(1, winograd_cc::kWorkspaceBudget / per_tile);
+  const int64_t chunk = std::max<int64_t>(1, winograd_cc::WorkspaceBudget() / per_tile);
   // At least 64 tiles (GEMM columns) per chunk, and whole 32-column strips.
   if (chunk >= Tiles()) return Tiles();
   return std::min(Tiles(), std::max<int64_t>(chunk / 32 * 32, 64));

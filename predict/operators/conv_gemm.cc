@@ -418,13 +418,29 @@ void PlanShifted(const ConvGeometry& g, int64_t column_bytes, ShiftedGeometry* p
       break;
     }
   }
-  // Bands of near-equal height: 28 rows that fit 24 to a band go as 14 +
-  // 14, not 24 + 4.
+  // As few bands as fit, of the height from near-equal (28 rows that fit
+  // 24 to a band as 14 + 14, not 24 + 4) up to the most that fit whose
+  // bands' GEMMs run the fewest column tiles: a band's last tile is
+  // partial where its columns are not a multiple of the tile's width, and
+  // costs about as much as a full one. 28 rows of 28 columns go as 16 + 12
+  // rows (448 + 336 columns, 14 + 11 tiles of 32), not 14 + 14 (13 + 13).
   const int64_t band_row_bytes =
       std::max<int64_t>(1, p.views * g.channels * g.out[2] * int64_t{sizeof(float)});
   const int64_t max_rows = std::max<int64_t>(1, std::min(g.out[1], column_bytes / band_row_bytes));
   const int64_t bands = (g.out[1] + max_rows - 1) / max_rows;
+  const int64_t tile_cols = GemmKernels().kernel->nr;
+  const auto column_tiles = [&](int64_t rows_per_band) {
+    int64_t tiles = 0;
+    for (int64_t row = 0; row < g.out[1]; row += rows_per_band) {
+      const int64_t cols = std::min(rows_per_band, g.out[1] - row) * g.out[2];
+      tiles += (cols + tile_cols - 1) / tile_cols;
+    }
+    return tiles;
+  };
   p.rows_per_band = std::max<int64_t>(1, (g.out[1] + bands - 1) / bands);
+  for (int64_t rows = p.rows_per_band + 1; rows <= max_rows; ++rows) {
+    if (column_tiles(rows) < column_tiles(p.rows_per_band)) p.rows_per_band = rows;
+  }
   p.plane = (p.rows_per_band + p.span_h) * g.out[2];
   // Rows a multiple of 8 KiB apart would fall into few cache sets (and the
   // GEMM would then pack B instead of reading it in place).
