@@ -209,8 +209,11 @@ void GemmRange(const PackedMatrix& a, const float* b, const float* const* b_segm
       // A last tile of at most tail_max_cols columns is left to run_tail,
       // for all the full row strips at once (see MicroKernel).
       const int64_t tail_cols = nc % nr;
-      const bool tail = kernel.run_tail && !b_in_place && tail_cols > 0 &&
-                        tail_cols <= kernel.tail_max_cols;
+      // (Unless a wide tile takes them, with the 32 before them.)
+      const bool wide_tail = b_in_place && nc > nr && nr + tail_cols >= kernel.wide_min_cols &&
+                             nr + tail_cols <= kernel.wide_max_cols;
+      const bool tail = kernel.run_tail && tail_cols > 0 && tail_cols <= kernel.tail_max_cols &&
+                        !wide_tail;
       const int64_t tail_jr = nc - tail_cols;
       for (int64_t i0 = row_begin; i0 < row_end; i0 += mr) {
         const int64_t rows = std::min<int64_t>(mr, row_end - i0);
@@ -257,7 +260,8 @@ void GemmRange(const PackedMatrix& a, const float* b, const float* const* b_segm
       if (tail && full_strips > 0) {
         const TileEpilogue tail_ep = TileEpilogueAt(ep, row_begin, j0 + tail_jr);
         kernel.run_tail(kc, a.Strip(block, row_begin / mr), int64_t{mr} * kc,
-                        b_strip_at(tail_jr), nr, c + row_begin * ldc + j0 + tail_jr, ldc, !first,
+                        b_strip_at(tail_jr), b_in_place ? b_block_ld : nr,
+                        c + row_begin * ldc + j0 + tail_jr, ldc, !first,
                         full_strips, static_cast<int>(tail_cols), last ? &tail_ep : nullptr);
       }
     }
@@ -488,8 +492,9 @@ bool GemmReadsBInPlace(int64_t ldb) {
 
 int64_t GemmInPlaceBlockDepth(int64_t columns) {
   const MicroKernel& kernel = gemm_cc::ActiveKernel();
-  const bool tail_tile = kernel.reads_b_in_place && kernel.wide_max_cols == 0 &&
-                         columns > kernel.nr + 8 && columns <= kernel.nr + 18;
+  const bool wide = columns >= kernel.wide_min_cols && columns <= kernel.wide_max_cols;
+  const bool tail_tile = kernel.reads_b_in_place && !wide && columns > kernel.nr + 8 &&
+                         columns <= kernel.nr + 18;
   return tail_tile ? kGemmTailTileBlockDepth : kGemmInPlaceBlockDepth;
 }
 

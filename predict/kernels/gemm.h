@@ -140,7 +140,7 @@ constexpr int64_t kGemmInPlaceBlockDepth = 1024;
 // The depth block for such a product of `columns` columns:
 // kGemmInPlaceBlockDepth, except where each row's last columns go to a tail
 // tile (41-50 columns, a 7x7 map's 49, on a kernel that reads B in place
-// and has no wide tiles): there kGemmTailTileBlockDepth, whose B rows (25 KB
+// and has no wide tile for them): there kGemmTailTileBlockDepth, whose B rows (25 KB
 // at 49 columns) stay in L1 while every row strip of A passes over them;
 // the tail tile is bound by its loads and slows down when they come from
 // L2 (BENCHMARKS.md, "7x7 maps in shallow blocks"). The same holds for a

@@ -523,6 +523,94 @@ using TileFn = void (*)(int64_t kc, const float* a, const float* b, int64_t ldb,
                         int64_t ldc, bool accumulate, __mmask16 last_mask,
                         const TileEpilogue* ep);
 
+// TailTile's columns without a whole vector (kVecs 0: a row's last 1..8
+// columns, as a 14x14 map's 196 = 6 x 32 + 4 or a 17x17 map's 289 = 9 x 32
+// + 1 leave) for kStrips full row strips at once (a_stride floats apart in
+// packed A): each broadcast of B feeds kStrips FMAs, and kStrips * kTail
+// FMA chains are in flight. One strip at a time, a 4-column tail waited on
+// its previous FMA every depth step (4 cycles) and cost 0.4 of a 32-column
+// tile (1024 x 256 x 196: 577 us against 534 for 192 columns). Each output
+// is still the plain sum over the depth in order, with TailTile's
+// epilogue, so the results are TailTile's to the bit.
+template <int kTail, int kStrips>
+MXLITE_TARGET_AVX512 void TailStrips(int64_t kc, const float* a, int64_t a_stride,
+                                     const float* b, int64_t ldb, float* c, int64_t ldc,
+                                     bool accumulate, const TileEpilogue* ep) {
+  __m512 tail[kStrips][kTail];
+  MXLITE_UNROLL for (int s = 0; s < kStrips; ++s) {
+    MXLITE_UNROLL for (int t = 0; t < kTail; ++t) tail[s][t] = _mm512_setzero_ps();
+  }
+  for (int64_t p = 0; p < kc; ++p, a += kMr, b += ldb) {
+    // B read in place has a row a new line; packed, the rows are adjacent.
+    PrefetchRow<1>(b + kPrefetchAheadB * ldb);
+    __m512 column[kTail];
+    MXLITE_UNROLL for (int t = 0; t < kTail; ++t) column[t] = _mm512_set1_ps(b[t]);
+    MXLITE_UNROLL for (int s = 0; s < kStrips; ++s) {
+      _mm_prefetch(reinterpret_cast<const char*>(a + s * a_stride + kPrefetchAheadA),
+                   _MM_HINT_T0);
+      // Lanes past the strip's 12 rows are never stored (see TailTile).
+      const __m512 a_column = _mm512_loadu_ps(a + s * a_stride);
+      MXLITE_UNROLL for (int t = 0; t < kTail; ++t) {
+        tail[s][t] = _mm512_fmadd_ps(a_column, column[t], tail[s][t]);
+      }
+    }
+  }
+  MXLITE_UNROLL for (int s = 0; s < kStrips; ++s) {
+    TileEpilogue strip_ep;
+    if (ep) {
+      strip_ep = *ep;
+      if (strip_ep.bias) strip_ep.bias += s * kMr;
+      if (strip_ep.residual) strip_ep.residual += s * kMr * strip_ep.residual_stride;
+    }
+    FinishTailColumns<kTail>(tail[s], kMr, 0, c + s * kMr * ldc, ldc, accumulate,
+                             ep ? &strip_ep : nullptr);
+  }
+}
+
+using TailStripsFn = void (*)(int64_t kc, const float* a, int64_t a_stride, const float* b,
+                              int64_t ldb, float* c, int64_t ldc, bool accumulate,
+                              const TileEpilogue* ep);
+
+// Strips per TailStrips call, by columns: at least 8 FMA chains, and the
+// accumulators, the broadcast columns and A's vector within 32 registers.
+constexpr int kTailStrips[kMaxTail] = {8, 4, 3, 2, 2, 2, 2, 2};
+
+// [columns - 1][strips - 1]; entries past kTailStrips are never called (they
+// hold the one-strip kernel).
+#define MXLITE_TAIL(T, S) &TailStrips<T, (S <= kTailStrips[T - 1] ? S : 1)>
+#define MXLITE_TAIL_ROW(T)                                                                   \
+  {                                                                                          \
+    MXLITE_TAIL(T, 1), MXLITE_TAIL(T, 2), MXLITE_TAIL(T, 3), MXLITE_TAIL(T, 4),              \
+        MXLITE_TAIL(T, 5), MXLITE_TAIL(T, 6), MXLITE_TAIL(T, 7), MXLITE_TAIL(T, 8)           \
+  }
+const TailStripsFn kTailStripFns[kMaxTail][8] = {
+    MXLITE_TAIL_ROW(1), MXLITE_TAIL_ROW(2), MXLITE_TAIL_ROW(3), MXLITE_TAIL_ROW(4),
+    MXLITE_TAIL_ROW(5), MXLITE_TAIL_ROW(6), MXLITE_TAIL_ROW(7), MXLITE_TAIL_ROW(8)};
+#undef MXLITE_TAIL_ROW
+#undef MXLITE_TAIL
+
+// `strips` full row strips (a_stride floats apart in packed A) times the
+// last `cols` (1..kMaxTail) columns of a panel, in groups of up to
+// kTailStrips strips; B's rows are ldb floats apart (packed or in place).
+MXLITE_TARGET_AVX512 void RunTail(int64_t kc, const float* a, int64_t a_stride, const float* b,
+                                  int64_t ldb, float* c, int64_t ldc, bool accumulate,
+                                  int64_t strips, int cols, const TileEpilogue* ep) {
+  const int group = kTailStrips[cols - 1];
+  for (int64_t s = 0; s < strips; s += group) {
+    const int count = static_cast<int>(std::min<int64_t>(group, strips - s));
+    TileEpilogue group_ep = {};
+    if (ep) {
+      group_ep = *ep;
+      if (ep->bias) group_ep.bias = ep->bias + s * kMr;
+      if (ep->residual) group_ep.residual = ep->residual + s * kMr * ep->residual_stride;
+      if (ep->residual) PrefetchResidual(group_ep, count * kMr, cols);
+    }
+    kTailStripFns[cols - 1][count - 1](kc, a + s * a_stride, a_stride, b, ldb,
+                                       c + s * kMr * ldc, ldc, accumulate,
+                                       ep ? &group_ep : nullptr);
+  }
+}
+
 // Rows of a wide tile's half (see WideTile).
 constexpr int kHalfRows = kMr / 2;
 // The widths WideTile takes: 3 vectors (the last one masked when kTail is 0)
@@ -615,17 +703,33 @@ using TailTileFn = void (*)(int64_t kc, const float* a, const float* b, int64_t 
 const TailTileFn kTailTiles[2][kMaxTail] = {MXLITE_TAIL_TILES(0), MXLITE_TAIL_TILES(1)};
 #undef MXLITE_TAIL_TILES
 
+// Whole-width tiles with kExtendedMaxTail more columns (see RunTile).
+constexpr int kExtendedMaxTail = 4;
+// [tail columns - 1]
+const TailTileFn kExtendedTiles[kExtendedMaxTail] = {&TailTile<2, 1>, &TailTile<2, 2>,
+                                                     &TailTile<2, 3>, &TailTile<2, 4>};
+
 // Any tile at its own size: a partial one wastes no rows and needs no
 // scratch copy, a 16-column edge costs one vector per row instead of two,
 // a few odd columns at the edge of a full-height tile go to a tail (see
 // TailTile), and B may be read in place (a 1x1 convolution's input needs
-// no packing).
+// no packing). A full-height tile of 33-36 columns (B read in place, the
+// kernel without wide tiles: a 14x14 map's last 36 of 196, a 17x17 map's
+// last 33 of 289) is one 32-column tile with its tail beside it, which
+// shares the tile's pass over A's strip: a tail alone streams the whole
+// strip (12 floats a depth step) for 1-4 FMAs a step, and is bound by it
+// (256 x 1024 x 196, us: 524 for 192 columns, 560 for 196 with a tail
+// alone, 544 so).
 MXLITE_TARGET_AVX512 void RunTile(int64_t kc, const float* a, const float* b, int64_t ldb,
                                   float* c, int64_t ldc, bool accumulate, int rows, int cols,
                                   const TileEpilogue* ep) {
   if (ep && ep->residual) PrefetchResidual(*ep, rows, cols);
   if (rows == kMr && cols == kNr) {
     Tile<kMr, 2, true>(kc, a, b, ldb, c, ldc, accumulate, 0xffff, ep);
+    return;
+  }
+  if (cols > kNr && cols <= kNr + kExtendedMaxTail && rows == kMr) {
+    kExtendedTiles[cols - kNr - 1](kc, a, b, ldb, c, ldc, accumulate, ep);
     return;
   }
   if (cols > kNr) {
@@ -659,13 +763,14 @@ MXLITE_TARGET_AVX512 void RunTile(int64_t kc, const float* a, const float* b, in
 }
 
 // Every tile goes through RunTile, so the kernel has no separate whole-tile entries.
-// The two differ only in how a row's last 41-52 columns of a B read in place
-// are cut: one wide tile, or a 32-column tile and a tail (the same results,
+// The two differ only in how a row's last 33-52 columns of a B read in place
+// are cut: 41-52 as one wide tile, or 33-36 as a 32-column tile with its
+// tail beside it, else a 32-column tile and a tail apart (the same results,
 // bit for bit). Which is faster depends on the core (gemm.cc, UseWideTiles).
 const MicroKernel kKernel = {"avx512-12x32", kMr, kNr, nullptr, nullptr, &RunTile,
-                             0, 0, true, nullptr, 0};
+                             kNr + 1, kNr + kExtendedMaxTail, true, &RunTail, kMaxTail};
 const MicroKernel kWideKernel = {"avx512-12x32-wide", kMr, kNr, nullptr, nullptr, &RunTile,
-                                 kWideMinCols, kWideMaxCols, true, nullptr, 0};
+                                 kWideMinCols, kWideMaxCols, true, &RunTail, kMaxTail};
 
 // Sum of the 16 lanes. (Not _mm512_reduce_add_ps: GCC 12 warns about an
 // undefined operand inside it.)
