@@ -33,6 +33,32 @@ inline void PrefetchResidual(const TileEpilogue& ep, int rows, int cols) {
   }
 }
 
+// The last `cols` columns of a panel for `strips` full row strips of kMr
+// rows (a_stride floats apart in packed A), `group` strips per call of
+// tails[count - 1], each call with its strips' part of the epilogue: both
+// kernels' RunTail, over their own TailStrips.
+using TailStripsFn = void (*)(int64_t kc, const float* a, int64_t a_stride, const float* b,
+                              int64_t ldb, float* c, int64_t ldc, bool accumulate,
+                              const TileEpilogue* ep);
+template <int kMr>
+inline void RunTailInGroups(int group, const TailStripsFn* tails, int64_t kc, const float* a,
+                            int64_t a_stride, const float* b, int64_t ldb, float* c,
+                            int64_t ldc, bool accumulate, int64_t strips, int cols,
+                            const TileEpilogue* ep) {
+  for (int64_t s = 0; s < strips; s += group) {
+    const int count = static_cast<int>(std::min<int64_t>(group, strips - s));
+    TileEpilogue group_ep = {};
+    if (ep) {
+      group_ep = *ep;
+      if (ep->bias) group_ep.bias = ep->bias + s * kMr;
+      if (ep->residual) group_ep.residual = ep->residual + s * kMr * ep->residual_stride;
+      if (ep->residual) PrefetchResidual(group_ep, count * kMr, cols);
+    }
+    tails[count - 1](kc, a + s * a_stride, a_stride, b, ldb, c + s * kMr * ldc, ldc, accumulate,
+                     ep ? &group_ep : nullptr);
+  }
+}
+
 namespace gemm_avx2 {
 
 constexpr int kMr = 6;
@@ -193,10 +219,6 @@ MXLITE_TARGET_AVX2 void TailStrips(int64_t kc, const float* a, int64_t a_stride,
   }
 }
 
-using TailStripsFn = void (*)(int64_t kc, const float* a, int64_t a_stride, const float* b,
-                              int64_t ldb, float* c, int64_t ldc, bool accumulate,
-                              const TileEpilogue* ep);
-
 // Strips per call, by columns: at least 8 FMA chains, and the accumulators,
 // the broadcast columns and A's vector within the 16 YMM registers.
 constexpr int kTailStrips[kMaxTail] = {8, 4, 4, 2};
@@ -220,19 +242,8 @@ const TailStripsFn kTails[kMaxTail][8] = {MXLITE_TAIL_ROW(1), MXLITE_TAIL_ROW(2)
 MXLITE_TARGET_AVX2 void RunTail(int64_t kc, const float* a, int64_t a_stride, const float* b,
                                 int64_t ldb, float* c, int64_t ldc, bool accumulate,
                                 int64_t strips, int cols, const TileEpilogue* ep) {
-  const int group = kTailStrips[cols - 1];
-  for (int64_t s = 0; s < strips; s += group) {
-    const int count = static_cast<int>(std::min<int64_t>(group, strips - s));
-    TileEpilogue group_ep = {};
-    if (ep) {
-      group_ep = *ep;
-      if (ep->bias) group_ep.bias = ep->bias + s * kMr;
-      if (ep->residual) group_ep.residual = ep->residual + s * kMr * ep->residual_stride;
-      if (ep->residual) PrefetchResidual(group_ep, count * kMr, cols);
-    }
-    kTails[cols - 1][count - 1](kc, a + s * a_stride, a_stride, b, ldb, c + s * kMr * ldc, ldc,
-                                accumulate, ep ? &group_ep : nullptr);
-  }
+  RunTailInGroups<kMr>(kTailStrips[cols - 1], kTails[cols - 1], kc, a, a_stride, b, ldb, c, ldc,
+                       accumulate, strips, cols, ep);
 }
 
 // Any tile at its own size: a partial tile needs no scratch copy and
@@ -567,10 +578,6 @@ MXLITE_TARGET_AVX512 void TailStrips(int64_t kc, const float* a, int64_t a_strid
   }
 }
 
-using TailStripsFn = void (*)(int64_t kc, const float* a, int64_t a_stride, const float* b,
-                              int64_t ldb, float* c, int64_t ldc, bool accumulate,
-                              const TileEpilogue* ep);
-
 // Strips per TailStrips call, by columns: at least 8 FMA chains, and the
 // accumulators, the broadcast columns and A's vector within 32 registers.
 constexpr int kTailStrips[kMaxTail] = {8, 4, 3, 2, 2, 2, 2, 2};
@@ -595,20 +602,8 @@ const TailStripsFn kTailStripFns[kMaxTail][8] = {
 MXLITE_TARGET_AVX512 void RunTail(int64_t kc, const float* a, int64_t a_stride, const float* b,
                                   int64_t ldb, float* c, int64_t ldc, bool accumulate,
                                   int64_t strips, int cols, const TileEpilogue* ep) {
-  const int group = kTailStrips[cols - 1];
-  for (int64_t s = 0; s < strips; s += group) {
-    const int count = static_cast<int>(std::min<int64_t>(group, strips - s));
-    TileEpilogue group_ep = {};
-    if (ep) {
-      group_ep = *ep;
-      if (ep->bias) group_ep.bias = ep->bias + s * kMr;
-      if (ep->residual) group_ep.residual = ep->residual + s * kMr * ep->residual_stride;
-      if (ep->residual) PrefetchResidual(group_ep, count * kMr, cols);
-    }
-    kTailStripFns[cols - 1][count - 1](kc, a + s * a_stride, a_stride, b, ldb,
-                                       c + s * kMr * ldc, ldc, accumulate,
-                                       ep ? &group_ep : nullptr);
-  }
+  RunTailInGroups<kMr>(kTailStrips[cols - 1], kTailStripFns[cols - 1], kc, a, a_stride, b, ldb,
+                       c, ldc, accumulate, strips, cols, ep);
 }
 
 // Rows of a wide tile's half (see WideTile).
