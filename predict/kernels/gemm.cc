@@ -209,11 +209,8 @@ void GemmRange(const PackedMatrix& a, const float* b, const float* const* b_segm
       // A last tile of at most tail_max_cols columns is left to run_tail,
       // for all the full row strips at once (see MicroKernel).
       const int64_t tail_cols = nc % nr;
-      // (Unless a wide tile takes them, with the 32 before them.)
-      const bool wide_tail = b_in_place && nc > nr && nr + tail_cols >= kernel.wide_min_cols &&
-                             nr + tail_cols <= kernel.wide_max_cols;
-      const bool tail = kernel.run_tail && tail_cols > 0 && tail_cols <= kernel.tail_max_cols &&
-                        !wide_tail;
+      const bool tail = kernel.run_tail && !b_in_place && tail_cols > 0 &&
+                        tail_cols <= kernel.tail_max_cols;
       const int64_t tail_jr = nc - tail_cols;
       for (int64_t i0 = row_begin; i0 < row_end; i0 += mr) {
         const int64_t rows = std::min<int64_t>(mr, row_end - i0);
@@ -260,8 +257,7 @@ void GemmRange(const PackedMatrix& a, const float* b, const float* const* b_segm
       if (tail && full_strips > 0) {
         const TileEpilogue tail_ep = TileEpilogueAt(ep, row_begin, j0 + tail_jr);
         kernel.run_tail(kc, a.Strip(block, row_begin / mr), int64_t{mr} * kc,
-                        b_strip_at(tail_jr), b_in_place ? b_block_ld : nr,
-                        c + row_begin * ldc + j0 + tail_jr, ldc, !first,
+                        b_strip_at(tail_jr), nr, c + row_begin * ldc + j0 + tail_jr, ldc, !first,
                         full_strips, static_cast<int>(tail_cols), last ? &tail_ep : nullptr);
       }
     }

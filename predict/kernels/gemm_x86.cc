@@ -33,32 +33,6 @@ inline void PrefetchResidual(const TileEpilogue& ep, int rows, int cols) {
   }
 }
 
-// The last `cols` columns of a panel for `strips` full row strips of kMr
-// rows (a_stride floats apart in packed A), `group` strips per call of
-// tails[count - 1], each call with its strips' part of the epilogue: both
-// kernels' RunTail, over their own TailStrips.
-using TailStripsFn = void (*)(int64_t kc, const float* a, int64_t a_stride, const float* b,
-                              int64_t ldb, float* c, int64_t ldc, bool accumulate,
-                              const TileEpilogue* ep);
-template <int kMr>
-inline void RunTailInGroups(int group, const TailStripsFn* tails, int64_t kc, const float* a,
-                            int64_t a_stride, const float* b, int64_t ldb, float* c,
-                            int64_t ldc, bool accumulate, int64_t strips, int cols,
-                            const TileEpilogue* ep) {
-  for (int64_t s = 0; s < strips; s += group) {
-    const int count = static_cast<int>(std::min<int64_t>(group, strips - s));
-    TileEpilogue group_ep = {};
-    if (ep) {
-      group_ep = *ep;
-      if (ep->bias) group_ep.bias = ep->bias + s * kMr;
-      if (ep->residual) group_ep.residual = ep->residual + s * kMr * ep->residual_stride;
-      if (ep->residual) PrefetchResidual(group_ep, count * kMr, cols);
-    }
-    tails[count - 1](kc, a + s * a_stride, a_stride, b, ldb, c + s * kMr * ldc, ldc, accumulate,
-                     ep ? &group_ep : nullptr);
-  }
-}
-
 namespace gemm_avx2 {
 
 constexpr int kMr = 6;
@@ -219,6 +193,10 @@ MXLITE_TARGET_AVX2 void TailStrips(int64_t kc, const float* a, int64_t a_stride,
   }
 }
 
+using TailStripsFn = void (*)(int64_t kc, const float* a, int64_t a_stride, const float* b,
+                              int64_t ldb, float* c, int64_t ldc, bool accumulate,
+                              const TileEpilogue* ep);
+
 // Strips per call, by columns: at least 8 FMA chains, and the accumulators,
 // the broadcast columns and A's vector within the 16 YMM registers.
 constexpr int kTailStrips[kMaxTail] = {8, 4, 4, 2};
@@ -242,8 +220,19 @@ const TailStripsFn kTails[kMaxTail][8] = {MXLITE_TAIL_ROW(1), MXLITE_TAIL_ROW(2)
 MXLITE_TARGET_AVX2 void RunTail(int64_t kc, const float* a, int64_t a_stride, const float* b,
                                 int64_t ldb, float* c, int64_t ldc, bool accumulate,
                                 int64_t strips, int cols, const TileEpilogue* ep) {
-  RunTailInGroups<kMr>(kTailStrips[cols - 1], kTails[cols - 1], kc, a, a_stride, b, ldb, c, ldc,
-                       accumulate, strips, cols, ep);
+  const int group = kTailStrips[cols - 1];
+  for (int64_t s = 0; s < strips; s += group) {
+    const int count = static_cast<int>(std::min<int64_t>(group, strips - s));
+    TileEpilogue group_ep = {};
+    if (ep) {
+      group_ep = *ep;
+      if (ep->bias) group_ep.bias = ep->bias + s * kMr;
+      if (ep->residual) group_ep.residual = ep->residual + s * kMr * ep->residual_stride;
+      if (ep->residual) PrefetchResidual(group_ep, count * kMr, cols);
+    }
+    kTails[cols - 1][count - 1](kc, a + s * a_stride, a_stride, b, ldb, c + s * kMr * ldc, ldc,
+                                accumulate, ep ? &group_ep : nullptr);
+  }
 }
 
 // Any tile at its own size: a partial tile needs no scratch copy and
@@ -409,6 +398,37 @@ MXLITE_TARGET_AVX512_INLINE void FinishRows(__m512 (&acc)[kRows][kVecs], float* 
   }
 }
 
+// FinishRows for `rows` rows of `vecs` vectors whose sums were stored at
+// sums (row r at sums + 16 * vecs * r), the last vector's lanes masked by
+// last_mask: the same operations in the same order, in loops that are not
+// unrolled. The tiles of a strip's last rows (fewer than 12) share it: each
+// inlining its own epilogue cost 1-2 KB of code apiece, against the
+// library's size budget, for tiles that run once per column tile.
+MXLITE_TARGET_AVX512 MXLITE_NOINLINE void FinishPartialRows(const float* sums, int rows, int vecs,
+                                                            float* c, int64_t ldc,
+                                                            bool accumulate, __mmask16 last_mask,
+                                                            const TileEpilogue* ep) {
+  for (int r = 0; r < rows; ++r) {
+    float* row = c + r * ldc;
+    for (int v = 0; v < vecs; ++v) {
+      const __mmask16 mask = v == vecs - 1 ? last_mask : static_cast<__mmask16>(0xffff);
+      __m512 value = _mm512_load_ps(sums + (r * vecs + v) * 16);
+      if (accumulate) value = _mm512_add_ps(value, _mm512_maskz_loadu_ps(mask, row + 16 * v));
+      if (ep) {
+        if (ep->bias) value = _mm512_add_ps(value, _mm512_set1_ps(ep->bias[r]));
+        if (ep->residual) {
+          value = _mm512_add_ps(value, _mm512_maskz_loadu_ps(
+                                           mask, ep->residual + r * ep->residual_stride + 16 * v));
+        }
+        if (ep->clamp) {
+          value = ClampAvx512(_mm512_set1_ps(ep->lower), _mm512_set1_ps(ep->upper), value);
+        }
+      }
+      _mm512_mask_storeu_ps(row + 16 * v, mask, value);
+    }
+  }
+}
+
 // The tile kernel, for kRows (1..12) rows of A and kVecs (1 or 2) vectors
 // of 16 columns; B's rows are ldb floats apart. last_mask selects the
 // columns of the last vector that are read from B and C and stored (masked
@@ -452,7 +472,17 @@ MXLITE_TARGET_AVX512 inline void Tile(int64_t kc, const float* a, const float* b
     }
     a += kMr;
   }
-  FinishRows<kRows, kVecs, kFull>(acc, c, ldc, accumulate, masks, ep);
+  if constexpr (kRows == kMr) {
+    FinishRows<kRows, kVecs, kFull>(acc, c, ldc, accumulate, masks, ep);
+  } else {
+    // A row strip's last rows (a GEMM's last strip): the epilogue through
+    // memory, one copy for the 22 such kernels (see FinishPartialRows).
+    alignas(64) float sums[kRows][kVecs * 16];
+    MXLITE_UNROLL for (int r = 0; r < kRows; ++r) {
+      MXLITE_UNROLL for (int v = 0; v < kVecs; ++v) _mm512_store_ps(sums[r] + 16 * v, acc[r][v]);
+    }
+    FinishPartialRows(sums[0], kRows, kVecs, c, ldc, accumulate, masks[kVecs - 1], ep);
+  }
 }
 
 // Most columns a tile hands to its tail (see TailTile).
@@ -483,7 +513,7 @@ MXLITE_TARGET_AVX512_INLINE void FinishTailColumns(const __m512 (&tail)[kTail], 
   }
 }
 
-// A full-height tile of kVecs (0 or 1) whole vectors of 16 columns followed
+// A full-height tile of kVecs (0, 1 or 2) whole vectors of 16 columns followed
 // by kTail (1..kMaxTail) single columns. The tail turns the product around:
 // one accumulator per column holds that column's 12 rows, fed by a vector
 // of A's strip times one element of B, so a column costs one FMA per depth
@@ -533,78 +563,6 @@ MXLITE_TARGET_AVX512 void TailTile(int64_t kc, const float* a, const float* b, i
 using TileFn = void (*)(int64_t kc, const float* a, const float* b, int64_t ldb, float* c,
                         int64_t ldc, bool accumulate, __mmask16 last_mask,
                         const TileEpilogue* ep);
-
-// TailTile's columns without a whole vector (kVecs 0: a row's last 1..8
-// columns, as a 14x14 map's 196 = 6 x 32 + 4 or a 17x17 map's 289 = 9 x 32
-// + 1 leave) for kStrips full row strips at once (a_stride floats apart in
-// packed A): each broadcast of B feeds kStrips FMAs, and kStrips * kTail
-// FMA chains are in flight. One strip at a time, a 4-column tail waited on
-// its previous FMA every depth step (4 cycles) and cost 0.4 of a 32-column
-// tile (1024 x 256 x 196: 577 us against 534 for 192 columns). Each output
-// is still the plain sum over the depth in order, with TailTile's
-// epilogue, so the results are TailTile's to the bit.
-template <int kTail, int kStrips>
-MXLITE_TARGET_AVX512 void TailStrips(int64_t kc, const float* a, int64_t a_stride,
-                                     const float* b, int64_t ldb, float* c, int64_t ldc,
-                                     bool accumulate, const TileEpilogue* ep) {
-  __m512 tail[kStrips][kTail];
-  MXLITE_UNROLL for (int s = 0; s < kStrips; ++s) {
-    MXLITE_UNROLL for (int t = 0; t < kTail; ++t) tail[s][t] = _mm512_setzero_ps();
-  }
-  for (int64_t p = 0; p < kc; ++p, a += kMr, b += ldb) {
-    // B read in place has a row a new line; packed, the rows are adjacent.
-    PrefetchRow<1>(b + kPrefetchAheadB * ldb);
-    __m512 column[kTail];
-    MXLITE_UNROLL for (int t = 0; t < kTail; ++t) column[t] = _mm512_set1_ps(b[t]);
-    MXLITE_UNROLL for (int s = 0; s < kStrips; ++s) {
-      _mm_prefetch(reinterpret_cast<const char*>(a + s * a_stride + kPrefetchAheadA),
-                   _MM_HINT_T0);
-      // Lanes past the strip's 12 rows are never stored (see TailTile).
-      const __m512 a_column = _mm512_loadu_ps(a + s * a_stride);
-      MXLITE_UNROLL for (int t = 0; t < kTail; ++t) {
-        tail[s][t] = _mm512_fmadd_ps(a_column, column[t], tail[s][t]);
-      }
-    }
-  }
-  MXLITE_UNROLL for (int s = 0; s < kStrips; ++s) {
-    TileEpilogue strip_ep;
-    if (ep) {
-      strip_ep = *ep;
-      if (strip_ep.bias) strip_ep.bias += s * kMr;
-      if (strip_ep.residual) strip_ep.residual += s * kMr * strip_ep.residual_stride;
-    }
-    FinishTailColumns<kTail>(tail[s], kMr, 0, c + s * kMr * ldc, ldc, accumulate,
-                             ep ? &strip_ep : nullptr);
-  }
-}
-
-// Strips per TailStrips call, by columns: at least 8 FMA chains, and the
-// accumulators, the broadcast columns and A's vector within 32 registers.
-constexpr int kTailStrips[kMaxTail] = {8, 4, 3, 2, 2, 2, 2, 2};
-
-// [columns - 1][strips - 1]; entries past kTailStrips are never called (they
-// hold the one-strip kernel).
-#define MXLITE_TAIL(T, S) &TailStrips<T, (S <= kTailStrips[T - 1] ? S : 1)>
-#define MXLITE_TAIL_ROW(T)                                                                   \
-  {                                                                                          \
-    MXLITE_TAIL(T, 1), MXLITE_TAIL(T, 2), MXLITE_TAIL(T, 3), MXLITE_TAIL(T, 4),              \
-        MXLITE_TAIL(T, 5), MXLITE_TAIL(T, 6), MXLITE_TAIL(T, 7), MXLITE_TAIL(T, 8)           \
-  }
-const TailStripsFn kTailStripFns[kMaxTail][8] = {
-    MXLITE_TAIL_ROW(1), MXLITE_TAIL_ROW(2), MXLITE_TAIL_ROW(3), MXLITE_TAIL_ROW(4),
-    MXLITE_TAIL_ROW(5), MXLITE_TAIL_ROW(6), MXLITE_TAIL_ROW(7), MXLITE_TAIL_ROW(8)};
-#undef MXLITE_TAIL_ROW
-#undef MXLITE_TAIL
-
-// `strips` full row strips (a_stride floats apart in packed A) times the
-// last `cols` (1..kMaxTail) columns of a panel, in groups of up to
-// kTailStrips strips; B's rows are ldb floats apart (packed or in place).
-MXLITE_TARGET_AVX512 void RunTail(int64_t kc, const float* a, int64_t a_stride, const float* b,
-                                  int64_t ldb, float* c, int64_t ldc, bool accumulate,
-                                  int64_t strips, int cols, const TileEpilogue* ep) {
-  RunTailInGroups<kMr>(kTailStrips[cols - 1], kTailStripFns[cols - 1], kc, a, a_stride, b, ldb,
-                       c, ldc, accumulate, strips, cols, ep);
-}
 
 // Rows of a wide tile's half (see WideTile).
 constexpr int kHalfRows = kMr / 2;
@@ -763,9 +721,9 @@ MXLITE_TARGET_AVX512 void RunTile(int64_t kc, const float* a, const float* b, in
 // tail beside it, else a 32-column tile and a tail apart (the same results,
 // bit for bit). Which is faster depends on the core (gemm.cc, UseWideTiles).
 const MicroKernel kKernel = {"avx512-12x32", kMr, kNr, nullptr, nullptr, &RunTile,
-                             kNr + 1, kNr + kExtendedMaxTail, true, &RunTail, kMaxTail};
+                             kNr + 1, kNr + kExtendedMaxTail, true, nullptr, 0};
 const MicroKernel kWideKernel = {"avx512-12x32-wide", kMr, kNr, nullptr, nullptr, &RunTile,
-                                 kWideMinCols, kWideMaxCols, true, &RunTail, kMaxTail};
+                                 kWideMinCols, kWideMaxCols, true, nullptr, 0};
 
 // Sum of the 16 lanes. (Not _mm512_reduce_add_ps: GCC 12 warns about an
 // undefined operand inside it.)

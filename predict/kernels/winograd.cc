@@ -16,9 +16,7 @@ namespace winograd_cc {
 // (BENCHMARKS.md, "Winograd chunks within half the L2"), 512 KiB a little
 // slower again. So: 2 MiB on AMD, 1 MiB elsewhere.
 int64_t WorkspaceBudget() {
-  static const int64_t budget =
-      GetCpuFeatures().vendor == CpuVendor::kAmd ? int64_t{2} << 20 : int64_t{1} << 20;
-  return budget;
+  return GetCpuFeatures().vendor == CpuVendor::kAmd ? int64_t{2} << 20 : int64_t{1} << 20;
 }
 // A last chunk smaller than this joins the one before it (see ChunkAt).
 constexpr int64_t kMergedTiles = 32;

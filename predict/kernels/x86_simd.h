@@ -24,12 +24,15 @@
 #define MXLITE_TARGET_AVX2_INLINE MXLITE_TARGET_AVX2 __attribute__((always_inline)) inline
 #define MXLITE_TARGET_AVX512_INLINE MXLITE_TARGET_AVX512 __attribute__((always_inline)) inline
 #define MXLITE_ANY_ISA_INLINE __attribute__((always_inline)) inline
+// One copy of a function however many callers it has (a shared epilogue).
+#define MXLITE_NOINLINE __attribute__((noinline))
 #else
 #define MXLITE_TARGET_AVX2
 #define MXLITE_TARGET_AVX512
 #define MXLITE_TARGET_AVX2_INLINE inline
 #define MXLITE_TARGET_AVX512_INLINE inline
 #define MXLITE_ANY_ISA_INLINE inline
+#define MXLITE_NOINLINE
 #endif  // defined(__GNUC__) || defined(__clang__)
 
 // Full unrolling of a loop over an array of vectors (the GEMM tile's rows)

@@ -313,8 +313,7 @@ int main() {
                               {25, 41, 300}, {36, 48, 40}, {13, 49, 513}, {24, 52, 19},
                               {12, 433, 30},
                               // AVX-512 without wide tiles: a 32-column tile with 1-4
-                              // more columns (extended tiles), and tails of 5-8 columns
-                              // for several full strips at once (TailStrips), B in place
+                              // more columns in one pass, tails of 5-8 columns apart
                               {36, 196, 300}, {48, 289, 70}, {25, 98, 33}, {100, 200, 64},
                               {30, 37, 20}, {60, 7, 129},
                               // Inception's shapes where, on two threads, what each
