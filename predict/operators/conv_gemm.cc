@@ -438,8 +438,13 @@ void PlanShifted(const ConvGeometry& g, int64_t column_bytes, ShiftedGeometry* p
     return tiles;
   };
   p.rows_per_band = std::max<int64_t>(1, (g.out[1] + bands - 1) / bands);
+  int64_t fewest_tiles = column_tiles(p.rows_per_band);
   for (int64_t rows = p.rows_per_band + 1; rows <= max_rows; ++rows) {
-    if (column_tiles(rows) < column_tiles(p.rows_per_band)) p.rows_per_band = rows;
+    const int64_t tiles = column_tiles(rows);
+    if (tiles < fewest_tiles) {
+      p.rows_per_band = rows;
+      fewest_tiles = tiles;
+    }
   }
   p.plane = (p.rows_per_band + p.span_h) * g.out[2];
   // Rows a multiple of 8 KiB apart would fall into few cache sets (and the
