@@ -156,7 +156,9 @@ void GemmRange(const PackedMatrix& a, const float* b, const float* const* b_segm
   thread_local std::vector<float> panel, transformed;
   const int64_t max_kc = a.max_block_depth();
   if (pack_b) panel.resize(static_cast<size_t>(max_kc * CeilDiv(kNc, nr) * nr));
-  if (transform) transformed.resize(static_cast<size_t>(max_kc * kNc));
+  if (transform) {
+    transformed.resize(static_cast<size_t>(max_kc * std::min(kNc, col_end - col_begin)));
+  }
   // Taken once: in a shared library every use of a thread_local is a call
   // to __tls_get_addr, and the loops below would make one per tile (1% of
   // MobileNet's time).

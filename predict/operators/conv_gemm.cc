@@ -78,13 +78,20 @@ class PointwiseKernel : public ConvKernel {
                         (g.normalises_input ? g.channels > 256 : ProjectsByDepthHalves(g));
     // The input read where it lies: deep depth blocks (GemmInPlaceBlockDepth).
     // A normalised input is read through a KC-deep buffer instead, or a
-    // shallower one on 7x7 maps.
+    // shallower one on 7x7 maps, or, in halves on small maps, one block a
+    // half (up to kNormalisedHalfBlockDepth): the buffer (at most 512 KiB)
+    // stays in L2, the GEMM stores and reloads C's tiles half as often, and
+    // one thread runs the two halves as two blocks, with the bits of the
+    // split and without its scratch (GemmPackedTransformedB).
     const int64_t in_place_depth = GemmInPlaceBlockDepth(g.InSpatial());
     int64_t block_depth = 0;
     if (!g.normalises_input && GemmReadsBInPlace(g.InSpatial())) {
       block_depth = in_place_depth;
     } else if (g.normalises_input && in_place_depth == kGemmTailTileBlockDepth) {
       block_depth = in_place_depth;
+    } else if (g.normalises_input && halves && g.InSpatial() <= kGemmSplitDepthMaxColumns &&
+               GemmReadsBInPlace(g.InSpatial())) {
+      block_depth = std::min(g.channels / 2, kNormalisedHalfBlockDepth);
     }
     MXL_RETURN_IF_ERROR(
         PackGroups(g, w_.weights, halves ? g.channels / 2 : 0, &packed_, block_depth));
@@ -171,6 +178,8 @@ class PointwiseKernel : public ConvKernel {
            2 * g.filters <= g.channels && g.InSpatial() <= kGemmSplitDepthMaxColumns;
   }
   static constexpr int64_t kMinProjectionDepth = 128;
+  // See Prepare: 512 x 256 floats of normalised input is 512 KiB.
+  static constexpr int64_t kNormalisedHalfBlockDepth = 512;
 
   ConvGeometry g_;
   ConvWeights w_;
