@@ -13,9 +13,10 @@ out specially, in random combinations and sizes:
   * Concat of branches (batch 1 lays inputs in place), Pooling, Dropout,
     Flatten + FullyConnected heads, two outputs (Group);
   * stems (STEMS more cases, their own random stream): a convolution of the
-    input [+ BatchNorm] [+ clamp] then max pooling, which the optimiser
-    folds into the convolution (3-4 input channels: the direct kernel, in
-    row bands; 8: whole planes), on inputs large enough for several bands;
+    input (or of a BatchNorm of it) [+ BatchNorm] [+ clamp] then max
+    pooling, which the optimiser folds into the convolution (3-4 input
+    channels: the direct kernel, in row bands; 8: whole planes), on inputs
+    large enough for several bands;
 BatchNorm statistics and every bias are random. Writes per case
 NAME-symbol.json, NAME-0000.params (arg:/aux: prefixed) and NAME-io.npz
 (input:data, output:<i>), and OUTDIR/cases.txt with one name a line.
@@ -149,11 +150,13 @@ STEMS = 24
 
 
 def stem_network(rng):
-    """conv [+ bn] [+ clamp] of the input, max pooling, maybe one more unit."""
+    """conv [+ bn] [+ clamp] of the input (or of a BatchNorm of it, as ResNet v2
+    normalises its image first), max pooling, maybe one more unit."""
     b = Builder(rng)
     c = int(rng.choice([3, 3, 4, 8]))
     kernel, stride = int(rng.choice([3, 5, 7])), int(rng.choice([1, 2]))
-    y = S.Convolution(S.Variable("data"), kernel=(kernel, kernel), stride=(stride, stride),
+    image = b.batch_norm(S.Variable("data")) if b.chance(0.3) else S.Variable("data")
+    y = S.Convolution(image, kernel=(kernel, kernel), stride=(stride, stride),
                       pad=(kernel // 2, kernel // 2), num_filter=int(rng.choice([4, 8, 12, 16])),
                       no_bias=bool(b.chance(0.5)), name=b.name("conv"))
     if b.chance(0.6):

@@ -107,6 +107,8 @@ def test_stem_max_pool_is_fused_and_free_of_the_thread_count(isa):
         'api = API(load_library())\n'
         'report = {"failed": []}\n'
         'for name in STEMS:\n'
+        '    sys.stderr.write(f"== case {name}\\n")\n'
+        '    sys.stderr.flush()\n'
         '    base = f"{CASES_DIR}/{name}"\n'
         '    sym = open(base + "-symbol.json").read()\n'
         '    params = open(base + "-0000.params", "rb").read()\n'
@@ -150,3 +152,19 @@ def test_stem_max_pool_is_fused_and_free_of_the_thread_count(isa):
     assert len(fused) >= len(STEMS) // 2, nodes
     assert any('in row bands' in line for line in fused), fused
     assert any('then max pool' in line for line in fused), fused
+    # Those that convolve a BatchNorm of the input (ResNet v2's stem) too.
+    profiles = re.split(r'^== case (\S+)$', result.stderr, flags=re.M)
+    by_case = dict(zip(profiles[1::2], profiles[2::2]))
+    normalised = [name for name in STEMS if convolves_normalised_input(name)]
+    assert normalised, 'no stem case convolves a BatchNorm of its input'
+    for name in normalised:
+        assert 'max pool' in by_case[name], (name, by_case[name])
+
+
+def convolves_normalised_input(name):
+    """Whether the stem case's convolution reads a BatchNorm of the input."""
+    with open(os.path.join(CASES_DIR, name + '-symbol.json')) as f:
+        nodes = json.load(f)['nodes']
+    conv = next(node for node in nodes if node['op'] == 'Convolution')
+    source = nodes[conv['inputs'][0][0]]
+    return source['op'] == 'BatchNorm' and nodes[source['inputs'][0][0]]['name'] == 'data'

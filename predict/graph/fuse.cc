@@ -154,6 +154,14 @@ bool IsFusableMaxPool(const Node& node) {
          (layout == "None" || layout == "NCHW");
 }
 
+// Whether `node` is a graph input, or a BatchNorm (fused with a clamp or
+// not) of one: what a network's stem reads.
+bool ReadsImage(const Graph& graph, const Node& node) {
+  if (node.is_variable()) return true;
+  const bool batch_norm = IsBatchNorm(node) || node.op_name == "_FusedBatchNorm";
+  return batch_norm && !node.inputs.empty() && graph.nodes[node.inputs[0].node].is_variable();
+}
+
 // The chain starting at `conv`; nodes already claimed by an earlier chain
 // (an add can end two convolutions' chains) are not taken again.
 Chain FindChain(const Graph& graph, const Readers& readers, const std::vector<bool>& claimed,
@@ -189,9 +197,12 @@ Chain FindChain(const Graph& graph, const Readers& readers, const std::vector<bo
     chain.clamp = chain.last = next;
     next = sole_free_reader(chain.last, &slot);
   }
-  // The max pooling after a stem: a 2-D convolution of a graph input
-  // (its output, the size of the image times the filters, is the largest
-  // tensor of most networks; fused, it stays in cache, see convolution.cc).
+  // The max pooling after a stem: a 2-D convolution of a graph input, or of
+  // a BatchNorm of one (a pre-activation network such as ResNet v2
+  // normalises its image first, and no convolution can absorb that: its
+  // padding would be normalised too) (its output, the size of the image
+  // times the filters, is the largest tensor of most networks; fused, it
+  // stays in cache, see convolution.cc).
   // Only where the direct kernel, which computes it in bands of rows, runs
   // a stem's shape (the number of channels is not known here: a wider
   // layer computes all of its output into the workspace first, which costs
@@ -204,7 +215,7 @@ Chain FindChain(const Graph& graph, const Readers& readers, const std::vector<bo
   if (next >= 0 && chain.add < 0 && stem_shape && target == FusionTarget::kCpu &&
       DirectConvKernelsPay() &&
       IsFusableMaxPool(graph.nodes[next]) && !conv_node.inputs.empty() &&
-      graph.nodes[conv_node.inputs[0].node].is_variable()) {
+      ReadsImage(graph, graph.nodes[conv_node.inputs[0].node])) {
     chain.pool = chain.last = next;
   }
   return chain;

@@ -23,9 +23,10 @@
  * residual element before writing the output there, which saves a third of
  * the layer's memory traffic. A chain without a residual whose
  * convolution is a stem (2-D, one group, dilation 1, stride 1 or 2, reading
- * a graph input) takes a following 2-D max pooling too, where the direct
- * convolution kernels run (DirectConvKernelsPay): the operator then pools
- * bands of its output rows while they are in cache (convolution.cc).
+ * a graph input or a BatchNorm of one) takes a following 2-D max pooling
+ * too, where the direct convolution kernels run (DirectConvKernelsPay): the
+ * operator then pools bands of its output rows while they are in cache
+ * (convolution.cc).
  * A link is taken only when the previous output has exactly one reader
  * and is not a graph output, and, for BatchNorm, when its hidden outputs
  * are unused and it normalises axis 1; so the rewritten graph computes
