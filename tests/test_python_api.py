@@ -270,9 +270,9 @@ def test_threads_share_one_predictor_safely():
             assert np.array_equal(output, expected[index])
 
 
-# DenseNet without Winograd: its F(2x2) layers (four times the channels in
-# as filters out) split their channels between two threads and add the
-# parts in another order than one thread does, a difference of rounding.
+# DenseNet without Winograd: with it, its 56x56 3x3 layers take the 1-D
+# Winograd kernel on two threads and F(4x4) on one (Winograd1dPays weighs
+# the thread count), two algorithms with their own rounding.
 @pytest.mark.parametrize('name, options', [('mobilenet1.0', {}), ('mobilenetv2_1.0', {}),
                                            ('resnet50_v2', {}),
                                            ('densenet121', {'winograd': False})])
