@@ -12,7 +12,8 @@ operator outputs (weights and inputs excluded) with no sharing, in place
 only, co-share only and both, and the lower bound (the most bytes live at
 once). With the MXNet oracle interpreter (default build/venv-mxnet) it adds
 MXNet's exact plan (tests/mxnet_memory_plan.py). It draws the PNG and
-rewrites the "Memory planning" section of BENCHMARKS.md.
+rewrites the "Memory planning" section of BENCHMARKS.md, keeping the notes
+written by hand after its generated text.
 
 matplotlib comes from build/venv-plot, which the script creates on first
 use (python -m venv + pip install matplotlib) when the running interpreter
@@ -35,6 +36,9 @@ BATCHES = [1, 64]
 STRATEGIES = [('naive_bytes', 'no sharing'), ('inplace_bytes', 'in place only'),
               ('coshare_bytes', 'co-share only'), ('planned_bytes', 'both (mxlite plan)')]
 SECTION = '## Memory planning'
+# How the generated text ends; what the section holds after it was written by
+# hand (dated findings in prose), and a rewrite keeps it.
+FIGURE_LINE = 'Figure: `docs/memory.png`.'
 MIB = float(1 << 20)
 
 
@@ -161,7 +165,7 @@ def section_text(results, fused, mxnet, command):
                    for n in MODELS for b in BATCHES)
     lines += [f'Over these {len(MODELS) * len(BATCHES)} cases the plan is {total_naive / total_plan:.1f}x '
               f'smaller than no sharing in total and equals the lower bound in {at_bound}. '
-              'Figure: `docs/memory.png`.', '']
+              + FIGURE_LINE, '']
     return '\n'.join(lines)
 
 
@@ -173,6 +177,11 @@ def write_section(path, text):
     if SECTION in old:
         start = old.index(SECTION)
         end = old.find('\n## ', start + len(SECTION))
+        section = old[start:end if end >= 0 else len(old)]
+        figure = section.find(FIGURE_LINE)
+        by_hand = section[figure + len(FIGURE_LINE):].strip('\n') if figure >= 0 else ''
+        if by_hand:
+            text = text.rstrip('\n') + '\n\n' + by_hand + '\n'
         new = old[:start] + text + ('\n' + old[end + 1:] if end >= 0 else '')
     else:
         header = '' if old else ('# Benchmarks\n\nEach section below gives the command that '
