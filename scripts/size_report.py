@@ -191,6 +191,8 @@ def markdown(rows, lines, command):
 
 
 def write_section(path, text):
+    """Replaces the section with `text`, keeping the notes written by hand after
+    the old section's budget line (dated findings in prose)."""
     header = ('# Benchmarks\n\nEach section below gives the command that produced it; rerun '
               'the command to refresh the section.\n\n')
     body = open(path, encoding='utf-8').read() if os.path.exists(path) else header
@@ -199,6 +201,12 @@ def write_section(path, text):
         body = body.rstrip('\n') + '\n\n' + text
     else:
         end = body.find('\n## ', start + 1)
+        section = body[start:end if end >= 0 else len(body)]
+        budget = section.find('\nBudget (')
+        line_end = section.find('\n', budget + 1) if budget >= 0 else -1
+        by_hand = section[line_end:].strip('\n') if line_end >= 0 else ''
+        if by_hand:
+            text = text.rstrip('\n') + '\n\n' + by_hand + '\n'
         # A blank line before the next section, whatever text ends with.
         body = body[:start] + (text if end < 0 else text.rstrip('\n') + '\n\n' + body[end + 1:])
     with open(path, 'w', encoding='utf-8') as f:
