@@ -198,11 +198,10 @@ Chain FindChain(const Graph& graph, const Readers& readers, const std::vector<bo
     next = sole_free_reader(chain.last, &slot);
   }
   // The max pooling after a stem: a 2-D convolution of a graph input, or of
-  // a BatchNorm of one (a pre-activation network such as ResNet v2
-  // normalises its image first, and no convolution can absorb that: its
-  // padding would be normalised too) (its output, the size of the image
-  // times the filters, is the largest tensor of most networks; fused, it
-  // stays in cache, see convolution.cc).
+  // a BatchNorm of one (ResNet v2 normalises its image first, and no
+  // convolution can absorb that: its padding would be normalised too). Its
+  // output, the size of the image times the filters, is the largest tensor
+  // of most networks; fused, it stays in cache (see convolution.cc).
   // Only where the direct kernel, which computes it in bands of rows, runs
   // a stem's shape (the number of channels is not known here: a wider
   // layer computes all of its output into the workspace first, which costs
