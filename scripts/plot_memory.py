@@ -29,6 +29,9 @@ import sys
 
 from plotting import ensure_matplotlib
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), 'bench'))
+from bench_report import replace_section  # noqa: E402  (the section writing bench.py uses)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODELS = ['alexnet', 'vgg11', 'resnet18_v1', 'resnet50_v2', 'squeezenet1.1', 'mobilenet1.0',
           'mobilenetv2_1.0', 'densenet121', 'inceptionv3']
@@ -174,21 +177,11 @@ def write_section(path, text):
     if os.path.exists(path):
         with open(path, encoding='utf-8') as f:
             old = f.read()
-    if SECTION in old:
-        start = old.index(SECTION)
-        end = old.find('\n## ', start + len(SECTION))
-        section = old[start:end if end >= 0 else len(old)]
-        figure = section.find(FIGURE_LINE)
-        by_hand = section[figure + len(FIGURE_LINE):].strip('\n') if figure >= 0 else ''
-        if by_hand:
-            text = text.rstrip('\n') + '\n\n' + by_hand + '\n'
-        new = old[:start] + text + ('\n' + old[end + 1:] if end >= 0 else '')
-    else:
-        header = '' if old else ('# Benchmarks\n\nEach section below gives the command that '
-                                 'produced it; rerun the command to refresh the section.\n\n')
-        new = old.rstrip('\n') + ('\n\n' if old else header) + text
+    if not old:
+        old = ('# Benchmarks\n\nEach section below gives the command that produced it; '
+               'rerun the command to refresh the section.\n')
     with open(path, 'w', encoding='utf-8') as f:
-        f.write(new.rstrip('\n') + '\n')
+        f.write(replace_section(old, SECTION[len('## '):], text, keep_after=FIGURE_LINE))
 
 
 def main():

@@ -33,7 +33,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), 'bench'))
-from bench_report import machine_description  # noqa: E402  (the CPU, as bench.py records it)
+from bench_report import machine_description, replace_section  # noqa: E402  (as bench.py)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SECTION = 'Size and compile time'
@@ -196,21 +196,8 @@ def write_section(path, text):
     header = ('# Benchmarks\n\nEach section below gives the command that produced it; rerun '
               'the command to refresh the section.\n\n')
     body = open(path, encoding='utf-8').read() if os.path.exists(path) else header
-    start = body.find(f'## {SECTION}')
-    if start < 0:
-        body = body.rstrip('\n') + '\n\n' + text
-    else:
-        end = body.find('\n## ', start + 1)
-        section = body[start:end if end >= 0 else len(body)]
-        budget = section.find('\nBudget (')
-        line_end = section.find('\n', budget + 1) if budget >= 0 else -1
-        by_hand = section[line_end:].strip('\n') if line_end >= 0 else ''
-        if by_hand:
-            text = text.rstrip('\n') + '\n\n' + by_hand + '\n'
-        # A blank line before the next section, whatever text ends with.
-        body = body[:start] + (text if end < 0 else text.rstrip('\n') + '\n\n' + body[end + 1:])
     with open(path, 'w', encoding='utf-8') as f:
-        f.write(body)
+        f.write(replace_section(body, SECTION, text, keep_after='Budget ('))
 
 
 def main():

@@ -361,16 +361,26 @@ that produced it and the machine it ran on; rerun that command to refresh the se
 """
 
 
-def replace_section(text, title, body):
-    """Replace the '## title' section of a markdown file (up to the next '## ')."""
+def replace_section(text, title, body, keep_after=None):
+    """Replace the '## title' section of a markdown file (up to the next '## ').
+    keep_after: text on the last line a script generates; what the old
+    section holds after the first line containing it (notes written by hand)
+    follows the new body."""
     lines = text.splitlines()
     start = next((i for i, line in enumerate(lines) if line.strip() == '## ' + title), None)
     if start is None:
         return text.rstrip('\n') + '\n\n' + body.rstrip('\n') + '\n'
     end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith('## ')),
                len(lines))
+    new_lines = body.rstrip('\n').splitlines()
+    if keep_after is not None:
+        old = lines[start:end]
+        last = next((i for i, line in enumerate(old) if keep_after in line), None)
+        kept = '\n'.join(old[last + 1:]).strip('\n') if last is not None else ''
+        if kept:
+            new_lines += [''] + kept.splitlines()
     tail = lines[end:]
-    merged = lines[:start] + body.rstrip('\n').splitlines() + ([''] + tail if tail else [])
+    merged = lines[:start] + new_lines + ([''] + tail if tail else [])
     return '\n'.join(merged).rstrip('\n') + '\n'
 
 
