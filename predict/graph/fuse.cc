@@ -154,12 +154,12 @@ bool IsFusableMaxPool(const Node& node) {
          (layout == "None" || layout == "NCHW");
 }
 
-// Whether `node` is a graph input, or a BatchNorm (fused with a clamp or
-// not) of one: what a network's stem reads.
+// Whether `node` is a graph input, or a BatchNorm of one: what a network's
+// stem reads. (The passes read the graph as loaded, before any rewrite.)
 bool ReadsImage(const Graph& graph, const Node& node) {
   if (node.is_variable()) return true;
-  const bool batch_norm = IsBatchNorm(node) || node.op_name == "_FusedBatchNorm";
-  return batch_norm && !node.inputs.empty() && graph.nodes[node.inputs[0].node].is_variable();
+  return IsBatchNorm(node) && !node.inputs.empty() &&
+         graph.nodes[node.inputs[0].node].is_variable();
 }
 
 // The chain starting at `conv`; nodes already claimed by an earlier chain
