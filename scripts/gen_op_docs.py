@@ -91,7 +91,8 @@ def render(ops):
                   'Written by the graph optimiser when a predictor is bound (a Convolution '
                   'with the BatchNorm, residual add and relu/clip after it folded in, and '
                   'for a 1x1 Convolution also a BatchNorm and relu/clip before it that '
-                  'nothing else reads, for a stem also the max pooling after it; a '
+                  'nothing else reads and an average pooling beside it, for a stem also '
+                  'the max pooling after it; a '
                   'BatchNorm with its relu/clip), never read from '
                   'symbol files: ' +
                   ', '.join('`%s`' % op['name'] for op in internal) + '.']

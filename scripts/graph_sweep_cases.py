@@ -17,6 +17,14 @@ out specially, in random combinations and sizes:
     pooling, which the optimiser folds into the convolution (3-4 input
     channels: the direct kernel, in row bands; 8: whole planes), on inputs
     large enough for several bands;
+  * average poolings beside 1x1 convolutions (POOLS more cases, their own
+    random stream), which the optimiser folds into one convolution of the
+    pooled input: a pooling read only by a 1x1 convolution [+ BatchNorm]
+    [+ residual] [+ clamp] (Inception's branches), and a 1x1 convolution
+    of a BatchNorm [+ relu] [+ BatchNorm] pooled without padding
+    (DenseNet's transitions); with filters fewer and more than channels,
+    padded, strided and 'full' poolings, and a second reader or a
+    padding that keeps the two apart;
 BatchNorm statistics and every bias are random. Writes per case
 NAME-symbol.json, NAME-0000.params (arg:/aux: prefixed) and NAME-io.npz
 (input:data, output:<i>), and OUTDIR/cases.txt with one name a line.
@@ -174,6 +182,52 @@ def stem_network(rng):
     return y, c
 
 
+POOLS = 16
+
+
+def pool_network(rng):
+    """An average pooling then a 1x1 convolution, or a 1x1 convolution then
+    an average pooling, in the forms fuse.cc folds and some it must not."""
+    b = Builder(rng)
+    c = int(rng.choice([8, 16, 24, 32]))
+    data = S.Variable("data")
+    x = b.conv_unit(data, c, c, kernel=3) if b.chance(0.3) else data
+    filters = int(rng.choice([4, 8, c // 2, 2 * c]))
+    if b.chance(0.5):  # Inception's branch: pooling, then the convolution
+        residual = b.chance(0.25)  # added after it, of the same shape
+        kernel = 3 if residual else int(rng.choice([2, 3, 3]))
+        pad = 1 if residual else int(rng.choice([0, 1])) if kernel == 3 else 0
+        stride = 1 if residual or b.chance(0.7) else 2
+        convention = "valid" if residual else str(rng.choice(["valid", "valid", "full"]))
+        pooled = S.Pooling(x, kernel=(kernel, kernel), stride=(stride, stride), pad=(pad, pad),
+                           pool_type="avg", count_include_pad=bool(b.chance(0.6)),
+                           pooling_convention=convention, name=b.name("pool"))
+        y = b.conv(pooled, c, filters, kernel=1)
+        if b.chance(0.6):
+            y = b.batch_norm(y)
+        if residual:
+            y = S.elemwise_add(y, b.conv(x, c, filters, kernel=1), name=b.name("add"))
+        y = b.clamp(y) if b.chance(0.7) else y
+        if b.chance(0.15):  # a second reader keeps the pooling standing
+            y = S.Concat(y, pooled, dim=1, name=b.name("concat"))
+    else:  # DenseNet's transition: normalised 1x1 convolution, then pooling
+        pre = b.batch_norm(x)
+        if b.chance(0.7):
+            pre = S.Activation(pre, act_type="relu", name=b.name("relu"))
+        y = b.conv(pre, c, filters, kernel=1)
+        if b.chance(0.3):
+            y = b.batch_norm(y)
+        kernel = int(rng.choice([2, 2, 3]))
+        pad = 1 if kernel == 3 and b.chance(0.3) else 0  # padded: not folded
+        y = S.Pooling(y, kernel=(kernel, kernel), stride=(2, 2), pad=(pad, pad),
+                      pool_type="avg", count_include_pad=bool(b.chance(0.7)),
+                      pooling_convention=str(rng.choice(["valid", "valid", "full"])),
+                      name=b.name("pool"))
+    if b.chance(0.4):
+        y = b.conv_unit(y, 0, 8)
+    return y, c
+
+
 def main():
     args, stamp = oracle_cases.start(__file__, __doc__, default_count=60,
                                      default_seed=20261126)
@@ -182,13 +236,16 @@ def main():
     manifest = os.path.join(args.outdir, "cases.txt")
     rng = np.random.RandomState(args.seed)
     stem_rng = np.random.RandomState(args.seed + 1)
+    pool_rng = np.random.RandomState(args.seed + 2)
     names = []
-    for index in range(args.count + STEMS):
-        stem = index >= args.count
-        case_rng = stem_rng if stem else rng
-        net, channels = stem_network(case_rng) if stem else random_network(case_rng)
+    for index in range(args.count + STEMS + POOLS):
+        stem = args.count <= index < args.count + STEMS
+        pools = index >= args.count + STEMS
+        case_rng = stem_rng if stem else pool_rng if pools else rng
+        net, channels = (stem_network(case_rng) if stem else
+                         pool_network(case_rng) if pools else random_network(case_rng))
         batch = 1 if case_rng.rand() < 0.6 else 2
-        low, high = (9, 48) if stem else (5, 18)
+        low, high = (9, 48) if stem else (6, 36) if pools else (5, 18)
         shape = (batch, channels) + tuple(int(case_rng.randint(low, high)) for _ in range(2))
         arg_shapes, _, aux_shapes = net.infer_shape(data=shape)
         args_ = {n: random_param(n, s, case_rng)
@@ -200,7 +257,8 @@ def main():
                                        **{k: mx.nd.array(v) for k, v in args_.items()}},
                        aux_states={k: mx.nd.array(v) for k, v in auxs.items()}, grad_req="null")
         outs = [o.asnumpy() for o in exe.forward(is_train=False)]
-        name = f"stem{index - args.count}" if stem else f"graph{index}"
+        name = (f"stem{index - args.count}" if stem else
+                f"pools{index - args.count - STEMS}" if pools else f"graph{index}")
         base = os.path.join(args.outdir, name)
         net.save(f"{base}-symbol.json")
         mx.nd.save(f"{base}-0000.params",

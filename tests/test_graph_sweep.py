@@ -86,35 +86,31 @@ def test_stem_cases_present():
     assert len(STEMS) >= 20, f'{CASES_DIR} has no stem cases (scripts/run_tests.sh makes them)'
 
 
-@pytest.mark.parametrize('isa', [None, 'generic'])
-def test_stem_max_pool_is_fused_and_free_of_the_thread_count(isa):
-    """A max pooling after a convolution of the input runs inside it (fuse.cc,
-    convolution.cc) where the direct kernels run (x86 with AVX2 or
-    AVX-512): in row bands for stems the direct kernel computes (3-4
-    channels), after the whole convolution for the others (8). Each stem
-    case matches MXNet at 1, 2 and 3 threads with the same bits at each, and
-    the profile (one line a node on stderr when a handle is freed) names the
-    fused pooling; the unoptimised graph, and every graph under
-    MXLITE_ISA=generic, runs it as its own node. MXLITE_ISA is read once per
-    process, hence another process."""
+def run_at_thread_counts(cases, isa):
+    """Runs the named cases (a list of this module, by its name) in another
+    process (MXLITE_ISA is read once per process; None: unset), with the
+    rewrites and without, at 1, 2 and 3 threads; asserts each matches MXNet,
+    with the same bits at every thread count, and returns the one-thread
+    profiles (a line a node, written to stderr when a handle is freed) by
+    "NAME 1" (rewritten) and "NAME 0"."""
     script = (
         'import json, sys\n'
         f'sys.path.insert(0, {HERE!r})\n'
         'import numpy as np\n'
         'from capi import API, load_library\n'
         'from conftest import assert_close\n'
-        'from test_graph_sweep import CASES_DIR, STEMS\n'
+        f'from test_graph_sweep import CASES_DIR, {cases}\n'
         'api = API(load_library())\n'
         'report = {"failed": []}\n'
-        'for name in STEMS:\n'
-        '    sys.stderr.write(f"== case {name}\\n")\n'
-        '    sys.stderr.flush()\n'
+        f'for name in {cases}:\n'
         '    base = f"{CASES_DIR}/{name}"\n'
         '    sym = open(base + "-symbol.json").read()\n'
         '    params = open(base + "-0000.params", "rb").read()\n'
         '    io = np.load(base + "-io.npz")\n'
         '    x, expected = io["input:data"], io["output:0"]\n'
         '    for optimise in (1, 0):\n'
+        '        sys.stderr.write(f"== case {name} {optimise}\\n")\n'
+        '        sys.stderr.flush()\n'
         '        outputs = []\n'
         '        for threads in (1, 2, 3):\n'
         '            options = {"threads": threads, "graph_optimization": optimise,\n'
@@ -139,7 +135,25 @@ def test_stem_max_pool_is_fused_and_free_of_the_thread_count(isa):
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert not report['failed'], report['failed'][:5]
-    nodes = [line for line in result.stderr.splitlines() if re.match(r'\s+\d+ ', line)]
+    profiles = re.split(r'^== case (\S+ \d)$', result.stderr, flags=re.M)
+    return dict(zip(profiles[1::2], profiles[2::2]))
+
+
+def profile_nodes(profile):
+    return [line for line in profile.splitlines() if re.match(r'\s+\d+ ', line)]
+
+
+@pytest.mark.parametrize('isa', [None, 'generic'])
+def test_stem_max_pool_is_fused_and_free_of_the_thread_count(isa):
+    """A max pooling after a convolution of the input runs inside it (fuse.cc,
+    convolution.cc) where the direct kernels run (x86 with AVX2 or
+    AVX-512): in row bands for stems the direct kernel computes (3-4
+    channels), after the whole convolution for the others (8). Each stem
+    case matches MXNet at 1, 2 and 3 threads with the same bits at each, and
+    the profile names the fused pooling; the unoptimised graph, and every
+    graph under MXLITE_ISA=generic, runs it as its own node."""
+    by_case = run_at_thread_counts('STEMS', isa)
+    nodes = [line for profile in by_case.values() for line in profile_nodes(profile)]
     fused = [line for line in nodes if '_FusedConvolution' in line and 'max pool' in line]
     standing = [line for line in nodes if ' Pooling ' in line]
     assert len(fused) + len(standing) == 2 * len(STEMS), nodes
@@ -153,12 +167,10 @@ def test_stem_max_pool_is_fused_and_free_of_the_thread_count(isa):
     assert any('in row bands' in line for line in fused), fused
     assert any('then max pool' in line for line in fused), fused
     # Those that convolve a BatchNorm of the input (ResNet v2's stem) too.
-    profiles = re.split(r'^== case (\S+)$', result.stderr, flags=re.M)
-    by_case = dict(zip(profiles[1::2], profiles[2::2]))
     normalised = [name for name in STEMS if convolves_normalised_input(name)]
     assert normalised, 'no stem case convolves a BatchNorm of its input'
     for name in normalised:
-        assert 'max pool' in by_case[name], (name, by_case[name])
+        assert 'max pool' in by_case[f'{name} 1'], (name, by_case[f'{name} 1'])
 
 
 def convolves_normalised_input(name):
@@ -168,3 +180,78 @@ def convolves_normalised_input(name):
     conv = next(node for node in nodes if node['op'] == 'Convolution')
     source = nodes[conv['inputs'][0][0]]
     return source['op'] == 'BatchNorm' and nodes[source['inputs'][0][0]]['name'] == 'data'
+
+
+POOLS = [name for name in CASES if name.startswith('pools')]
+
+
+def test_pool_cases_present():
+    assert len(POOLS) >= 16, f'{CASES_DIR} has no pools cases (scripts/run_tests.sh makes them)'
+
+
+def expected_avg_pool_fusions(name):
+    """How many average poolings fuse.cc folds into a 1x1 convolution in the
+    case's network: a pooling only the convolution reads, before it; or a
+    pooling without padding that alone reads the convolution (or a
+    BatchNorm that alone reads it), after it."""
+    with open(os.path.join(CASES_DIR, name + '-symbol.json')) as f:
+        graph = json.load(f)
+    nodes = graph['nodes']
+    readers = {i: [] for i in range(len(nodes))}
+    for i, node in enumerate(nodes):
+        for slot, (source, _, _) in enumerate(node['inputs']):
+            readers[source].append((i, slot))
+    for source, _, _ in graph['heads']:
+        readers[source].append((-1, 0))
+
+    def attr(node, key, default):
+        return node.get('attrs', {}).get(key, default)
+
+    def avg_pool(i):
+        node = nodes[i]
+        return (node['op'] == 'Pooling' and attr(node, 'pool_type', 'max') == 'avg' and
+                attr(node, 'global_pool', 'False') == 'False' and
+                attr(node, 'pooling_convention', 'valid') in ('valid', 'full'))
+
+    def sole_reader(i):
+        return readers[i][0] if len(readers[i]) == 1 else (-1, -1)
+
+    claimed = set()  # poolings already folded (the pass goes in node order)
+    for i, node in enumerate(nodes):
+        if node['op'] != 'Convolution' or attr(node, 'kernel', '') != '(1, 1)':
+            continue
+        source = node['inputs'][0][0]
+        if avg_pool(source) and source not in claimed and readers[source] == [(i, 0)]:
+            claimed.add(source)
+            continue
+        tail = i
+        reader, slot = sole_reader(tail)
+        if reader >= 0 and nodes[reader]['op'] == 'BatchNorm' and slot == 0:
+            tail = reader
+            reader, slot = sole_reader(tail)
+        if reader >= 0 and slot == 0 and avg_pool(reader) and \
+                attr(nodes[reader], 'pad', '(0, 0)') == '(0, 0)':
+            claimed.add(reader)
+    return len(claimed)
+
+
+@pytest.mark.parametrize('isa', [None, 'generic'])
+def test_avg_pool_is_fused_with_the_1x1_convolution_and_free_of_the_thread_count(isa):
+    """An average pooling and a 1x1 convolution next to it run as one node
+    (fuse.cc's "average pooling" pass; convolution.cc pools first or
+    convolves first, whichever costs less). Each pools case matches MXNet at
+    1, 2 and 3 threads with the same bits at each, and its profile names as
+    many fused poolings as the rule predicts (expected_avg_pool_fusions);
+    the unoptimised graph names none. Under MXLITE_ISA=generic the scalar
+    pooling runs the same way."""
+    by_case = run_at_thread_counts('POOLS', isa)
+    total = 0
+    for name in POOLS:
+        fused = [line for line in profile_nodes(by_case[f'{name} 1']) if 'avg pool' in line]
+        assert len(fused) == expected_avg_pool_fusions(name), (name, by_case[f'{name} 1'])
+        assert 'avg pool' not in by_case[f'{name} 0'], by_case[f'{name} 0']
+        total += len(fused)
+    # Both orders run: some layers convolve first, others pool first.
+    assert total >= len(POOLS) // 2
+    profiles = ''.join(by_case.values())
+    assert 'then avg pool' in profiles and 'of the avg pool' in profiles

@@ -1196,7 +1196,8 @@ class FusedConvolutionOp : public CudaKernel {
 Status MakeFusedConvolution(const CudaNode& node, std::unique_ptr<CudaKernel>* out,
                             std::string* unsupported) {
   AttrParser attrs(node.name, node.op, *node.attrs);
-  if (attrs.Bool("with_input_bn", false) || attrs.Bool("with_max_pool", false)) {
+  if (attrs.Bool("with_input_bn", false) || attrs.Bool("with_max_pool", false) ||
+      attrs.Bool("with_input_avg_pool", false)) {
     *unsupported = "an input BatchNorm or a pooling fused in (the CPU's forms)";
     return Status();
   }

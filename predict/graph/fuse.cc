@@ -138,17 +138,20 @@ struct Chain {
   int add_other_slot = -1;  // the add's input slot holding the residual
   int clamp = -1;
   int pool = -1;
+  int avg_pool = -1;  // an average pooling read or pooled by a 1x1 convolution (see below)
   int last = -1;
 };
 
 bool IsTrue(const std::string& text) { return text == "True" || text == "true" || text == "1"; }
 
-// A 2-D max pooling in NCHW, 'valid' or 'full' convention, not global:
-// what a convolution can pool as it goes (see convolution.cc).
-bool IsFusableMaxPool(const Node& node) {
+// A 2-D pooling of `type` (max, avg) in NCHW, 'valid' or 'full'
+// convention, not global: what a convolution can take in (a max pooling
+// after a stem: see convolution.cc; an average pooling beside a 1x1
+// convolution: see FindAveragePoolings).
+bool IsFusablePool(const Node& node, const char* type) {
   const std::string layout = AttrOr(node, "layout", "None");
   const std::string convention = AttrOr(node, "pooling_convention", "valid");
-  return node.op_name == "Pooling" && AttrOr(node, "pool_type", "max") == "max" &&
+  return node.op_name == "Pooling" && AttrOr(node, "pool_type", "max") == type &&
          !IsTrue(AttrOr(node, "global_pool", "False")) && TupleSize(node, "kernel") == 2 &&
          (convention == "valid" || convention == "full") &&
          (layout == "None" || layout == "NCHW");
@@ -213,7 +216,7 @@ Chain FindChain(const Graph& graph, const Readers& readers, const std::vector<bo
                           (TupleAll(conv_node, "stride", 1) || TupleAll(conv_node, "stride", 2));
   if (next >= 0 && chain.add < 0 && stem_shape && target == FusionTarget::kCpu &&
       DirectConvKernelsPay() &&
-      IsFusableMaxPool(graph.nodes[next]) && !conv_node.inputs.empty() &&
+      IsFusablePool(graph.nodes[next], "max") && !conv_node.inputs.empty() &&
       ReadsImage(graph, graph.nodes[conv_node.inputs[0].node])) {
     chain.pool = chain.last = next;
   }
@@ -308,6 +311,56 @@ void FindConvolutionChains(FusionPlan* plan) {
   }
 }
 
+// Pass "average pooling": a 2-D 1x1 convolution and an average pooling
+// next to it become one convolution of the pooled input
+// (with_input_avg_pool), which computes them in the cheaper order
+// (convolution.cc). Both are linear and act on different axes (the
+// pooling on each plane, the 1x1 convolution on each pixel's channels), so
+// they commute: pooling first convolves a smaller map (DenseNet's
+// transitions, a 1x1 convolution then a 2x2 stride-2 pooling: 4x fewer
+// multiply-adds), convolving first pools fewer planes (Inception's
+// branches, a 3x3 stride-1 pooling then a 1x1 convolution to a quarter as
+// many channels). Taken:
+//   - a pooling that only the convolution reads, before its chain (its
+//     bias, BatchNorm, residual and clamp come after the sum of both);
+//   - a pooling without padding that alone reads a chain of the
+//     convolution and at most a BatchNorm: a per-filter affine map, which
+//     passes through an average whose windows all hold the same count.
+void FindAveragePoolings(FusionPlan* plan) {
+  const Graph& graph = plan->graph;
+  std::vector<int> chain_last(plan->count, -1);  // per convolution in a chain
+  for (int n = 0; n < plan->count; ++n) {
+    if (plan->chain_ending_at[n].conv >= 0) chain_last[plan->chain_ending_at[n].conv] = n;
+  }
+  for (int n = 0; n < plan->count; ++n) {
+    const Node& conv = graph.nodes[n];
+    if (!IsPointwiseConvolution(conv) || TupleSize(conv, "kernel") != 2 ||
+        conv.inputs.empty()) {
+      continue;
+    }
+    const int last = chain_last[n] >= 0 ? chain_last[n] : n;
+    Chain chain = chain_last[n] >= 0 ? plan->chain_ending_at[last] : Chain();
+    chain.conv = n;
+    if (chain.last < 0) chain.last = n;
+    int slot = -1;
+    const int before = conv.inputs[0].node;
+    const int after = SoleReader(plan->readers, last, &slot);
+    if (!plan->absorbed[before] && IsFusablePool(graph.nodes[before], "avg") &&
+        conv.inputs[0].index == 0 && SoleReader(plan->readers, before, &slot) == n && slot == 0) {
+      chain.avg_pool = before;
+    } else if (after >= 0 && slot == 0 && !plan->absorbed[after] &&
+               IsFusablePool(graph.nodes[after], "avg") && TupleAll(graph.nodes[after], "pad", 0) &&
+               chain.add < 0 && chain.clamp < 0 && chain.pool < 0) {
+      chain.avg_pool = chain.last = after;
+    } else {
+      continue;
+    }
+    plan->chain_ending_at[last] = Chain();
+    plan->chain_ending_at[chain.last] = chain;
+    plan->absorbed[n] = plan->absorbed[chain.avg_pool] = true;
+  }
+}
+
 // Pass "input BatchNorm": a BatchNorm left standing (pre-activation
 // networks normalise before the convolution) goes into the 1x1
 // convolution that alone reads it, with the relu/clip between them.
@@ -379,6 +432,7 @@ struct FusionPass {
 const FusionPass kFusionPasses[] = {
     {"convolution chains", FindConvolutionChains, false},
     {"input BatchNorm", FindInputNorms, true},
+    {"average pooling", FindAveragePoolings, true},
     {"BatchNorm clamp", FindBatchNormClamps, false},
     {"dropout", FindDropouts, false},
 };
@@ -477,13 +531,23 @@ Status Rewrite(const FusionPlan& plan, Graph* out) {
       fused.attrs["pool_pad"] = AttrOr(pool, "pad", "()");
       fused.attrs["pool_convention"] = AttrOr(pool, "pooling_convention", "valid");
     }
+    if (chain.avg_pool >= 0) {
+      const Node& pool = graph.nodes[chain.avg_pool];
+      if (chain.avg_pool == conv.inputs[0].node) fused.inputs[0] = remap(pool.inputs[0]);
+      fused.attrs["with_input_avg_pool"] = "True";
+      fused.attrs["in_pool_kernel"] = AttrOr(pool, "kernel", "");
+      fused.attrs["in_pool_stride"] = AttrOr(pool, "stride", "()");
+      fused.attrs["in_pool_pad"] = AttrOr(pool, "pad", "()");
+      fused.attrs["in_pool_convention"] = AttrOr(pool, "pooling_convention", "valid");
+      fused.attrs["in_pool_count_include_pad"] = AttrOr(pool, "count_include_pad", "True");
+    }
     if (input_norm_of[chain.conv].batch_norm >= 0) {
       AddInputNorm(graph, input_norm_of[chain.conv], remap, &fused);
     }
     // Every entry of the chain now reads as the fused node's output.
     MXL_RETURN_IF_ERROR(EmitFused(std::move(fused),
                                   {chain.conv, chain.batch_norm, chain.add, chain.clamp,
-                                   chain.pool},
+                                   chain.pool, chain.avg_pool},
                                   &new_index, out));
   }
   for (const NodeEntry& output : graph.outputs) out->outputs.push_back(remap(output));

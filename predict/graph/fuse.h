@@ -5,7 +5,8 @@
  * call it). A graph reaches it pruned to its outputs (PruneToOutputs, at
  * load); its fusion runs named analysis passes in order over one plan of
  * the input graph (fuse.cc's kFusionPasses: convolution chains, input
- * BatchNorm, BatchNorm clamp, dropout), then one rewrite builds the new
+ * BatchNorm, average pooling, BatchNorm clamp, dropout), then one rewrite
+ * builds the new
  * graph. What comes after belongs to binding, which knows the shapes:
  * in-place Concat inputs (FindEntryParts) and the memory plan (PlanMemory),
  * both in executor/memory_plan.h. The passes:
@@ -42,6 +43,15 @@
  * unfused graph. Any other standing BatchNorm takes a following relu/clip
  * as _FusedBatchNorm.
  *
+ * A 2-D average pooling beside a 2-D 1x1 convolution goes into it too
+ * (with_input_avg_pool): a pooling that only the convolution reads (before
+ * its chain), or a pooling without padding that alone reads a convolution
+ * and at most its BatchNorm. The two commute, so the operator computes
+ * them in the cheaper order (convolution.cc): DenseNet's transitions pool
+ * first and convolve a quarter of the map, Inception's pooling branches
+ * convolve first and pool a quarter of the planes. The values differ from
+ * the unfused graph's by rounding only.
+ *
  * Dropout (the identity at inference) is removed when neither its output is
  * a graph output nor its mask is read: its readers read its input.
  *
@@ -63,7 +73,8 @@ namespace mxlite {
 
 // Which kernels will run the graph. The CUDA backend (cuda/cuda_ops.cc)
 // runs convolution chains and BatchNorm clamps fused, but neither a stem's
-// pooling nor input BatchNorms: for kCuda those passes are left out.
+// pooling, an average pooling nor input BatchNorms: for kCuda those passes
+// are left out.
 enum class FusionTarget { kCpu, kCuda };
 
 // The graph an executor runs: `graph` optimised by the passes above for

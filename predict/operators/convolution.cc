@@ -43,6 +43,16 @@
 namespace mxlite {
 namespace convolution_op {
 
+// A 2-D pooling window fused into the convolution: height, width.
+struct PoolWindow {
+  int64_t kernel[2] = {1, 1}, stride[2] = {1, 1}, pad[2] = {0, 0};
+  bool full = false;  // pooling_convention 'full' (else 'valid')
+  // The pooled extent along axis i of `extent` (at least the kernel, padded).
+  int64_t Extent(int i, int64_t extent) const {
+    return PoolOutputExtent(extent, kernel[i], stride[i], pad[i], full);
+  }
+};
+
 // What the graph optimizer folded into this convolution (the internal
 // operator _FusedConvolution): a following BatchNorm (its statistics are
 // folded into the weights and bias at Prepare), a residual input added to
@@ -69,10 +79,14 @@ struct Fusion {
   // The data is a depthwise convolution's output (ConvGeometry).
   bool depthwise_input = false;
   // A max pooling after the convolution (2-D; no residual, no input
-  // BatchNorm): height, width.
+  // BatchNorm).
   bool max_pool = false;
-  int64_t pool_kernel[2] = {1, 1}, pool_stride[2] = {1, 1}, pool_pad[2] = {0, 0};
-  bool pool_full = false;  // pooling_convention 'full' (else 'valid')
+  PoolWindow max_window;
+  // An average pooling of the data before a 2-D 1x1 convolution (see
+  // "Average pooling" below).
+  bool input_avg_pool = false;
+  PoolWindow avg_window;
+  bool avg_count_include_pad = true;
 };
 
 // Bytes of convolution rows a band of the fused pooling holds at most: with
@@ -175,7 +189,11 @@ class Convolution : public Operator {
 
     std::vector<int64_t> odims = {data[0], num_filter_};
     for (int i = 0; i < nk; ++i) {
-      const int64_t extent = data[2 + i];
+      int64_t extent = data[2 + i];
+      if (fusion_.input_avg_pool && extent >= 0) {
+        MXL_RETURN_IF_ERROR(CheckPoolFits(fusion_.avg_window, i, extent, data, "data"));
+        extent = fusion_.avg_window.Extent(i, extent);
+      }
       if (extent < 0) {
         odims.push_back(-1);
         continue;
@@ -192,13 +210,9 @@ class Convolution : public Operator {
       for (int i = 0; i < 2; ++i) {
         const int64_t extent = odims[2 + i];
         if (extent < 0) continue;
-        const int64_t padded = extent + 2 * fusion_.pool_pad[i];
-        MXL_CHECK(fusion_.pool_kernel[i] <= padded, "input 'data' has shape ", data.ToString(),
-                  ": the convolution's output, ", extent, " along spatial dim ", i, " (", padded,
-                  " with the pooling's padding), is smaller than the pooling kernel ",
-                  fusion_.pool_kernel[i]);
-        odims[2 + i] = PoolOutputExtent(extent, fusion_.pool_kernel[i], fusion_.pool_stride[i],
-                                        fusion_.pool_pad[i], fusion_.pool_full);
+        MXL_RETURN_IF_ERROR(
+            CheckPoolFits(fusion_.max_window, i, extent, data, "the convolution's output"));
+        odims[2 + i] = fusion_.max_window.Extent(i, extent);
       }
     }
     MXL_RETURN_IF_ERROR(AssignShape(out, 0, Shape(odims), "output", OutputNames()));
@@ -214,7 +228,7 @@ class Convolution : public Operator {
     const Shape& oshape = (*out)[0];
     if (oshape.rank_known() && oshape.ndim() == nk + 2) {
       data[0] = oshape[0];
-      for (int i = 0; i < nk && !fusion_.max_pool; ++i) {
+      for (int i = 0; i < nk && !fusion_.max_pool && !fusion_.input_avg_pool; ++i) {
         if (data[2 + i] < 0 && oshape[2 + i] >= 0 && stride_[i] == 1) {
           data[2 + i] = oshape[2 + i] + dilate_[i] * (kernel_[i] - 1) - 2 * pad_[i];
         }
@@ -244,6 +258,8 @@ class Convolution : public Operator {
       // A fused pooling's output is the operator's; the convolution's is
       // not in the graph.
       g.out[d] = fusion_.max_pool ? OutputExtent(i, data[2 + i]) : oshape[2 + i];
+      // Pooling first, the convolution reads the pooled data.
+      if (fusion_.input_avg_pool) g.in[d] = PooledInputExtent(i, data[2 + i]);
       g.kernel[d] = kernel_[i];
       g.stride[d] = stride_[i];
       g.pad[d] = pad_[i];
@@ -254,6 +270,20 @@ class Convolution : public Operator {
     g.threads = thread_pool() ? thread_pool()->size() : 1;
     MXL_CHECK(g.channels % g.groups == 0, "input 'data' has ", g.channels,
               " channels, not divisible by num_group=", g.groups);
+    // Average pooling: convolving first where that pools fewer planes of
+    // the same size (the input BatchNorm then stays the GEMM's); else the
+    // BatchNorm is applied as the data is pooled.
+    convolves_first_ = false;
+    if (fusion_.input_avg_pool) {
+      convolves_first_ = !fusion_.residual && g.filters < g.channels &&
+                         g.in[1] == data[2] && g.in[2] == data[3];
+      if (convolves_first_) {
+        g.in[1] = data[2];
+        g.in[2] = data[3];
+      } else {
+        g.normalises_input = false;
+      }
+    }
 
     ConvOptions switches;
     switches.winograd = runtime_options().winograd;
@@ -280,7 +310,7 @@ class Convolution : public Operator {
         g.batch > 0 && g.OutSpatial() > 0) {
       ConvTuningRequest request;
       request.geometry = g;
-      request.fusion_form = FusionForm(fusion_);
+      request.fusion_form = StrCat(FusionForm(fusion_), convolves_first_ ? ",pooled after" : "");
       request.has_residual = fusion_.residual;
       request.candidates = ApplicableConvAlgorithms(g, switches);
       request.heuristic = algorithm_;
@@ -297,8 +327,8 @@ class Convolution : public Operator {
     // Kernels take the batch size per call, so one serves every batch.
     ConvGeometry any_batch = g;
     any_batch.batch = 0;
-    const std::string form =
-        StrCat("conv ", algorithm_->name, "; ", any_batch.ToString(), "; ", FusionForm(fusion_));
+    const std::string form = StrCat("conv ", algorithm_->name, "; ", any_batch.ToString(), "; ",
+                                    FusionForm(fusion_), convolves_first_ ? ",pooled after" : "");
     kernel_impl_.reset();
     MXL_RETURN_IF_ERROR(SharedPrepared<ConvKernel>(
         weight_inputs, form,
@@ -306,6 +336,10 @@ class Convolution : public Operator {
         &kernel_impl_));
     *workspace_bytes = kernel_impl_->WorkspaceBytes();
     if (fusion_.max_pool) MXL_RETURN_IF_ERROR(PreparePool(oshape, workspace_bytes));
+    if (fusion_.input_avg_pool) {
+      MXL_RETURN_IF_ERROR(PrepareAvgPool(data, workspace_bytes));
+      MXL_RETURN_IF_ERROR(AvgPoolConstants(in));
+    }
     // The plan put the output over the residual, and this kernel would
     // write there before reading it: it reads a copy after its workspace.
     copies_residual_ = fusion_.residual && in[ResidualIndex()].data() == out[0].data() &&
@@ -342,11 +376,17 @@ class Convolution : public Operator {
       call.workspace_bytes = residual_copy_offset_;
     }
     if (fusion_.max_pool) return ForwardPooled(call, out[0].fdata());
+    if (fusion_.input_avg_pool) {
+      if (!weights_constant_) MXL_RETURN_IF_ERROR(AvgPoolConstants(in));
+      return ForwardAvgPooled(call);
+    }
     return kernel_impl_->Forward(call);
   }
 
   const char* KernelName() const override {
-    return fusion_.max_pool ? kernel_name_.c_str() : algorithm_ ? algorithm_->name : "";
+    return fusion_.max_pool || fusion_.input_avg_pool ? kernel_name_.c_str()
+           : algorithm_                                ? algorithm_->name
+                                                       : "";
   }
   size_t PreparedBytes() const override { return kernel_impl_ ? kernel_impl_->PreparedBytes() : 0; }
 
@@ -364,6 +404,11 @@ class Convolution : public Operator {
     const bool in_place = algorithm->switch_ == ConvAlgorithm::kCompactOnly;
     ConvWeights weights;
     MXL_RETURN_IF_ERROR(FinalWeights(in, in_place, &weights));
+    if (convolves_first_) {  // the bias and clamp follow the pooling
+      std::fill(weights.bias.begin(), weights.bias.end(), 0.f);
+      weights.lower = -std::numeric_limits<float>::infinity();
+      weights.upper = std::numeric_limits<float>::infinity();
+    }
     return algorithm->prepare(geometry_, std::move(weights), out);
   }
 
@@ -447,11 +492,11 @@ class Convolution : public Operator {
     pooled_w_ = oshape[3];
     PoolGeometry pg;
     pg.type = PoolType::kMax;
-    pg.kernel[1] = fusion_.pool_kernel[0];
-    pg.kernel[2] = fusion_.pool_kernel[1];
-    pg.stride[1] = fusion_.pool_stride[0];
-    pg.stride[2] = fusion_.pool_stride[1];
-    pg.pad[2] = fusion_.pool_pad[1];
+    pg.kernel[1] = fusion_.max_window.kernel[0];
+    pg.kernel[2] = fusion_.max_window.kernel[1];
+    pg.stride[1] = fusion_.max_window.stride[0];
+    pg.stride[2] = fusion_.max_window.stride[1];
+    pg.pad[2] = fusion_.max_window.pad[1];
     pg.in[2] = conv_w;
     pg.out[2] = pooled_w_;
     bands_.clear();
@@ -461,7 +506,7 @@ class Convolution : public Operator {
       pg.planes = g.batch * g.filters;
       pg.in[1] = conv_h;
       pg.out[1] = pooled_h_;
-      pg.pad[1] = fusion_.pool_pad[0];
+      pg.pad[1] = fusion_.max_window.pad[0];
       const PoolAlgorithm* algorithm = ChoosePoolAlgorithm(pg);
       MXL_CHECK(algorithm != nullptr, "no pooling algorithm covers ", pg.ToString());
       MXL_RETURN_IF_ERROR(algorithm->prepare(pg, &whole_pool_));
@@ -476,8 +521,8 @@ class Convolution : public Operator {
     const int64_t threads = thread_pool() ? thread_pool()->size() : 1;
     const int64_t per_band =
         PooledRowsPerBand(pooled_h_, threads, g.filters * conv_w * int64_t{sizeof(float)},
-                          fusion_.pool_kernel[0], fusion_.pool_stride[0]);
-    const int64_t stride = fusion_.pool_stride[0], pad = fusion_.pool_pad[0];
+                          fusion_.max_window.kernel[0], fusion_.max_window.stride[0]);
+    const int64_t stride = fusion_.max_window.stride[0], pad = fusion_.max_window.pad[0];
     // One plane per call: each band plane's pooled rows go straight to
     // their place in the output plane.
     pg.planes = 1;
@@ -489,7 +534,7 @@ class Convolution : public Operator {
       const int64_t start = first * stride - pad;
       band.conv_begin = std::max<int64_t>(0, start);
       band.conv_end =
-          std::min(conv_h, (band.pooled_end - 1) * stride - pad + fusion_.pool_kernel[0]);
+          std::min(conv_h, (band.pooled_end - 1) * stride - pad + fusion_.max_window.kernel[0]);
       pg.in[1] = band.conv_end - band.conv_begin;
       pg.out[1] = band.pooled_end - band.pooled_begin;
       pg.pad[1] = band.conv_begin - start;  // the first band's windows start in the padding
@@ -579,6 +624,170 @@ class Convolution : public Operator {
     return Status();
   }
 
+  // Average pooling (with_input_avg_pool, fuse.cc): the operator computes
+  // conv1x1(avgpool(data)), in one of two orders, both of which give the
+  // same values up to rounding (the two commute):
+  //   - pooling first: each image's planes are pooled (normalised first,
+  //     with an input BatchNorm, a plane at a time into a thread's scratch)
+  //     into the workspace, and the GEMM reads the pooled planes with its
+  //     whole epilogue;
+  //   - convolving first, where the pooling keeps the map's size and the
+  //     layer has fewer filters than channels: the GEMM, without bias and
+  //     clamp, writes each image into the workspace, which is pooled into
+  //     the output, and then the bias and clamp are applied.
+  // Either runs the Pooling operator's algorithms on whole planes, so the
+  // bits do not depend on the thread count.
+  Status PrepareAvgPool(const Shape& data, size_t* workspace_bytes) {
+    const ConvGeometry& g = geometry_;
+    PoolGeometry pg;
+    pg.type = PoolType::kAvg;
+    pg.count_include_pad = fusion_.avg_count_include_pad;
+    for (int i = 0; i < 2; ++i) {
+      pg.in[1 + i] = data[2 + i];
+      pg.out[1 + i] = PooledInputExtent(i, data[2 + i]);
+      pg.kernel[1 + i] = fusion_.avg_window.kernel[i];
+      pg.stride[1 + i] = fusion_.avg_window.stride[i];
+      pg.pad[1 + i] = fusion_.avg_window.pad[i];
+    }
+    avg_pool_geometry_ = pg;
+    // The staged planes: the convolution's output (convolving first) or the
+    // pooled data, one image.
+    const int64_t staged_planes = convolves_first_ ? g.filters : g.channels;
+    staged_offset_ = AlignedBytes(kernel_impl_->WorkspaceBytes());
+    size_t bytes = staged_offset_ + static_cast<size_t>(staged_planes * (convolves_first_
+                                                                            ? pg.InPlane()
+                                                                            : pg.OutPlane())) *
+                                        sizeof(float);
+    // Normalising while pooling: kNormalisedPlanes planes at a time (the
+    // blocked pooling kernels' width) into a thread's scratch, then pooled;
+    // a shorter last block has a kernel of its own.
+    normalises_planes_ = fusion_.input_bn && !convolves_first_;
+    const PoolAlgorithm* algorithm = nullptr;
+    avg_pool_.reset();
+    last_block_pool_.reset();
+    norm_slots_ = 0;
+    if (normalises_planes_) {
+      const int64_t blocks = (g.channels + kNormalisedPlanes - 1) / kNormalisedPlanes;
+      norm_slots_ = std::min(thread_pool() ? thread_pool()->size() : int64_t{1}, blocks);
+      pg.planes = std::min(kNormalisedPlanes, g.channels);
+      MXL_RETURN_IF_ERROR(PrepareAvgPoolKernel(pg, &avg_pool_, &algorithm));
+      if (g.channels > kNormalisedPlanes && g.channels % kNormalisedPlanes != 0) {
+        pg.planes = g.channels % kNormalisedPlanes;
+        MXL_RETURN_IF_ERROR(PrepareAvgPoolKernel(pg, &last_block_pool_, nullptr));
+      }
+    } else {
+      pg.planes = staged_planes;
+      MXL_RETURN_IF_ERROR(PrepareAvgPoolKernel(pg, &avg_pool_, &algorithm));
+    }
+    norm_offset_ = AlignedBytes(bytes);
+    *workspace_bytes = norm_offset_ + static_cast<size_t>(norm_slots_ * kNormalisedPlanes *
+                                                          pg.InPlane()) *
+                                          sizeof(float);
+    kernel_name_ = convolves_first_
+                       ? StrCat(algorithm_->name, ", then avg pool ", algorithm->name)
+                       : StrCat(algorithm_->name, " of the avg pool ", algorithm->name);
+    return Status();
+  }
+
+  static Status PrepareAvgPoolKernel(const PoolGeometry& pg, std::unique_ptr<PoolKernel>* kernel,
+                                     const PoolAlgorithm** chosen) {
+    const PoolAlgorithm* algorithm = ChoosePoolAlgorithm(pg);
+    MXL_CHECK(algorithm != nullptr, "no pooling algorithm covers ", pg.ToString());
+    if (chosen) *chosen = algorithm;
+    return algorithm->prepare(pg, kernel);
+  }
+
+  // The bias and clamp applied after the pooling (convolving first), and
+  // the input BatchNorm applied while pooling (pooling first), for the
+  // current values of the inputs.
+  Status AvgPoolConstants(const std::vector<NDArray>& in) {
+    ConvWeights w;
+    MXL_RETURN_IF_ERROR(FinalWeights(in, /*in_place=*/true, &w));
+    pooled_bias_ = std::move(w.bias);
+    input_norm_ = std::move(w.input_scale);
+    return Status();
+  }
+
+  Status ForwardAvgPooled(const ConvCall& call) const {
+    const ConvGeometry& g = geometry_;
+    const PoolGeometry& pg = avg_pool_geometry_;
+    char* const workspace = static_cast<char*>(call.workspace);
+    float* const staged = reinterpret_cast<float*>(workspace + staged_offset_);
+    const int64_t in_image = g.channels * pg.InPlane();
+    const int64_t out_plane = g.OutSpatial(), out_image = g.filters * out_plane;
+    ConvCall image = call;
+    image.batch = 1;
+    image.workspace_bytes = AlignedBytes(kernel_impl_->WorkspaceBytes());
+    for (int64_t n = 0; n < call.batch; ++n) {
+      const float* data = call.data + n * in_image;
+      float* output = call.output + n * out_image;
+      if (convolves_first_) {
+        image.data = data;
+        image.output = staged;
+        MXL_RETURN_IF_ERROR(kernel_impl_->Forward(image));
+        avg_pool_->Forward(staged, output, call.pool);
+        // x + bias, clamped: BatchNormRow's (x - 0) * 1 + bias is exactly that.
+        const bool clamps = fusion_.lower != -std::numeric_limits<float>::infinity() ||
+                            fusion_.upper != std::numeric_limits<float>::infinity();
+        ParallelFor(call.pool, g.filters, [&](int64_t f) {
+          float* plane = output + f * out_plane;
+          BatchNormRow(plane, plane, out_plane, 0.f, 1.f, false, 1.f,
+                       pooled_bias_[static_cast<size_t>(f)], clamps, fusion_.lower,
+                       fusion_.upper);
+        });
+        continue;
+      }
+      if (normalises_planes_) {
+        const bool clamps = fusion_.in_lower != -std::numeric_limits<float>::infinity() ||
+                            fusion_.in_upper != std::numeric_limits<float>::infinity();
+        float* const scratch = reinterpret_cast<float*>(workspace + norm_offset_);
+        const int64_t blocks = (g.channels + kNormalisedPlanes - 1) / kNormalisedPlanes;
+        // Slot s takes the s-th contiguous part of the blocks.
+        ParallelFor(call.pool, norm_slots_, [&](int64_t slot) {
+          float* planes = scratch + slot * kNormalisedPlanes * pg.InPlane();
+          for (int64_t b = slot * blocks / norm_slots_; b < (slot + 1) * blocks / norm_slots_;
+               ++b) {
+            const int64_t first = b * kNormalisedPlanes;
+            const int64_t count = std::min(kNormalisedPlanes, g.channels - first);
+            for (int64_t c = first; c < first + count; ++c) {
+              const float* s = input_norm_.data() + 4 * c;
+              BatchNormRow(data + c * pg.InPlane(), planes + (c - first) * pg.InPlane(),
+                           pg.InPlane(), s[0], s[1], !fusion_.in_bn_fix_gamma, s[2], s[3],
+                           clamps, fusion_.in_lower, fusion_.in_upper);
+            }
+            const PoolKernel& kernel =
+                count < kNormalisedPlanes && last_block_pool_ ? *last_block_pool_ : *avg_pool_;
+            kernel.Forward(planes, staged + first * pg.OutPlane(), nullptr);
+          }
+        });
+      } else {
+        avg_pool_->Forward(data, staged, call.pool);
+      }
+      image.data = staged;
+      image.output = output;
+      if (call.residual) image.residual = call.residual + n * out_image;
+      MXL_RETURN_IF_ERROR(kernel_impl_->Forward(image));
+    }
+    return Status();
+  }
+
+  // The pooled extent of spatial axis i (2-D) of an input of `extent`.
+  int64_t PooledInputExtent(int i, int64_t extent) const {
+    return fusion_.avg_window.Extent(i, extent);
+  }
+
+  // Whether a fused pooling's window fits `extent` along spatial axis i
+  // (of `what`, which comes from the data).
+  static Status CheckPoolFits(const PoolWindow& window, int i, int64_t extent, const Shape& data,
+                              const char* what) {
+    const int64_t padded = extent + 2 * window.pad[i];
+    MXL_CHECK(window.kernel[i] <= padded, "input 'data' has shape ", data.ToString(), ": ",
+              what, ", ", extent, " along spatial dim ", i, " (", padded,
+              " with the pooling's padding), is smaller than the pooling kernel ",
+              window.kernel[i]);
+    return Status();
+  }
+
   // Spatial axis i: the kernel's extent with dilation, and the output's for
   // an input of `extent` (floor, as MXNet's ConvolutionShape).
   int64_t DilatedKernel(int i) const { return dilate_[i] * (kernel_[i] - 1) + 1; }
@@ -617,6 +826,55 @@ class Convolution : public Operator {
   std::unique_ptr<PoolKernel> whole_pool_;  // without row bands
   int64_t slot_floats_ = 0, slots_ = 1;  // per thread's workspace part, parts
   std::string kernel_name_;
+  // The fused average pooling's plan (PrepareAvgPool) and constants
+  // (AvgPoolConstants).
+  bool convolves_first_ = false, normalises_planes_ = false;
+  PoolGeometry avg_pool_geometry_;
+  // Pooling all staged planes, or, normalising, a block of them (and the
+  // last block where it is shorter).
+  std::unique_ptr<PoolKernel> avg_pool_, last_block_pool_;
+  static constexpr int64_t kNormalisedPlanes = 16;
+  size_t staged_offset_ = 0, norm_offset_ = 0;
+  int64_t norm_slots_ = 0;
+  std::vector<float> pooled_bias_, input_norm_;
+};
+
+// A fused pooling's window attributes as written by fuse.cc (prefix
+// "pool_" or "in_pool_"): read with the others, checked after.
+struct PoolWindowAttrs {
+  std::string prefix;
+  std::vector<int64_t> kernel, stride, pad;
+
+  void Read(AttrParser* attrs, const char* key_prefix, PoolWindow* window) {
+    prefix = key_prefix;
+    kernel = attrs->Tuple((prefix + "kernel").c_str());
+    stride = attrs->Tuple((prefix + "stride").c_str(), {});
+    pad = attrs->Tuple((prefix + "pad").c_str(), {});
+    window->full = attrs->Enum((prefix + "convention").c_str(), {"valid", "full"}, 0) == 1;
+  }
+  // Two entries each (stride 1 and pad 0 where unset) into *window, or
+  // false with the attribute's error recorded.
+  bool Check(AttrParser* attrs, PoolWindow* window) {
+    const std::string kernel_key = prefix + "kernel";
+    if (!CheckWindowAttrs(attrs,
+                          {{kernel_key.c_str(), &kernel, 1, 1},
+                           {(prefix + "stride").c_str(), &stride, 1, 1},
+                           {(prefix + "pad").c_str(), &pad, 0, 0}},
+                          2, StrCat(kernel_key, " ", TupleText(kernel), " has 2"),
+                          /*extra_allowed=*/true)) {
+      return false;
+    }
+    if (kernel.size() != 2) {
+      attrs->Fail(kernel_key.c_str(), StrCat(TupleText(kernel), " must have 2 entries"));
+      return false;
+    }
+    for (int i = 0; i < 2; ++i) {
+      window->kernel[i] = kernel[i];
+      window->stride[i] = stride[i];
+      window->pad[i] = pad[i];
+    }
+    return true;
+  }
 };
 
 Status CreateConvolution(AttrParser* attrs, std::unique_ptr<Operator>* out) {
@@ -632,7 +890,7 @@ Status CreateConvolution(AttrParser* attrs, std::unique_ptr<Operator>* out) {
   attrs->IgnoreEnum("cudnn_tune", {"None", "off", "limited_workspace", "fastest"});
   attrs->IgnoreBool("cudnn_off");
   Fusion fusion;
-  std::vector<int64_t> pool_kernel, pool_stride, pool_pad;
+  PoolWindowAttrs max_window, avg_window;
   if (attrs->op_name() == "_FusedConvolution") {
     // Written by the graph optimizer (graph/fuse.cc), never by MXNet.
     fusion.batch_norm = attrs->Bool("with_bn", false);
@@ -649,11 +907,11 @@ Status CreateConvolution(AttrParser* attrs, std::unique_ptr<Operator>* out) {
     fusion.residual_in_place = attrs->Bool("residual_in_place", false);
     fusion.depthwise_input = attrs->Bool("with_depthwise_input", false);
     fusion.max_pool = attrs->Bool("with_max_pool", false);
-    if (fusion.max_pool) {
-      pool_kernel = attrs->Tuple("pool_kernel");
-      pool_stride = attrs->Tuple("pool_stride", {});
-      pool_pad = attrs->Tuple("pool_pad", {});
-      fusion.pool_full = attrs->Enum("pool_convention", {"valid", "full"}, 0) == 1;
+    if (fusion.max_pool) max_window.Read(attrs, "pool_", &fusion.max_window);
+    fusion.input_avg_pool = attrs->Bool("with_input_avg_pool", false);
+    if (fusion.input_avg_pool) {
+      avg_window.Read(attrs, "in_pool_", &fusion.avg_window);
+      fusion.avg_count_include_pad = attrs->Bool("in_pool_count_include_pad", true);
     }
   }
   MXL_RETURN_IF_ERROR(attrs->Finish());
@@ -685,22 +943,20 @@ Status CreateConvolution(AttrParser* attrs, std::unique_ptr<Operator>* out) {
                                    "residual or input BatchNorm");
       return attrs->Finish();
     }
-    if (!CheckWindowAttrs(attrs,
-                          {{"pool_kernel", &pool_kernel, 1, 1}, {"pool_stride", &pool_stride, 1, 1},
-                           {"pool_pad", &pool_pad, 0, 0}},
-                          2, StrCat("pool_kernel ", TupleText(pool_kernel), " has 2"),
-                          /*extra_allowed=*/true)) {
+    if (!max_window.Check(attrs, &fusion.max_window)) return attrs->Finish();
+  }
+  if (fusion.input_avg_pool) {
+    // Written by fuse.cc for 2-D 1x1 stride-1 one-group layers only.
+    const bool pointwise = nk == 2 && kernel == std::vector<int64_t>{1, 1} &&
+                           stride == std::vector<int64_t>{1, 1} &&
+                           pad == std::vector<int64_t>{0, 0} && num_group == 1;
+    if (!pointwise || fusion.max_pool) {
+      attrs->Fail("with_input_avg_pool", "a fused average pooling needs a 2-D 1x1 convolution "
+                                         "of stride 1, no padding and one group, without a "
+                                         "max pooling");
       return attrs->Finish();
     }
-    if (pool_kernel.size() != 2) {
-      attrs->Fail("pool_kernel", StrCat(TupleText(pool_kernel), " must have 2 entries"));
-      return attrs->Finish();
-    }
-    for (int i = 0; i < 2; ++i) {
-      fusion.pool_kernel[i] = pool_kernel[i];
-      fusion.pool_stride[i] = pool_stride[i];
-      fusion.pool_pad[i] = pool_pad[i];
-    }
+    if (!avg_window.Check(attrs, &fusion.avg_window)) return attrs->Finish();
   }
   if (num_group < 1 || num_filter % num_group != 0) {
     attrs->Fail("num_group", StrCat(num_group, " must be positive and divide num_filter=",
