@@ -145,7 +145,8 @@ def section_text(results, fused, mxnet, command):
              '(convolution + BatchNorm + add + activation folded; on x86 with AVX2 or AVX-512 '
              'also a stem\'s max pooling, whose convolution output the plan then no longer '
              'holds: the operator pools bands of it in its workspace, a few hundred KiB a '
-             'thread).', '']
+             'thread; and an average pooling beside a 1x1 convolution, whose pooled input '
+             'or unpooled output, one image of it, the operator keeps in its workspace).', '']
     for batch in BATCHES:
         lines += [f'Batch {batch}:', '',
                   '| model | no sharing | in place | co-share | both | lower bound | MXNet 1.9.1 '
