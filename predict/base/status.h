@@ -13,6 +13,7 @@
 
 #include <initializer_list>
 #include <sstream>
+#include <type_traits>
 #include <string>
 #include <utility>
 
@@ -40,12 +41,19 @@ class Status {
   std::string message_;
 };
 
-// Concatenates any streamable values into one string.
+// Concatenates any streamable values into one string. The work is done
+// once per list of decayed types: string literals of different lengths
+// (char[N]) share one instantiation as const char*, which keeps the
+// hundreds of error messages from each compiling a copy of it.
 template <typename... Parts>
-std::string StrCat(const Parts&... parts) {
+std::string StrCatDecayed(const Parts&... parts) {
   std::ostringstream stream;
   (void)std::initializer_list<int>{((stream << parts), 0)...};
   return stream.str();
+}
+template <typename... Parts>
+inline std::string StrCat(const Parts&... parts) {
+  return StrCatDecayed<typename std::decay<const Parts>::type...>(parts...);
 }
 
 }  // namespace mxlite

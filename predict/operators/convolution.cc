@@ -683,9 +683,9 @@ class Convolution : public Operator {
     *workspace_bytes = norm_offset_ + static_cast<size_t>(norm_slots_ * kNormalisedPlanes *
                                                           pg.InPlane()) *
                                           sizeof(float);
-    kernel_name_ = convolves_first_
-                       ? StrCat(algorithm_->name, ", then avg pool ", algorithm->name)
-                       : StrCat(algorithm_->name, " of the avg pool ", algorithm->name);
+    kernel_name_ = StrCat(algorithm_->name,
+                          convolves_first_ ? ", then avg pool " : " of the avg pool ",
+                          algorithm->name);
     return Status();
   }
 
@@ -839,33 +839,32 @@ class Convolution : public Operator {
   std::vector<float> pooled_bias_, input_norm_;
 };
 
-// A fused pooling's window attributes as written by fuse.cc (prefix
-// "pool_" or "in_pool_"): read with the others, checked after.
+// A fused pooling's window attributes as written by fuse.cc: read with the
+// others, checked after.
 struct PoolWindowAttrs {
-  std::string prefix;
+  const char* kernel_key;
+  const char* stride_key;
+  const char* pad_key;
+  const char* convention_key;
   std::vector<int64_t> kernel, stride, pad;
 
-  void Read(AttrParser* attrs, const char* key_prefix, PoolWindow* window) {
-    prefix = key_prefix;
-    kernel = attrs->Tuple((prefix + "kernel").c_str());
-    stride = attrs->Tuple((prefix + "stride").c_str(), {});
-    pad = attrs->Tuple((prefix + "pad").c_str(), {});
-    window->full = attrs->Enum((prefix + "convention").c_str(), {"valid", "full"}, 0) == 1;
+  void Read(AttrParser* attrs, PoolWindow* window) {
+    kernel = attrs->Tuple(kernel_key);
+    stride = attrs->Tuple(stride_key, {});
+    pad = attrs->Tuple(pad_key, {});
+    window->full = attrs->Enum(convention_key, {"valid", "full"}, 0) == 1;
   }
   // Two entries each (stride 1 and pad 0 where unset) into *window, or
   // false with the attribute's error recorded.
   bool Check(AttrParser* attrs, PoolWindow* window) {
-    const std::string kernel_key = prefix + "kernel";
-    if (!CheckWindowAttrs(attrs,
-                          {{kernel_key.c_str(), &kernel, 1, 1},
-                           {(prefix + "stride").c_str(), &stride, 1, 1},
-                           {(prefix + "pad").c_str(), &pad, 0, 0}},
+    if (!CheckWindowAttrs(attrs, {{kernel_key, &kernel, 1, 1}, {stride_key, &stride, 1, 1},
+                                  {pad_key, &pad, 0, 0}},
                           2, StrCat(kernel_key, " ", TupleText(kernel), " has 2"),
                           /*extra_allowed=*/true)) {
       return false;
     }
     if (kernel.size() != 2) {
-      attrs->Fail(kernel_key.c_str(), StrCat(TupleText(kernel), " must have 2 entries"));
+      attrs->Fail(kernel_key, StrCat(TupleText(kernel), " must have 2 entries"));
       return false;
     }
     for (int i = 0; i < 2; ++i) {
@@ -890,7 +889,10 @@ Status CreateConvolution(AttrParser* attrs, std::unique_ptr<Operator>* out) {
   attrs->IgnoreEnum("cudnn_tune", {"None", "off", "limited_workspace", "fastest"});
   attrs->IgnoreBool("cudnn_off");
   Fusion fusion;
-  PoolWindowAttrs max_window, avg_window;
+  PoolWindowAttrs max_window{"pool_kernel", "pool_stride", "pool_pad", "pool_convention", {},
+                             {}, {}};
+  PoolWindowAttrs avg_window{"in_pool_kernel", "in_pool_stride", "in_pool_pad",
+                             "in_pool_convention", {}, {}, {}};
   if (attrs->op_name() == "_FusedConvolution") {
     // Written by the graph optimizer (graph/fuse.cc), never by MXNet.
     fusion.batch_norm = attrs->Bool("with_bn", false);
@@ -907,10 +909,10 @@ Status CreateConvolution(AttrParser* attrs, std::unique_ptr<Operator>* out) {
     fusion.residual_in_place = attrs->Bool("residual_in_place", false);
     fusion.depthwise_input = attrs->Bool("with_depthwise_input", false);
     fusion.max_pool = attrs->Bool("with_max_pool", false);
-    if (fusion.max_pool) max_window.Read(attrs, "pool_", &fusion.max_window);
+    if (fusion.max_pool) max_window.Read(attrs, &fusion.max_window);
     fusion.input_avg_pool = attrs->Bool("with_input_avg_pool", false);
     if (fusion.input_avg_pool) {
-      avg_window.Read(attrs, "in_pool_", &fusion.avg_window);
+      avg_window.Read(attrs, &fusion.avg_window);
       fusion.avg_count_include_pad = attrs->Bool("in_pool_count_include_pad", true);
     }
   }
