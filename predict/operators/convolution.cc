@@ -627,10 +627,10 @@ class Convolution : public Operator {
   // Average pooling (with_input_avg_pool, fuse.cc): the operator computes
   // conv1x1(avgpool(data)), in one of two orders, both of which give the
   // same values up to rounding (the two commute):
-  //   - pooling first: each image's planes are pooled (normalised first,
-  //     with an input BatchNorm, a plane at a time into a thread's scratch)
-  //     into the workspace, and the GEMM reads the pooled planes with its
-  //     whole epilogue;
+  //   - pooling first: each image's planes are pooled (with an input
+  //     BatchNorm, normalised first, 16 planes at a time, into a thread's
+  //     scratch) into the workspace, and the GEMM reads the pooled planes
+  //     with its whole epilogue;
   //   - convolving first, where the pooling keeps the map's size and the
   //     layer has fewer filters than channels: the GEMM, without bias and
   //     clamp, writes each image into the workspace, which is pooled into
