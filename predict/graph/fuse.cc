@@ -342,13 +342,14 @@ void FindAveragePoolings(FusionPlan* plan) {
     Chain chain = chain_last[n] >= 0 ? plan->chain_ending_at[last] : Chain();
     chain.conv = n;
     if (chain.last < 0) chain.last = n;
-    int slot = -1;
+    int before_slot = -1, after_slot = -1;
     const int before = conv.inputs[0].node;
-    const int after = SoleReader(plan->readers, last, &slot);
+    const int after = SoleReader(plan->readers, last, &after_slot);
     if (!plan->absorbed[before] && IsFusablePool(graph.nodes[before], "avg") &&
-        conv.inputs[0].index == 0 && SoleReader(plan->readers, before, &slot) == n && slot == 0) {
+        conv.inputs[0].index == 0 && SoleReader(plan->readers, before, &before_slot) == n &&
+        before_slot == 0) {
       chain.avg_pool = before;
-    } else if (after >= 0 && slot == 0 && !plan->absorbed[after] &&
+    } else if (after >= 0 && after_slot == 0 && !plan->absorbed[after] &&
                IsFusablePool(graph.nodes[after], "avg") && TupleAll(graph.nodes[after], "pad", 0) &&
                chain.add < 0 && chain.clamp < 0 && chain.pool < 0) {
       chain.avg_pool = chain.last = after;

@@ -259,7 +259,7 @@ class Convolution : public Operator {
       // not in the graph.
       g.out[d] = fusion_.max_pool ? OutputExtent(i, data[2 + i]) : oshape[2 + i];
       // Pooling first, the convolution reads the pooled data.
-      if (fusion_.input_avg_pool) g.in[d] = PooledInputExtent(i, data[2 + i]);
+      if (fusion_.input_avg_pool) g.in[d] = fusion_.avg_window.Extent(i, data[2 + i]);
       g.kernel[d] = kernel_[i];
       g.stride[d] = stride_[i];
       g.pad[d] = pad_[i];
@@ -644,7 +644,7 @@ class Convolution : public Operator {
     pg.count_include_pad = fusion_.avg_count_include_pad;
     for (int i = 0; i < 2; ++i) {
       pg.in[1 + i] = data[2 + i];
-      pg.out[1 + i] = PooledInputExtent(i, data[2 + i]);
+      pg.out[1 + i] = fusion_.avg_window.Extent(i, data[2 + i]);
       pg.kernel[1 + i] = fusion_.avg_window.kernel[i];
       pg.stride[1 + i] = fusion_.avg_window.stride[i];
       pg.pad[1 + i] = fusion_.avg_window.pad[i];
@@ -769,11 +769,6 @@ class Convolution : public Operator {
       MXL_RETURN_IF_ERROR(kernel_impl_->Forward(image));
     }
     return Status();
-  }
-
-  // The pooled extent of spatial axis i (2-D) of an input of `extent`.
-  int64_t PooledInputExtent(int i, int64_t extent) const {
-    return fusion_.avg_window.Extent(i, extent);
   }
 
   // Whether a fused pooling's window fits `extent` along spatial axis i
