@@ -97,15 +97,23 @@ struct Fusion {
 // and keep fewer rows (measured against 256 KB in BENCHMARKS.md).
 constexpr int64_t kPoolBandBytes = int64_t{512} << 10;
 
-// Pooled rows a band of the fused pooling holds: as many as kPoolBandBytes
-// of convolution rows feed (row_bytes each, `window` rows for the first
-// pooled row and `stride` more for each next one), up to 8, at least two
-// bands per thread, at least one.
-int64_t PooledRowsPerBand(int64_t pooled_rows, int64_t threads, int64_t row_bytes,
-                          int64_t window, int64_t stride) {
+// Bands of the fused pooling: each holds at most as many pooled rows as
+// kPoolBandBytes of convolution rows feed (row_bytes each, `window` rows
+// for the first pooled row and `stride` more for each next one), up to 8,
+// at least two bands per thread, at least one. Each thread takes a
+// contiguous run of bands, so their count is a multiple of the thread
+// count, and the caller shares the rows out near-evenly (73 pooled rows at
+// two threads: 14 bands of 5 or 6, 37 and 36 rows a thread, where bands of
+// 6 would go 7 and 6 to the threads).
+int64_t PoolBandCount(int64_t pooled_rows, int64_t threads, int64_t row_bytes, int64_t window,
+                      int64_t stride) {
+  if (pooled_rows <= 0) return 0;
   const int64_t fitting = (kPoolBandBytes / std::max<int64_t>(1, row_bytes) - window) / stride + 1;
-  return std::max<int64_t>(
-      1, std::min({int64_t{8}, pooled_rows / (2 * threads), fitting}));
+  const int64_t most_rows =
+      std::max<int64_t>(1, std::min({int64_t{8}, pooled_rows / (2 * threads), fitting}));
+  const int64_t bands = (pooled_rows + most_rows - 1) / most_rows;
+  const int64_t per_thread = (bands + threads - 1) / threads;
+  return std::max<int64_t>(1, std::min(pooled_rows, per_thread * threads));
 }
 
 // Everything in a Fusion that the prepared weights depend on, exactly
@@ -519,19 +527,19 @@ class Convolution : public Operator {
     // Bands of pooled rows; each reads the convolution rows its windows
     // cover, clipped to the convolution's output.
     const int64_t threads = thread_pool() ? thread_pool()->size() : 1;
-    const int64_t per_band =
-        PooledRowsPerBand(pooled_h_, threads, g.filters * conv_w * int64_t{sizeof(float)},
-                          fusion_.max_window.kernel[0], fusion_.max_window.stride[0]);
+    const int64_t band_count =
+        PoolBandCount(pooled_h_, threads, g.filters * conv_w * int64_t{sizeof(float)},
+                      fusion_.max_window.kernel[0], fusion_.max_window.stride[0]);
     const int64_t stride = fusion_.max_window.stride[0], pad = fusion_.max_window.pad[0];
     // One plane per call: each band plane's pooled rows go straight to
     // their place in the output plane.
     pg.planes = 1;
     int64_t most_rows = 0;
-    for (int64_t first = 0; first < pooled_h_; first += per_band) {
+    for (int64_t b = 0; b < band_count; ++b) {
       Band band;
-      band.pooled_begin = first;
-      band.pooled_end = std::min(pooled_h_, first + per_band);
-      const int64_t start = first * stride - pad;
+      band.pooled_begin = b * pooled_h_ / band_count;
+      band.pooled_end = (b + 1) * pooled_h_ / band_count;
+      const int64_t start = band.pooled_begin * stride - pad;
       band.conv_begin = std::max<int64_t>(0, start);
       band.conv_end =
           std::min(conv_h, (band.pooled_end - 1) * stride - pad + fusion_.max_window.kernel[0]);
