@@ -485,10 +485,19 @@ class ShiftedKernel : public ConvKernel {
                                        : 0));
     w_.weights.clear();
     w_.weights.shrink_to_fit();
+    PlanThreadBands(g);
     return Status();
   }
   size_t PreparedBytes() const override { return w_.bytes() + HeldBytes(packed_); }
-  size_t WorkspaceBytes() const override { return plan_.WorkspaceBytes(g_.channels); }
+  // With bands per thread, their views or, run on a pool of one thread
+  // (the kernel is shared by the model's handles, prepared for the first
+  // one's threads), the plan's.
+  size_t WorkspaceBytes() const override {
+    const size_t slots = static_cast<size_t>(thread_bands_) *
+                         static_cast<size_t>(plan_.views * g_.channels * band_plane_);
+    return std::max(thread_bands_ > 1 ? slots * sizeof(float) : 0,
+                    plan_.WorkspaceBytes(g_.channels));
+  }
 
   Status Forward(const ConvCall& call) const override {
     MXL_RETURN_IF_ERROR(CheckConvWorkspace(call, WorkspaceBytes()));
@@ -503,49 +512,101 @@ class ShiftedKernel : public ConvKernel {
   }
 
  private:
-  // One image: per band of output rows, the views, then per group one
-  // segmented GEMM writing the band's output rows.
-  void ForwardImage(const float* data, const float* residual, float* output, float* views,
-                    ThreadPool* pool) const {
+  // Bands per thread (see ForwardImage): where the layer runs on T >= 2
+  // threads, its output rows split into T near-equal parts (the largest at
+  // most 1/8 above the mean: 28 or 14 rows at two threads, not 7), and its
+  // weights are no larger than its views of one image (each thread then
+  // reads all the weights, where a GEMM shared by rows reads half of them
+  // and all the views), each thread takes one part, in bands of at most
+  // the plan's rows, each with views of its own; else every band is shared
+  // by all threads.
+  void PlanThreadBands(const ConvGeometry& g) {
+    const int64_t threads = g.threads, rows = g.out[1];
+    const int64_t part = threads > 0 ? (rows + threads - 1) / threads : rows;
+    const int64_t weights = g.filters * (g.channels / g.groups) * g.KernelSize();
+    const int64_t view_floats = plan_.views * g.channels * g.OutSpatial();
+    thread_bands_ =
+        threads >= 2 && part * threads * 8 <= rows * 9 && weights <= view_floats ? threads : 1;
+    band_rows_ = thread_bands_ > 1 ? std::min(plan_.rows_per_band, part) : plan_.rows_per_band;
+    band_plane_ = thread_bands_ > 1 ? (band_rows_ + plan_.span_h) * g.out[2] : plan_.plane;
+    if (band_plane_ % 2048 == 0) band_plane_ += 16;  // as PlanShifted's plane
+  }
+
+  // Output rows [row, row + rows) of one image: the band's views into
+  // `views` (rows `plane` floats apart), then per group one segmented GEMM
+  // writing the band's output rows. The views and the GEMM share `pool`.
+  void ForwardBand(const float* data, const float* residual, float* output, float* views,
+                   int64_t plane, int64_t row, int64_t rows, ThreadPool* pool) const {
     const ConvGeometry& g = g_;
     const ShiftedGeometry& p = plan_;
     const int64_t in_plane = g.InSpatial(), out_plane = g.OutSpatial();
     const int64_t ow_count = g.out[2];
     const int64_t group_in = g.channels / g.groups, group_out = g.filters / g.groups;
     const int64_t taps = static_cast<int64_t>(p.tap_view.size());
+    // A channel's views one after another, while its input rows are in L1
+    // (view-major tasks read each plane `views` times from L2).
+    ParallelFor(pool, p.views * g.channels, [&](int64_t task) {
+      const int64_t c = task / p.views, view = task % p.views;
+      const bool prefetch = p.first_with_rows[view] && c + p.prefetch_planes < g.channels;
+      GatherRowsZeroPadded(data + c * in_plane, g.in[1], g.in[2],
+                           p.first_row[view] + row * g.stride[1], g.stride[1], rows + p.span_h,
+                           p.first_col[view], g.stride[2], ow_count,
+                           views + (view * g.channels + c) * plane,
+                           prefetch ? p.prefetch_planes * in_plane * int64_t{sizeof(float)} : 0);
+    });
     std::vector<const float*> segments(static_cast<size_t>(taps));
-    for (int64_t row = 0; row < g.out[1]; row += p.rows_per_band) {
-      const int64_t rows = std::min(p.rows_per_band, g.out[1] - row);
-      // A channel's views one after another, while its input rows are in L1
-      // (view-major tasks read each plane `views` times from L2).
-      ParallelFor(pool, p.views * g.channels, [&](int64_t task) {
-        const int64_t c = task / p.views, view = task % p.views;
-        const bool prefetch = p.first_with_rows[view] && c + p.prefetch_planes < g.channels;
-        GatherRowsZeroPadded(data + c * in_plane, g.in[1], g.in[2],
-                             p.first_row[view] + row * g.stride[1], g.stride[1],
-                             rows + p.span_h, p.first_col[view], g.stride[2], ow_count,
-                             views + (view * g.channels + c) * p.plane,
-                             prefetch ? p.prefetch_planes * in_plane * int64_t{sizeof(float)} : 0);
-      });
-      for (int64_t grp = 0; grp < g.groups; ++grp) {
-        for (int64_t t = 0; t < taps; t += p.taps_per_segment) {
-          segments[t / p.taps_per_segment] =
-              views + (p.tap_view[t] * g.channels + grp * group_in) * p.plane +
-              p.tap_row[t] * ow_count;
-        }
-        const int64_t at = grp * group_out * out_plane + row * ow_count;
-        GemmSegmentedB(packed_[grp], segments.data(), p.plane, rows * ow_count, output + at,
-                       out_plane,
-                       Epilogue(w_, w_.bias.data() + grp * group_out,
-                                residual ? residual + at : nullptr, out_plane),
-                       pool);
+    for (int64_t grp = 0; grp < g.groups; ++grp) {
+      for (int64_t t = 0; t < taps; t += p.taps_per_segment) {
+        segments[t / p.taps_per_segment] =
+            views + (p.tap_view[t] * g.channels + grp * group_in) * plane +
+            p.tap_row[t] * ow_count;
       }
+      const int64_t at = grp * group_out * out_plane + row * ow_count;
+      GemmSegmentedB(packed_[grp], segments.data(), plane, rows * ow_count, output + at,
+                     out_plane,
+                     Epilogue(w_, w_.bias.data() + grp * group_out,
+                              residual ? residual + at : nullptr, out_plane),
+                     pool);
+    }
+  }
+
+  // One image, in bands of output rows. With bands per thread, thread t
+  // of T takes the t-th part of the rows with its own views: it gathers
+  // the input rows its part reads, which the layer before (split by
+  // columns: the same rows) mostly wrote on the same core, and its GEMM
+  // reads only views its own core wrote, where shared bands had each
+  // thread read the views of all channels, half of them gathered on the
+  // other core. The GEMM's sums are the same at any split (the packing,
+  // hence the depth blocks, does not depend on the threads).
+  void ForwardImage(const float* data, const float* residual, float* output, float* views,
+                    ThreadPool* pool) const {
+    const ConvGeometry& g = g_;
+    const int64_t threads = pool ? std::min<int64_t>(pool->size(), thread_bands_) : 1;
+    if (threads >= 2) {
+      const size_t slot = static_cast<size_t>(plan_.views * g.channels * band_plane_);
+      ParallelFor(pool, threads, [&](int64_t t) {
+        const int64_t end = (t + 1) * g.out[1] / threads;
+        for (int64_t row = t * g.out[1] / threads; row < end; row += band_rows_) {
+          ForwardBand(data, residual, output, views + static_cast<size_t>(t) * slot,
+                      band_plane_, row, std::min(band_rows_, end - row), nullptr);
+        }
+      });
+      return;
+    }
+    for (int64_t row = 0; row < g.out[1]; row += plan_.rows_per_band) {
+      ForwardBand(data, residual, output, views, plan_.plane, row,
+                  std::min(plan_.rows_per_band, g.out[1] - row), pool);
     }
   }
 
   ConvGeometry g_;
   ConvWeights w_;
   ShiftedGeometry plan_;
+  // Bands per thread (PlanThreadBands): how many threads take a part of
+  // each image (1: bands shared by all), their bands' rows and view plane.
+  int64_t thread_bands_ = 1;
+  int64_t band_rows_ = 0;
+  int64_t band_plane_ = 0;
   std::vector<PackedMatrix> packed_;  // per group
 };
 
