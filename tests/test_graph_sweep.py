@@ -185,15 +185,21 @@ def convolves_normalised_input(name):
 GRAPHS = [name for name in CASES if name.startswith('graph')]
 
 
-def test_random_networks_are_free_of_the_thread_count():
+@pytest.mark.parametrize('isa', [None, 'avx2', 'generic'])
+def test_random_networks_are_free_of_the_thread_count(isa):
     """Every random network matches MXNet at 1, 2 and 3 threads with the same
-    bits at each, with the rewrites and without. Among them are strided and
+    bits at each, with the rewrites and without, on the default, AVX2 (where
+    the CPU has it) and portable kernels. Among them are strided and
     other convolutions of the shifted-view kernel whose output rows split
     evenly over two threads; where their weights are no larger than their
     views, each thread then runs a part of the rows, views and GEMM
     (conv_gemm.cc, bands per thread), where at one thread all share each
     band."""
-    by_case = run_at_thread_counts('GRAPHS', None)
+    if isa == 'avx2':
+        with open('/proc/cpuinfo') as cpuinfo:
+            if ' avx2' not in cpuinfo.read():
+                pytest.skip('the CPU has no AVX2')
+    by_case = run_at_thread_counts('GRAPHS', isa)
     rows = [int(m.group(1)) for profile in by_case.values()
             for m in re.finditer(r'shifted gemm -> \(\d+,\d+,(\d+),\d+\)', profile)]
     assert any(h >= 2 and (h + 1) // 2 * 2 * 8 <= h * 9 for h in rows), rows
