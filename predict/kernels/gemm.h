@@ -34,6 +34,12 @@
 
 namespace mxlite {
 
+// Whether a clamp to [lower, upper] changes anything: a bound is finite.
+inline bool ClampIsSet(float lower, float upper) {
+  return lower != -std::numeric_limits<float>::infinity() ||
+         upper != std::numeric_limits<float>::infinity();
+}
+
 // What happens to each element of C after the product, in this order.
 struct GemmEpilogue {
   const float* bias = nullptr;      // per row of C, or null
@@ -43,10 +49,7 @@ struct GemmEpilogue {
   float upper = std::numeric_limits<float>::infinity();
   bool accumulate = false;          // add to C's previous contents
 
-  bool clamps() const {
-    return lower != -std::numeric_limits<float>::infinity() ||
-           upper != std::numeric_limits<float>::infinity();
-  }
+  bool clamps() const { return ClampIsSet(lower, upper); }
 };
 
 // A matrix packed for the micro-kernel in use: MR-row strips per KC block.

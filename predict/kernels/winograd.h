@@ -157,8 +157,7 @@ void WinogradConvolveVector(const WinogradGeometry& g, const std::vector<PackedM
   const int nr = packed[0].kernel().nr;
   const int64_t tiles = g.Tiles(), tiles_w = g.TilesW();
   const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
-  const bool clamp = lower != -std::numeric_limits<float>::infinity() ||
-                     upper != std::numeric_limits<float>::infinity();
+  const bool clamp = ClampIsSet(lower, upper);
   const bool split = Transforms::kReadsPlane && WinogradRunsSplit(g.SplitsDepth(), pool);
   // One chunk of tiles in chunk_workspace, each step split over step_pool
   // (null: all on this thread).

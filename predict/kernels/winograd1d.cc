@@ -308,8 +308,7 @@ void Winograd1dPlan::Convolve(const float* input, const float* bias, const float
   float* m = v + kPoints * g.channels * (output_tiles + chunks * shift);
   float* input_t = m + kPoints * g.filters * output_tiles;  // 1xk: planes transposed
   float* output_t = input_t + g.channels * in_plane;        // 1xk: output planes transposed
-  const bool clamp = lower != -std::numeric_limits<float>::infinity() ||
-                     upper != std::numeric_limits<float>::infinity();
+  const bool clamp = ClampIsSet(lower, upper);
   if (transposed) {
     ParallelFor(pool, g.channels, [&](int64_t c) {
       winograd1d_cc::TransposePlane(input + c * in_plane, g.in_h, g.in_w,

@@ -243,8 +243,7 @@ void Winograd2x2Plan::Convolve(int64_t images, const float* input, const float* 
   float* v = workspace;                             // [16][channels][columns]
   float* m = workspace + 16 * g.channels * columns;  // [16][filters][columns]
   const int64_t v_stride = g.channels * columns, m_stride = g.filters * columns;
-  const bool clamp = lower != -std::numeric_limits<float>::infinity() ||
-                     upper != std::numeric_limits<float>::infinity();
+  const bool clamp = ClampIsSet(lower, upper);
   // Tile rows [row0, row0 + rows) of group `group`.
   auto group_span = [&](int64_t group, int64_t* row0, int64_t* rows) {
     *row0 = group * group_rows;

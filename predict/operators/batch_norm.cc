@@ -32,6 +32,7 @@
 #include <cmath>
 #include <limits>
 
+#include "../kernels/gemm.h"
 #include "../kernels/thread_pool.h"
 #include "batch_norm_row.h"
 #include "operator.h"
@@ -106,8 +107,7 @@ class BatchNorm : public Operator {
 
     const float* x = in[0].fdata();
     float* y = out[0].fdata();
-    const bool clamps = lower_ != -std::numeric_limits<float>::infinity() ||
-                        upper_ != std::numeric_limits<float>::infinity();
+    const bool clamps = ClampIsSet(lower_, upper_);
     ParallelFor(ctx.pool, outer * channels, [&](int64_t plane) {
       const int64_t c = plane % channels;
       BatchNormRow(x + plane * inner, y + plane * inner, inner, mean[c], invstd_[c], !fix_gamma_,

@@ -150,8 +150,7 @@ class PointwiseKernel : public ConvKernel {
                          int64_t count) {
       const ConvWeights& w = static_cast<const PointwiseKernel*>(context)->w_;
       const float* s = w.input_scale.data() + 4 * channel;
-      const bool clamps = w.input_lower != -std::numeric_limits<float>::infinity() ||
-                          w.input_upper != std::numeric_limits<float>::infinity();
+      const bool clamps = ClampIsSet(w.input_lower, w.input_upper);
       BatchNormRow(src, dst, count, s[0], s[1], w.input_has_gamma, s[2], s[3], clamps,
                    w.input_lower, w.input_upper);
     };

@@ -102,9 +102,9 @@ constexpr int64_t kPoolBandBytes = int64_t{512} << 10;
 // for the first pooled row and `stride` more for each next one), up to 8,
 // at least two bands per thread, at least one. Each thread takes a
 // contiguous run of bands, so their count is a multiple of the thread
-// count, and the caller shares the rows out near-evenly (73 pooled rows at
-// two threads: 14 bands of 5 or 6, 37 and 36 rows a thread, where bands of
-// 6 would go 7 and 6 to the threads).
+// count, and the caller shares the rows out near-evenly (ResNet's 56
+// pooled rows at two threads: 8 bands of 7, 28 rows a thread, where 7
+// bands of 8 gave one thread 24 rows and the other 32).
 int64_t PoolBandCount(int64_t pooled_rows, int64_t threads, int64_t row_bytes, int64_t window,
                       int64_t stride) {
   if (pooled_rows <= 0) return 0;
@@ -735,8 +735,7 @@ class Convolution : public Operator {
         MXL_RETURN_IF_ERROR(kernel_impl_->Forward(image));
         avg_pool_->Forward(staged, output, call.pool);
         // x + bias, clamped: BatchNormRow's (x - 0) * 1 + bias is exactly that.
-        const bool clamps = fusion_.lower != -std::numeric_limits<float>::infinity() ||
-                            fusion_.upper != std::numeric_limits<float>::infinity();
+        const bool clamps = ClampIsSet(fusion_.lower, fusion_.upper);
         ParallelFor(call.pool, g.filters, [&](int64_t f) {
           float* plane = output + f * out_plane;
           BatchNormRow(plane, plane, out_plane, 0.f, 1.f, false, 1.f,
@@ -746,8 +745,7 @@ class Convolution : public Operator {
         continue;
       }
       if (normalises_planes_) {
-        const bool clamps = fusion_.in_lower != -std::numeric_limits<float>::infinity() ||
-                            fusion_.in_upper != std::numeric_limits<float>::infinity();
+        const bool clamps = ClampIsSet(fusion_.in_lower, fusion_.in_upper);
         float* const scratch = reinterpret_cast<float*>(workspace + norm_offset_);
         const int64_t blocks = (g.channels + kNormalisedPlanes - 1) / kNormalisedPlanes;
         // Slot s takes the s-th contiguous part of the blocks.
