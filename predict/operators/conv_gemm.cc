@@ -375,6 +375,15 @@ inline void SplitTap(int64_t k, int64_t dilate, int64_t pad, int64_t stride, int
   *phase = a - *shift * stride;
 }
 
+// Floats from one stored view to the next for bands of `rows` output rows
+// `width` wide, with the span's extra rows. Rows a multiple of 8 KiB apart
+// would fall into few cache sets (and the GEMM would then pack B instead
+// of reading it in place), so such a plane is one line longer.
+int64_t ViewPlane(int64_t rows, int64_t span_h, int64_t width) {
+  const int64_t plane = (rows + span_h) * width;
+  return plane % 2048 == 0 ? plane + 16 : plane;
+}
+
 // Plans shifted views for a planar geometry.
 void PlanShifted(const ConvGeometry& g, int64_t column_bytes, ShiftedGeometry* plan) {
   ShiftedGeometry& p = *plan;
@@ -454,10 +463,7 @@ void PlanShifted(const ConvGeometry& g, int64_t column_bytes, ShiftedGeometry* p
       fewest_tiles = tiles;
     }
   }
-  p.plane = (p.rows_per_band + p.span_h) * g.out[2];
-  // Rows a multiple of 8 KiB apart would fall into few cache sets (and the
-  // GEMM would then pack B instead of reading it in place).
-  if (p.plane % 2048 == 0) p.plane += 16;
+  p.plane = ViewPlane(p.rows_per_band, p.span_h, g.out[2]);
 }
 
 class ShiftedKernel : public ConvKernel {
@@ -488,13 +494,11 @@ class ShiftedKernel : public ConvKernel {
     return Status();
   }
   size_t PreparedBytes() const override { return w_.bytes() + HeldBytes(packed_); }
-  // With bands per thread, their views or, run on a pool of one thread
-  // (the kernel is shared by the model's handles, prepared for the first
-  // one's threads), the plan's.
+  // A slot of views per thread band, or the plan's views where the kernel
+  // runs on a pool of one thread (it is shared by the model's handles,
+  // prepared for the first one's threads).
   size_t WorkspaceBytes() const override {
-    const size_t slots = static_cast<size_t>(thread_bands_) *
-                         static_cast<size_t>(plan_.views * g_.channels * band_plane_);
-    return std::max(thread_bands_ > 1 ? slots * sizeof(float) : 0,
+    return std::max(static_cast<size_t>(thread_bands_) * BandSlotFloats() * sizeof(float),
                     plan_.WorkspaceBytes(g_.channels));
   }
 
@@ -527,8 +531,12 @@ class ShiftedKernel : public ConvKernel {
     thread_bands_ =
         threads >= 2 && part * threads * 8 <= rows * 9 && weights <= view_floats ? threads : 1;
     band_rows_ = thread_bands_ > 1 ? std::min(plan_.rows_per_band, part) : plan_.rows_per_band;
-    band_plane_ = thread_bands_ > 1 ? (band_rows_ + plan_.span_h) * g.out[2] : plan_.plane;
-    if (band_plane_ % 2048 == 0) band_plane_ += 16;  // as PlanShifted's plane
+    band_plane_ = thread_bands_ > 1 ? ViewPlane(band_rows_, plan_.span_h, g.out[2]) : plan_.plane;
+  }
+
+  // Floats of one thread band's views.
+  size_t BandSlotFloats() const {
+    return static_cast<size_t>(plan_.views * g_.channels * band_plane_);
   }
 
   // Output rows [row, row + rows) of one image: the band's views into
@@ -582,7 +590,7 @@ class ShiftedKernel : public ConvKernel {
     const ConvGeometry& g = g_;
     const int64_t threads = pool ? std::min<int64_t>(pool->size(), thread_bands_) : 1;
     if (threads >= 2) {
-      const size_t slot = static_cast<size_t>(plan_.views * g.channels * band_plane_);
+      const size_t slot = BandSlotFloats();
       ParallelFor(pool, threads, [&](int64_t t) {
         const int64_t end = (t + 1) * g.out[1] / threads;
         for (int64_t row = t * g.out[1] / threads; row < end; row += band_rows_) {
